@@ -1,0 +1,177 @@
+//! Resilient bucket assignment for a next-hop group.
+//!
+//! A flow hashes to a fixed bucket; the bucket names a next hop. Changing the
+//! group rewrites as few buckets as possible: removing a next hop reassigns
+//! only its own buckets, and adding one takes only its share, so flows on
+//! the other next hops never move (the same contract as Linux resilient
+//! next-hop groups, without the idle timer).
+
+use crate::maps::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
+
+/// Reassigns `buckets` (next-hop ids, [`NO_NEXTHOP`] for empty) to the
+/// next hops in `live`, each getting `len / live.len()` buckets, the
+/// remainder going one each to the next hops that already hold the most.
+/// Returns the number of buckets changed. `live` beyond
+/// [`MAX_NEXTHOPS_PER_GROUP`] entries is ignored; with no live next hop,
+/// every bucket becomes [`NO_NEXTHOP`].
+pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
+    let live = &live[..live.len().min(MAX_NEXTHOPS_PER_GROUP)];
+    if live.is_empty() {
+        let mut changed = 0;
+        for b in buckets.iter_mut().filter(|b| **b != NO_NEXTHOP) {
+            *b = NO_NEXTHOP;
+            changed += 1;
+        }
+        return changed;
+    }
+    let slot = |id: u32| live.iter().position(|&l| l == id);
+
+    // Buckets of next hops that left become free.
+    let mut held = [0usize; MAX_NEXTHOPS_PER_GROUP];
+    for b in buckets.iter_mut() {
+        match slot(*b) {
+            Some(i) => held[i] += 1,
+            None => *b = NO_NEXTHOP,
+        }
+    }
+
+    // Quotas: the remainder goes to those already holding the most, so a
+    // balanced table stays untouched.
+    let n = live.len();
+    let base = buckets.len() / n;
+    let mut extra = buckets.len() % n;
+    let mut quota = [base; MAX_NEXTHOPS_PER_GROUP];
+    let mut order: [usize; MAX_NEXTHOPS_PER_GROUP] = core::array::from_fn(|i| i);
+    order[..n].sort_unstable_by(|&a, &b| held[b].cmp(&held[a]).then(a.cmp(&b)));
+    for &i in &order[..n] {
+        if extra == 0 {
+            break;
+        }
+        quota[i] += 1;
+        extra -= 1;
+    }
+
+    // Over-quota next hops give up their highest buckets.
+    for b in buckets.iter_mut().rev() {
+        if let Some(i) = slot(*b)
+            && held[i] > quota[i]
+        {
+            held[i] -= 1;
+            *b = NO_NEXTHOP;
+        }
+    }
+
+    // Every bucket freed above is refilled with a different next hop, so
+    // the refills are exactly the changes. Free buckets go round-robin to those under quota, which interleaves
+    // next hops across the table instead of giving each a block.
+    let mut changed = 0;
+    let mut next = 0;
+    for b in buckets.iter_mut().filter(|b| **b == NO_NEXTHOP) {
+        while held[next % n] >= quota[next % n] {
+            next += 1;
+        }
+        let i = next % n;
+        *b = live[i];
+        held[i] += 1;
+        changed += 1;
+        next += 1;
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    const N: usize = 512;
+
+    fn counts(buckets: &[u32], ids: &[u32]) -> Vec<usize> {
+        ids.iter()
+            .map(|id| buckets.iter().filter(|b| *b == id).count())
+            .collect()
+    }
+
+    #[test]
+    fn fresh_table_is_even_and_interleaved() {
+        let mut b = vec![NO_NEXTHOP; N];
+        assert_eq!(rebalance(&mut b, &[7, 8, 9, 10]), N);
+        assert_eq!(counts(&b, &[7, 8, 9, 10]), [128; 4]);
+        assert_eq!(&b[..5], &[7, 8, 9, 10, 7]);
+    }
+
+    #[test]
+    fn uneven_split_differs_by_at_most_one() {
+        let mut b = vec![NO_NEXTHOP; N];
+        rebalance(&mut b, &[1, 2, 3]);
+        let c = counts(&b, &[1, 2, 3]);
+        assert_eq!(c.iter().sum::<usize>(), N);
+        assert!(
+            c.iter().max().unwrap() - c.iter().min().unwrap() <= 1,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn removing_a_next_hop_moves_only_its_buckets() {
+        let mut b = vec![NO_NEXTHOP; N];
+        rebalance(&mut b, &[1, 2, 3, 4]);
+        let before = b.clone();
+        let changed = rebalance(&mut b, &[1, 2, 4]);
+        assert_eq!(changed, 128);
+        for (old, new) in before.iter().zip(&b) {
+            if *old != 3 {
+                assert_eq!(old, new);
+            } else {
+                assert_ne!(*new, 3);
+            }
+        }
+        let c = counts(&b, &[1, 2, 4]);
+        assert!(
+            c.iter().max().unwrap() - c.iter().min().unwrap() <= 1,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn adding_a_next_hop_moves_no_more_than_its_share() {
+        let mut b = vec![NO_NEXTHOP; N];
+        rebalance(&mut b, &[1, 2, 3]);
+        let before = b.clone();
+        let changed = rebalance(&mut b, &[1, 2, 3, 4]);
+        assert_eq!(changed, N / 4);
+        for (old, new) in before.iter().zip(&b) {
+            assert!(old == new || *new == 4);
+        }
+        assert_eq!(counts(&b, &[1, 2, 3, 4]), [128; 4]);
+    }
+
+    #[test]
+    fn unchanged_set_changes_nothing() {
+        let mut b = vec![NO_NEXTHOP; N];
+        rebalance(&mut b, &[5, 6, 7]);
+        assert_eq!(rebalance(&mut b, &[5, 6, 7]), 0);
+        assert_eq!(rebalance(&mut b, &[7, 5, 6]), 0);
+    }
+
+    #[test]
+    fn no_live_next_hop_empties_the_table() {
+        let mut b = vec![NO_NEXTHOP; N];
+        rebalance(&mut b, &[1, 2]);
+        assert_eq!(rebalance(&mut b, &[]), N);
+        assert!(b.iter().all(|x| *x == NO_NEXTHOP));
+    }
+
+    #[test]
+    fn remove_then_restore_returns_to_balance() {
+        let mut b = vec![NO_NEXTHOP; N];
+        let ids: Vec<u32> = (0..16).collect();
+        rebalance(&mut b, &ids);
+        let without: Vec<u32> = ids.iter().copied().filter(|&i| i != 5).collect();
+        rebalance(&mut b, &without);
+        let changed = rebalance(&mut b, &ids);
+        assert_eq!(changed, N / 16);
+        assert_eq!(counts(&b, &ids), vec![N / 16; 16]);
+    }
+}

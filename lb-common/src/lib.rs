@@ -1,0 +1,15 @@
+//! fabriclb's pure data-plane logic: packet parsing, flow hashing, bucket
+//! assignment and header rewriting, shared by the XDP program (`no_std`) and
+//! the daemon, and unit-tested on the host.
+#![cfg_attr(not(test), no_std)]
+
+#[cfg(any(test, feature = "testpkt"))]
+extern crate alloc;
+
+pub mod buckets;
+pub mod checksum;
+pub mod hash;
+pub mod maps;
+pub mod parse;
+#[cfg(any(test, feature = "testpkt"))]
+pub mod testpkt;

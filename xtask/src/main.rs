@@ -1,0 +1,215 @@
+//! Developer tasks for fabriclb, run as `cargo xtask <command>`.
+//!
+//! This crate deliberately depends on no other workspace crate: lb-userspace's
+//! build script needs the pinned nightly and bpf-linker, which `setup` installs,
+//! so xtask must compile before any of that exists.
+
+mod setup;
+
+use std::{
+    env, fmt,
+    os::unix::process::ExitStatusExt,
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, ExitStatus},
+};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "fabriclb developer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install the pinned eBPF nightly, bpf-linker and the tools the tests need (idempotent)
+    Setup,
+    /// Run setup, then build the release `fabriclb` binary with the eBPF object embedded
+    Build,
+    /// Run setup, then rustfmt, clippy and the test suite (must run as root)
+    Test {
+        /// Arguments for the test harness, e.g. `cargo xtask test -- --nocapture`
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Run build, then `fabriclb testbed demo`
+    Demo {
+        /// Extra arguments for `fabriclb testbed demo`
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run_command(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            // Pass a failed child's exit code through so callers (CI, `demo`
+            // scripts) see the real status rather than a generic 1.
+            let code = err
+                .downcast_ref::<Failed>()
+                .and_then(|f| f.exit_code())
+                .and_then(|c| u8::try_from(c).ok())
+                .filter(|&c| c != 0)
+                .unwrap_or(1);
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run_command(command: Cmd) -> Result<()> {
+    let root = workspace_root();
+    match command {
+        Cmd::Setup => setup::setup(&root),
+        Cmd::Build => build(&root),
+        Cmd::Test { args } => test(&root, &args),
+        Cmd::Demo { args } => demo(&root, &args),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+fn build(root: &Path) -> Result<()> {
+    setup::setup(root)?;
+    run(cargo(root).args(["build", "--release", "-p", "lb-userspace"]))
+        .context("release build failed")
+}
+
+fn test(root: &Path, harness_args: &[String]) -> Result<()> {
+    // Checked before anything slow so a non-root run fails in milliseconds
+    // instead of after fmt and clippy.
+    if !setup::is_root()? {
+        bail!(
+            "`cargo xtask test` must run as root: the tests attach XDP programs \
+             and create network namespaces"
+        );
+    }
+    setup::setup(root)?;
+
+    step("fmt", cargo(root).args(["fmt", "--all", "--", "--check"]))?;
+    // lb-ebpf is its own workspace, so `--all` skips it. Its rust-toolchain.toml
+    // pins a minimal-profile nightly without rustfmt, hence `+stable`.
+    step(
+        "fmt (lb-ebpf)",
+        Command::new("cargo").current_dir(root).args([
+            "+stable",
+            "fmt",
+            "--manifest-path",
+            "lb-ebpf/Cargo.toml",
+            "--",
+            "--check",
+        ]),
+    )?;
+    step(
+        "clippy",
+        cargo(root).args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    step(
+        "test",
+        cargo(root)
+            .args(["test", "--workspace", "--"])
+            .args(harness_args),
+    )
+}
+
+fn demo(root: &Path, args: &[String]) -> Result<()> {
+    build(root)?;
+    let bin = target_dir(root).join("release").join("fabriclb");
+    run(Command::new(bin)
+        .current_dir(root)
+        .args(["testbed", "demo"])
+        .args(args))
+}
+
+/// Honours `CARGO_TARGET_DIR` so `demo` finds the binary `build` just produced.
+fn target_dir(root: &Path) -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
+}
+
+fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(root);
+    cmd
+}
+
+fn step(name: &str, cmd: &mut Command) -> Result<()> {
+    println!("xtask test: {name}: {}", describe(cmd));
+    run(cmd).with_context(|| format!("step `{name}` failed"))
+}
+
+/// A child process that ran but exited unsuccessfully.
+#[derive(Debug)]
+struct Failed {
+    command: String,
+    status: ExitStatus,
+}
+
+impl Failed {
+    fn exit_code(&self) -> Option<i32> {
+        self.status
+            .code()
+            .or_else(|| self.status.signal().map(|s| 128 + s))
+    }
+}
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` failed ({})", self.command, self.status)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+/// Runs `cmd` with inherited stdio, failing unless it exits successfully.
+fn run(cmd: &mut Command) -> Result<()> {
+    let command = describe(cmd);
+    let status = cmd
+        .status()
+        .with_context(|| format!("failed to start `{command}`"))?;
+    if !status.success() {
+        return Err(Failed { command, status }.into());
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its stdout, failing unless it exits successfully.
+fn capture(cmd: &mut Command) -> Result<String> {
+    let command = describe(cmd);
+    let out = cmd
+        .output()
+        .with_context(|| format!("failed to start `{command}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{command}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{command}` printed non-UTF-8 output"))
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
+    parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    parts.join(" ")
+}
