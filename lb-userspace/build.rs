@@ -1,0 +1,81 @@
+//! Builds the XDP program (lb-ebpf) with its pinned nightly and exposes the
+//! object's path as `FABRICLB_BPF_OBJECT`, so the `fabriclb` binary carries
+//! it. `cargo xtask setup` installs the toolchain and bpf-linker this needs.
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("lb-userspace sits in the workspace");
+    let ebpf = workspace.join("lb-ebpf");
+    for watched in [
+        "lb-ebpf/src",
+        "lb-ebpf/Cargo.toml",
+        "lb-ebpf/Cargo.lock",
+        "lb-ebpf/rust-toolchain.toml",
+        "lb-common/src",
+        "lb-common/Cargo.toml",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
+    }
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+        .join("bpf");
+
+    let mut cargo = Command::new("cargo");
+    // The outer cargo's toolchain and flags must not leak into the nightly
+    // build; rust-toolchain.toml in lb-ebpf picks the toolchain.
+    for var in [
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTDOC",
+        "CARGO",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_MAKEFLAGS",
+    ] {
+        cargo.env_remove(var);
+    }
+    cargo
+        .current_dir(&ebpf)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "bpfel-unknown-none",
+            "-Z",
+            "build-std=core",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    let status = cargo
+        .status()
+        .unwrap_or_else(|e| panic!("running cargo for lb-ebpf: {e}"));
+    if !status.success() {
+        panic!(
+            "building the XDP program failed ({status}); `cargo xtask setup` installs the pinned nightly and bpf-linker it needs"
+        );
+    }
+    let object = target_dir.join("bpfel-unknown-none/release/fabriclb");
+    assert!(
+        Path::new(&object).exists(),
+        "no eBPF object at {}",
+        object.display()
+    );
+    println!("cargo:rustc-env=FABRICLB_BPF_OBJECT={}", object.display());
+}

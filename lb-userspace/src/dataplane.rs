@@ -1,0 +1,231 @@
+//! The loaded XDP program and typed access to its maps.
+
+use aya::{
+    Ebpf, EbpfError,
+    maps::{
+        Array, DevMapHash, LpmTrie, MapData, MapError, PerCpuArray, lpm_trie::Key, xdp::XdpMapError,
+    },
+    programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
+};
+use lb_common::maps::{
+    self as names, BUCKETS_PER_GROUP, GroupEntry, NextHop, NextHopStats, Reason,
+};
+
+/// The XDP object built from lb-ebpf by the build script.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    #[error("loading the XDP object: {0}")]
+    Load(#[from] EbpfError),
+    #[error("XDP program {name}: {source}")]
+    Program {
+        name: &'static str,
+        #[source]
+        source: ProgramError,
+    },
+    #[error("map {name} missing from the XDP object")]
+    MissingMap { name: &'static str },
+    #[error("map {name}: {source}")]
+    Map {
+        name: &'static str,
+        #[source]
+        source: MapError,
+    },
+    #[error("devmap entry for ifindex {ifindex}: {source}")]
+    DevMap {
+        ifindex: u32,
+        #[source]
+        source: XdpMapError,
+    },
+    #[error("attaching to {interface}: {source}")]
+    Attach {
+        interface: String,
+        #[source]
+        source: ProgramError,
+    },
+}
+
+type Result<T> = std::result::Result<T, DataplaneError>;
+
+fn map_err(name: &'static str) -> impl Fn(MapError) -> DataplaneError {
+    move |source| DataplaneError::Map { name, source }
+}
+
+/// The program and its maps, loaded into the kernel. Dropping it detaches
+/// every attachment and frees the maps.
+pub struct Dataplane {
+    ebpf: Ebpf,
+    pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
+    pub groups: Array<MapData, GroupEntry>,
+    pub buckets: Array<MapData, u32>,
+    pub nexthops: Array<MapData, NextHop>,
+    pub devmap: DevMapHash<MapData>,
+    verdicts: PerCpuArray<MapData, u64>,
+    nexthop_stats: PerCpuArray<MapData, NextHopStats>,
+}
+
+fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T>
+where
+    T: TryFrom<aya::maps::Map, Error = MapError>,
+{
+    let map = ebpf
+        .take_map(name)
+        .ok_or(DataplaneError::MissingMap { name })?;
+    T::try_from(map).map_err(map_err(name))
+}
+
+impl Dataplane {
+    /// Loads the object and the program into the kernel (verifier included)
+    /// without attaching it anywhere.
+    pub fn load() -> Result<Self> {
+        let mut ebpf = Ebpf::load(OBJECT)?;
+        Self::program_of(&mut ebpf)?
+            .load()
+            .map_err(|source| DataplaneError::Program {
+                name: names::PROGRAM,
+                source,
+            })?;
+        Ok(Self {
+            routes_v4: take(&mut ebpf, names::ROUTES_V4)?,
+            routes_v6: take(&mut ebpf, names::ROUTES_V6)?,
+            groups: take(&mut ebpf, names::GROUPS)?,
+            buckets: take(&mut ebpf, names::BUCKETS)?,
+            nexthops: take(&mut ebpf, names::NEXTHOPS)?,
+            devmap: take(&mut ebpf, names::DEVMAP)?,
+            verdicts: take(&mut ebpf, names::VERDICTS)?,
+            nexthop_stats: take(&mut ebpf, names::NEXTHOP_STATS)?,
+            ebpf,
+        })
+    }
+
+    fn program_of(ebpf: &mut Ebpf) -> Result<&mut Xdp> {
+        let program = ebpf
+            .program_mut(names::PROGRAM)
+            .ok_or(DataplaneError::Program {
+                name: names::PROGRAM,
+                source: ProgramError::NotLoaded,
+            })?;
+        program
+            .try_into()
+            .map_err(|source| DataplaneError::Program {
+                name: names::PROGRAM,
+                source,
+            })
+    }
+
+    pub fn program(&mut self) -> Result<&mut Xdp> {
+        Self::program_of(&mut self.ebpf)
+    }
+
+    pub fn attach(&mut self, interface: &str, mode: XdpMode) -> Result<XdpLinkId> {
+        self.program()?
+            .attach(interface, mode)
+            .map_err(|source| DataplaneError::Attach {
+                interface: interface.to_owned(),
+                source,
+            })
+    }
+
+    pub fn detach(&mut self, link: XdpLinkId) -> Result<()> {
+        self.program()?
+            .detach(link)
+            .map_err(|source| DataplaneError::Program {
+                name: names::PROGRAM,
+                source,
+            })
+    }
+
+    /// Packets per verdict reason, summed over CPUs.
+    pub fn verdict_counts(&self) -> Result<[u64; Reason::COUNT as usize]> {
+        let mut counts = [0; Reason::COUNT as usize];
+        for reason in Reason::ALL {
+            let per_cpu = self
+                .verdicts
+                .get(&(reason as u32), 0)
+                .map_err(map_err(names::VERDICTS))?;
+            counts[reason as usize] = per_cpu.iter().sum();
+        }
+        Ok(counts)
+    }
+
+    /// One next hop's counters, summed over CPUs.
+    pub fn nexthop_stats(&self, id: u32) -> Result<NextHopStats> {
+        let per_cpu = self
+            .nexthop_stats
+            .get(&id, 0)
+            .map_err(map_err(names::NEXTHOP_STATS))?;
+        Ok(per_cpu
+            .iter()
+            .fold(NextHopStats::default(), |acc, s| NextHopStats {
+                packets: acc.packets + s.packets,
+                bytes: acc.bytes + s.bytes,
+            }))
+    }
+
+    pub fn set_group(&mut self, id: u32, entry: GroupEntry) -> Result<()> {
+        self.groups
+            .set(id, entry, 0)
+            .map_err(map_err(names::GROUPS))
+    }
+
+    pub fn set_nexthop(&mut self, id: u32, nexthop: NextHop) -> Result<()> {
+        self.nexthops
+            .set(id, nexthop, 0)
+            .map_err(map_err(names::NEXTHOPS))
+    }
+
+    /// Writes the buckets of `group` that differ from `current`, or all of
+    /// them when the map's content is not known.
+    pub fn write_buckets(
+        &mut self,
+        group: u32,
+        current: Option<&[u32]>,
+        wanted: &[u32],
+    ) -> Result<()> {
+        let base = group * BUCKETS_PER_GROUP;
+        for (i, &new) in (0u32..).zip(wanted) {
+            if current.and_then(|c| c.get(i as usize)) != Some(&new) {
+                self.buckets
+                    .set(base + i, new, 0)
+                    .map_err(map_err(names::BUCKETS))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn add_port(&mut self, ifindex: u32) -> Result<()> {
+        self.devmap
+            .insert(ifindex, ifindex, None, 0)
+            .map_err(|source| DataplaneError::DevMap { ifindex, source })
+    }
+
+    pub fn remove_port(&mut self, ifindex: u32) -> Result<()> {
+        self.devmap.remove(ifindex).map_err(map_err(names::DEVMAP))
+    }
+
+    pub fn set_route_v4(&mut self, addr: [u8; 4], len: u8, group: u32) -> Result<()> {
+        self.routes_v4
+            .insert(&Key::new(len.into(), addr), group, 0)
+            .map_err(map_err(names::ROUTES_V4))
+    }
+
+    pub fn set_route_v6(&mut self, addr: [u8; 16], len: u8, group: u32) -> Result<()> {
+        self.routes_v6
+            .insert(&Key::new(len.into(), addr), group, 0)
+            .map_err(map_err(names::ROUTES_V6))
+    }
+
+    pub fn remove_route_v4(&mut self, addr: [u8; 4], len: u8) -> Result<()> {
+        self.routes_v4
+            .remove(&Key::new(len.into(), addr))
+            .map_err(map_err(names::ROUTES_V4))
+    }
+
+    pub fn remove_route_v6(&mut self, addr: [u8; 16], len: u8) -> Result<()> {
+        self.routes_v6
+            .remove(&Key::new(len.into(), addr))
+            .map_err(map_err(names::ROUTES_V6))
+    }
+}

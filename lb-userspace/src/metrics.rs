@@ -1,0 +1,135 @@
+//! Prometheus text-format snapshot of the data plane's counters, written
+//! atomically to a file (for node_exporter's textfile collector, scripts and
+//! tests).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use lb_common::maps::{NextHopStats, Reason};
+
+/// One next hop's identity and counters.
+pub struct NextHopSample<'a> {
+    pub group: &'a str,
+    pub id: u32,
+    /// The config's description, e.g. `eth1 10.0.2.2`.
+    pub label: String,
+    pub usable: bool,
+    pub stats: NextHopStats,
+}
+
+pub fn render(verdicts: &[u64; Reason::COUNT as usize], nexthops: &[NextHopSample<'_>]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.\n",
+    );
+    out.push_str("# TYPE fabriclb_packets_total counter\n");
+    for reason in Reason::ALL {
+        let _ = writeln!(
+            out,
+            "fabriclb_packets_total{{reason=\"{}\"}} {}",
+            reason.name(),
+            verdicts[reason as usize]
+        );
+    }
+    for (metric, help, kind) in [
+        (
+            "fabriclb_nexthop_packets_total",
+            "Packets forwarded to the next hop.",
+            "counter",
+        ),
+        (
+            "fabriclb_nexthop_bytes_total",
+            "Bytes forwarded to the next hop (as received).",
+            "counter",
+        ),
+        (
+            "fabriclb_nexthop_usable",
+            "1 when the next hop is selectable (link up, MAC known).",
+            "gauge",
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
+        for n in nexthops {
+            let value = match kind {
+                "gauge" => u64::from(n.usable),
+                _ if metric.contains("bytes") => n.stats.bytes,
+                _ => n.stats.packets,
+            };
+            let _ = writeln!(
+                out,
+                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\"}} {value}",
+                escape(n.group),
+                escape(&n.label),
+                n.id
+            );
+        }
+    }
+    out
+}
+
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a
+/// reader never sees half a snapshot.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads one sample back from rendered text: the value of `metric` on the
+/// line whose labels contain `label_filter`.
+pub fn sample(text: &str, metric: &str, label_filter: &str) -> Option<u64> {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with('{'))
+        .find(|l| l.contains(label_filter))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_reason_and_next_hop() {
+        let mut verdicts = [0; Reason::COUNT as usize];
+        verdicts[Reason::Forwarded as usize] = 7;
+        verdicts[Reason::NoRoute as usize] = 2;
+        let nexthops = [NextHopSample {
+            group: "spines",
+            id: 3,
+            label: "eth1 10.0.2.2".into(),
+            usable: true,
+            stats: NextHopStats {
+                packets: 5,
+                bytes: 640,
+            },
+        }];
+        let text = render(&verdicts, &nexthops);
+        assert!(text.contains("fabriclb_packets_total{reason=\"forwarded\"} 7\n"));
+        assert!(text.contains("fabriclb_packets_total{reason=\"l3_malformed\"} 0\n"));
+        assert!(text.contains(
+            "fabriclb_nexthop_bytes_total{group=\"spines\",nexthop=\"eth1 10.0.2.2\",id=\"3\"} 640\n"
+        ));
+        assert_eq!(sample(&text, "fabriclb_packets_total", "no_route"), Some(2));
+        assert_eq!(
+            sample(&text, "fabriclb_nexthop_packets_total", "id=\"3\""),
+            Some(5)
+        );
+        assert_eq!(
+            sample(&text, "fabriclb_nexthop_usable", "id=\"3\""),
+            Some(1)
+        );
+        assert_eq!(
+            sample(&text, "fabriclb_nexthop_packets_total", "id=\"4\""),
+            None
+        );
+    }
+}

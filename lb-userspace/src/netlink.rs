@@ -1,0 +1,146 @@
+//! Interface and neighbour-table lookups over rtnetlink.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket};
+
+use futures_util::TryStreamExt;
+use netlink_packet_route::{
+    link::{LinkAttribute, LinkFlags},
+    neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState},
+};
+use rtnetlink::Handle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    #[error("opening a netlink socket: {0}")]
+    Connect(#[source] std::io::Error),
+    #[error("interface {0} not found")]
+    NoSuchInterface(String),
+    #[error("interface {0} has no Ethernet address")]
+    NotEthernet(String),
+    #[error("netlink: {0}")]
+    Request(#[from] rtnetlink::Error),
+}
+
+type Result<T> = std::result::Result<T, NetlinkError>;
+
+/// What the data plane needs to know about an egress interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub ifindex: u32,
+    pub mac: [u8; 6],
+    /// Administratively up with carrier.
+    pub up: bool,
+}
+
+#[derive(Clone)]
+pub struct Netlink {
+    handle: Handle,
+}
+
+impl Netlink {
+    /// Opens an rtnetlink socket served by a task on the current runtime.
+    pub fn connect() -> Result<Self> {
+        let (connection, handle, _) = rtnetlink::new_connection().map_err(NetlinkError::Connect)?;
+        tokio::spawn(connection);
+        Ok(Self { handle })
+    }
+
+    pub async fn link(&self, name: &str) -> Result<Link> {
+        let mut links = self
+            .handle
+            .link()
+            .get()
+            .match_name(name.to_owned())
+            .execute();
+        let message = match links.try_next().await {
+            Ok(Some(message)) => message,
+            Ok(None) => return Err(NetlinkError::NoSuchInterface(name.to_owned())),
+            // The kernel answers a dump for an unknown name with ENODEV.
+            Err(rtnetlink::Error::NetlinkError(e))
+                if e.raw_code() == -(nix::errno::Errno::ENODEV as i32) =>
+            {
+                return Err(NetlinkError::NoSuchInterface(name.to_owned()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mac = message
+            .attributes
+            .iter()
+            .find_map(|a| match a {
+                LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+                _ => None,
+            })
+            .ok_or_else(|| NetlinkError::NotEthernet(name.to_owned()))?;
+        let flags = message.header.flags;
+        Ok(Link {
+            ifindex: message.header.index,
+            mac,
+            up: flags.contains(LinkFlags::Up) && flags.contains(LinkFlags::LowerUp),
+        })
+    }
+
+    /// The usable entries of the neighbour table (neither incomplete nor
+    /// failed): (ifindex, IP) -> MAC.
+    pub async fn neighbours(&self) -> Result<HashMap<(u32, IpAddr), [u8; 6]>> {
+        let mut table = HashMap::new();
+        let mut entries = self.handle.neighbours().get().execute();
+        while let Some(entry) = entries.try_next().await? {
+            if matches!(
+                entry.header.state,
+                NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
+            ) {
+                continue;
+            }
+            let mut dest = None;
+            let mut lladdr = None;
+            for attribute in &entry.attributes {
+                match attribute {
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                        dest = Some(IpAddr::V4(*a))
+                    }
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                        dest = Some(IpAddr::V6(*a))
+                    }
+                    NeighbourAttribute::LinkLayerAddress(bytes) => {
+                        lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+                    }
+                    _ => {}
+                }
+            }
+            if let (Some(dest), Some(lladdr)) = (dest, lladdr) {
+                table.insert((entry.header.ifindex, dest), lladdr);
+            }
+        }
+        Ok(table)
+    }
+}
+
+/// Makes the kernel resolve `ip` by sending it one empty datagram to the
+/// discard port: the kernel queues it behind an ARP request or neighbour
+/// solicitation, which is all we want. With `interface`, the datagram is
+/// bound to it; without, the kernel's routing picks (a VLAN next hop is
+/// resolved on its VLAN interface, which fabriclb does not know).
+pub fn solicit(interface: Option<&str>, ifindex: u32, ip: IpAddr) -> std::io::Result<()> {
+    let (bind, target): (SocketAddr, SocketAddr) = match ip {
+        IpAddr::V4(_) => (
+            "0.0.0.0:0".parse().expect("literal"),
+            SocketAddr::new(ip, 9),
+        ),
+        IpAddr::V6(v6) => (
+            "[::]:0".parse().expect("literal"),
+            // Link-local next hops need the interface as scope.
+            SocketAddr::V6(SocketAddrV6::new(v6, 9, 0, ifindex)),
+        ),
+    };
+    let socket = UdpSocket::bind(bind)?;
+    if let Some(interface) = interface {
+        nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::BindToDevice,
+            &std::ffi::OsString::from(interface),
+        )
+        .map_err(std::io::Error::from)?;
+    }
+    socket.send_to(&[], target).map(|_| ())
+}
