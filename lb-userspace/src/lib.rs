@@ -6,3 +6,4 @@ pub mod dataplane;
 pub mod metrics;
 pub mod netlink;
 pub mod tables;
+pub mod testbed;

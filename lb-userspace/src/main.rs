@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use fabriclb::{config, daemon};
+use fabriclb::{config, daemon, testbed};
 
 /// fabriclb: an XDP load balancer for AI-training fabrics.
 #[derive(Parser)]
@@ -34,6 +34,25 @@ enum Command {
     CheckConfig {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// A fabric in network namespaces, for trying fabriclb out.
+    Testbed {
+        #[command(subcommand)]
+        command: TestbedCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TestbedCommand {
+    /// Build the testbed, run fabriclb on its leaf, send UDP flows across
+    /// it and print where they went; tear everything down.
+    Demo {
+        #[arg(long, default_value_t = 4)]
+        spines: usize,
+        #[arg(long, default_value_t = 64)]
+        flows: u16,
+        #[arg(long, default_value_t = 64)]
+        packets_per_flow: u32,
     },
 }
 
@@ -95,5 +114,64 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Testbed {
+            command:
+                TestbedCommand::Demo {
+                    spines,
+                    flows,
+                    packets_per_flow,
+                },
+        } => demo(spines, flows, packets_per_flow),
     }
+}
+
+fn demo(spines: usize, flows: u16, packets_per_flow: u32) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    println!("building a testbed: h1 -> leaf (fabriclb, XDP) -> {spines} spines -> h2");
+    let mut bed = testbed::Testbed::up("fldemo", spines)?;
+    println!(
+        "sending {flows} UDP flows x {packets_per_flow} packets from h1 to {}",
+        testbed::FAR_HOST
+    );
+    let report = testbed::run_traffic(&bed, &exe, &workdir, flows, packets_per_flow);
+    bed.down();
+    let _ = std::fs::remove_dir_all(&workdir);
+    let report = report?;
+    println!();
+    println!("{:<18} {:>9} {:>7}", "next hop", "packets", "share");
+    for (label, packets) in &report.nexthops {
+        let share = 100.0 * *packets as f64 / report.forwarded.max(1) as f64;
+        println!("{label:<18} {packets:>9} {share:>6.1}%");
+    }
+    let mean = report.forwarded as f64 / report.nexthops.len().max(1) as f64;
+    let busiest = report.nexthops.iter().map(|(_, p)| *p).max().unwrap_or(0) as f64;
+    println!();
+    println!(
+        "sent {} | forwarded by XDP {} | passed to kernel {} | arrived at h2 {}",
+        report.sent, report.forwarded, report.passed_to_kernel, report.received
+    );
+    println!(
+        "max/mean load (MMR) {:.3} over {flows} flows",
+        busiest / mean.max(1.0)
+    );
+    let ttls: Vec<String> = report
+        .ttls
+        .iter()
+        .map(|(ttl, n)| format!("{n} with TTL {ttl}"))
+        .collect();
+    println!(
+        "at h2: {} (sent with TTL {}; leaf and spine each take one)",
+        ttls.join(", "),
+        testbed::SENT_TTL
+    );
+    anyhow::ensure!(
+        report.received == report.sent,
+        "{} of {} packets lost",
+        report.sent - report.received,
+        report.sent
+    );
+    Ok(())
 }
