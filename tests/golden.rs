@@ -10,10 +10,14 @@
 //! tests cover those.
 
 use aya::programs::{TestRun, TestRunOptions};
-use fabriclb::{config, dataplane::Dataplane, tables::Tables};
+use fabriclb::{
+    config,
+    dataplane::Dataplane,
+    tables::{self, Tables},
+};
 use lb_common::{
     hash::{HashFields, hash_input},
-    maps::{BUCKETS_PER_GROUP, NEXTHOP_USABLE, NO_NEXTHOP, NextHop, Reason},
+    maps::{BUCKETS_PER_GROUP, NO_NEXTHOP, NextHop, Reason},
     parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
     testpkt::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
 };
@@ -75,6 +79,18 @@ prefix = "10.3.0.0/16"
 group = "down"
 "#;
 
+/// Next-hop ids of group `name`: config order, group by group.
+fn harness_group(config: &config::Config, name: &str) -> std::ops::Range<usize> {
+    let mut start = 0;
+    for group in &config.groups {
+        if group.name == name {
+            return start..start + group.next_hops.len();
+        }
+        start += group.next_hops.len();
+    }
+    panic!("no group {name}")
+}
+
 struct Harness {
     dp: Dataplane,
     tables: Tables,
@@ -87,27 +103,11 @@ impl Harness {
     /// the "down" group's only next hop is unusable.
     fn new() -> Self {
         let config = config::parse(CONFIG, "golden.toml".as_ref()).expect("golden config");
-        let nexthops = config
-            .groups
-            .iter()
-            .flat_map(|g| g.next_hops.iter().map(move |n| (g, n)))
-            .map(|(group, spec)| {
-                let config::NextHopAddr::Mac(dst_mac) = spec.addr else {
-                    panic!("MACs only")
-                };
-                NextHop {
-                    ifindex: 1,
-                    vlan: spec.vlan.unwrap_or(0),
-                    flags: if group.name == "down" {
-                        0
-                    } else {
-                        NEXTHOP_USABLE
-                    },
-                    dst_mac,
-                    src_mac: LB_MAC,
-                }
-            })
-            .collect();
+        let down = harness_group(&config, "down");
+        let mut nexthops = tables::static_nexthops(&config, 1, LB_MAC);
+        for id in down {
+            nexthops[id].flags = 0;
+        }
         let tables = Tables::build(&config, nexthops);
         let mut dp = Dataplane::load().expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");

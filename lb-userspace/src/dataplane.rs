@@ -101,22 +101,37 @@ impl Dataplane {
     }
 
     fn program_of(ebpf: &mut Ebpf) -> Result<&mut Xdp> {
-        let program = ebpf
-            .program_mut(names::PROGRAM)
-            .ok_or(DataplaneError::Program {
-                name: names::PROGRAM,
-                source: ProgramError::NotLoaded,
-            })?;
-        program
-            .try_into()
-            .map_err(|source| DataplaneError::Program {
-                name: names::PROGRAM,
-                source,
-            })
+        Self::named_program(ebpf, names::PROGRAM)
     }
 
+    fn named_program<'a>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut Xdp> {
+        let program = ebpf.program_mut(name).ok_or(DataplaneError::Program {
+            name,
+            source: ProgramError::NotLoaded,
+        })?;
+        program
+            .try_into()
+            .map_err(|source| DataplaneError::Program { name, source })
+    }
+
+    /// The forwarding program.
     pub fn program(&mut self) -> Result<&mut Xdp> {
         Self::program_of(&mut self.ebpf)
+    }
+
+    /// A program of the object by name (loaded or not).
+    pub fn named(&mut self, name: &'static str) -> Result<&mut Xdp> {
+        Self::named_program(&mut self.ebpf, name)
+    }
+
+    /// Loads another program of the object (the benchmark entry points),
+    /// sharing this data plane's maps, and returns it.
+    pub fn load_program(&mut self, name: &'static str) -> Result<&mut Xdp> {
+        let program = Self::named_program(&mut self.ebpf, name)?;
+        program
+            .load()
+            .map_err(|source| DataplaneError::Program { name, source })?;
+        Ok(program)
     }
 
     pub fn attach(&mut self, interface: &str, mode: XdpMode) -> Result<XdpLinkId> {

@@ -8,7 +8,7 @@ use lb_common::{
     maps::{BUCKETS_PER_GROUP, GroupEntry, NEXTHOP_USABLE, NO_NEXTHOP, NextHop},
 };
 
-use crate::config::{Config, Prefix};
+use crate::config::{Config, NextHopAddr, Prefix};
 use crate::dataplane::{Dataplane, DataplaneError};
 
 /// One group: its settings, its next-hop ids and its bucket table.
@@ -138,6 +138,32 @@ impl Tables {
         }
         Ok(())
     }
+}
+
+/// Next hops for a config whose next hops all give a MAC, all leaving
+/// through `ifindex` with source MAC `src_mac`, all usable: the data plane
+/// without a kernel to resolve anything, for tests and benchmarks run with
+/// BPF_PROG_TEST_RUN (which transmits nothing).
+pub fn static_nexthops(config: &Config, ifindex: u32, src_mac: [u8; 6]) -> Vec<NextHop> {
+    config
+        .groups
+        .iter()
+        .flat_map(|g| &g.next_hops)
+        .map(|spec| NextHop {
+            ifindex,
+            vlan: spec.vlan.unwrap_or(0),
+            flags: if matches!(spec.addr, NextHopAddr::Mac(_)) {
+                NEXTHOP_USABLE
+            } else {
+                0
+            },
+            dst_mac: match spec.addr {
+                NextHopAddr::Mac(mac) => mac,
+                NextHopAddr::Ip(_) => [0; 6],
+            },
+            src_mac,
+        })
+        .collect()
 }
 
 impl GroupTable {

@@ -35,6 +35,8 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Run setup, then the data-plane benchmarks (program cost, balance); writes target/bench/ (must run as root)
+    Bench,
     /// Run build, then `fabriclb testbed demo`
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
@@ -68,6 +70,7 @@ fn run_command(command: Cmd) -> Result<()> {
         Cmd::Setup => setup::setup(&root),
         Cmd::Build => build(&root),
         Cmd::Test { args } => test(&root, &args),
+        Cmd::Bench => bench(&root),
         Cmd::Demo { args } => demo(&root, &args),
     }
 }
@@ -126,6 +129,14 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         cargo(root)
             .args(["test", "--workspace", "--"])
             .args(harness_args),
+    )
+}
+
+fn bench(root: &Path) -> Result<()> {
+    setup::setup(root)?;
+    step(
+        "bench",
+        cargo(root).args(["bench", "-p", "lb-userspace", "--bench", "dataplane"]),
     )
 }
 

@@ -1,0 +1,331 @@
+//! `cargo xtask bench`: the XDP program measured through BPF_PROG_TEST_RUN.
+//!
+//! - Program cost: ns per packet for each packet kind, fabriclb against a
+//!   baseline program in the same object that parses the same headers and
+//!   redirects to a fixed port, measured interleaved in the same run and
+//!   reported as a ratio (machines are noisy; absolute figures drift).
+//!   Both run behind the same restore wrapper, so every repeat sees the
+//!   original packet, and the verdict of what was timed is checked.
+//! - Balance: max/mean load (MMR) over 16 next hops, per-flow ECMP on the
+//!   five-tuple and with the BTH destination QP and 16 QPs per connection,
+//!   every packet through the real program; next to the theory figures of
+//!   `shared/reference.md`.
+//!
+//! Writes the table to `target/bench/dataplane.md`. Needs root.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use aya::programs::{TestRun, TestRunOptions, Xdp};
+use fabriclb::{config, dataplane::Dataplane, tables};
+use lb_common::{
+    maps::{BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT},
+    parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
+    testpkt::{Ipv4, Ipv6, bth, tcp, udp},
+};
+
+const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
+const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0xaa, 0, 0x01];
+const REPEAT: u32 = 1_000_000;
+const COST_RUNS: usize = 7;
+const BALANCE_TRIALS: usize = 20;
+const SPINES: usize = 16;
+
+fn bench_config() -> String {
+    let mut text = String::from("[switch]\nhash_seed = 0x5eed\ninterfaces = [\"lo\"]\n");
+    for (name, fields) in [
+        (
+            "qp",
+            "[\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\", \"rdma_bth_dest_qp\"]",
+        ),
+        (
+            "five-tuple",
+            "[\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\"]",
+        ),
+    ] {
+        let base = if name == "qp" { 0x10 } else { 0x20 };
+        let _ = write!(
+            text,
+            "\n[[group]]\nname = \"{name}\"\nhash_fields = {fields}\nnext_hops = [\n"
+        );
+        for i in 0..SPINES {
+            let _ = writeln!(
+                text,
+                "  {{ interface = \"lo\", mac = \"02:00:00:00:{base:02x}:{i:02x}\" }},"
+            );
+        }
+        text.push_str("]\n");
+    }
+    text.push_str("\n[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"qp\"\n");
+    text.push_str("\n[[route]]\nprefix = \"2001:db8::/32\"\ngroup = \"qp\"\n");
+    text.push_str("\n[[route]]\nprefix = \"10.4.0.0/16\"\ngroup = \"five-tuple\"\n");
+    text
+}
+
+fn main() -> Result<()> {
+    let config = config::parse(&bench_config(), "bench.toml".as_ref())?;
+    let tables = tables::Tables::build(&config, tables::static_nexthops(&config, 1, LB_MAC));
+    let mut dp = Dataplane::load().context("loading the XDP program (needs root)")?;
+    tables.write(&mut dp, None)?;
+    dp.add_port(lb_common::maps::BASELINE_IFINDEX)?;
+
+    let mut report = String::from("# fabriclb data-plane benchmark\n\n");
+    cost(&mut dp, &mut report)?;
+    balance(&mut dp, &tables, &mut report)?;
+    print!("{report}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("dataplane.md"), &report)?;
+    println!("\nwritten to {}", dir.join("dataplane.md").display());
+    Ok(())
+}
+
+/// Pads a payload so the frame is at least what the restore wrapper saves.
+fn pad() -> Vec<u8> {
+    vec![0xab; BENCH_RESTORE_LEN]
+}
+
+fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
+    let v4 = |ip: Ipv4, l4: Vec<u8>| ip.frame(LB_MAC, PEER_MAC, &[], &l4);
+    let v6 = |l4: Vec<u8>, proto| Ipv6::new(proto).frame(LB_MAC, PEER_MAC, &[], &l4);
+    vec![
+        (
+            "IPv4 UDP",
+            v4(Ipv4::new(IPPROTO_UDP), udp(1000, 2000, &pad())),
+        ),
+        (
+            "IPv4 TCP",
+            v4(Ipv4::new(IPPROTO_TCP), [tcp(1000, 443), pad()].concat()),
+        ),
+        (
+            "IPv4 options UDP",
+            v4(
+                Ipv4 {
+                    options: vec![1; 8],
+                    ..Ipv4::new(IPPROTO_UDP)
+                },
+                udp(1, 2, &pad()),
+            ),
+        ),
+        (
+            "IPv4 RoCEv2 WRITE ONLY",
+            v4(
+                Ipv4::new(IPPROTO_UDP),
+                udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
+            ),
+        ),
+        ("IPv6 UDP", v6(udp(1000, 2000, &pad()), IPPROTO_UDP)),
+        (
+            "IPv6 RoCEv2 WRITE ONLY",
+            v6(
+                udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
+                IPPROTO_UDP,
+            ),
+        ),
+    ]
+}
+
+/// ns per packet of one `repeat` run, after checking the verdict.
+fn time(program: &Xdp, frame: &[u8]) -> Result<f64> {
+    let mut out = vec![0u8; frame.len()];
+    let result = program.test_run(TestRunOptions {
+        data_in: Some(frame),
+        data_out: Some(&mut out),
+        repeat: REPEAT,
+        ..Default::default()
+    })?;
+    ensure!(
+        result.return_value == XDP_REDIRECT,
+        "timed a verdict of {}, not XDP_REDIRECT",
+        result.return_value
+    );
+    ensure!(
+        out == frame,
+        "the restore wrapper did not restore the packet"
+    );
+    Ok(duration_ns(result.duration))
+}
+
+fn duration_ns(d: Duration) -> f64 {
+    d.as_nanos() as f64
+}
+
+fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    (
+        samples[0],
+        samples[samples.len() / 2],
+        samples[samples.len() - 1],
+    )
+}
+
+fn cost(dp: &mut Dataplane, report: &mut String) -> Result<()> {
+    // Loading the entry points shares the maps programmed above.
+    dp.load_program(PROGRAM_BASELINE)?;
+    dp.load_program(PROGRAM_BENCH)?;
+    let _ = writeln!(
+        report,
+        "## Program cost (BPF_PROG_TEST_RUN, {REPEAT} repeats per run, {COST_RUNS} runs, ns/packet min/median/max)\n"
+    );
+    report.push_str("| packet | baseline: parse + redirect | fabriclb (ECMP) | ratio of medians |\n|---|---|---|---|\n");
+    for (name, frame) in packet_kinds() {
+        let (mut base, mut lb) = (Vec::new(), Vec::new());
+        for _ in 0..COST_RUNS {
+            // Interleaved, so drift on this noisy machine hits both alike.
+            base.push(time(dp.named(PROGRAM_BASELINE)?, &frame)?);
+            lb.push(time(dp.named(PROGRAM_BENCH)?, &frame)?);
+        }
+        let (b, l) = (spread(&mut base), spread(&mut lb));
+        let _ = writeln!(
+            report,
+            "| {name} ({} B) | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.2} |",
+            frame.len(),
+            b.0,
+            b.1,
+            b.2,
+            l.0,
+            l.1,
+            l.2,
+            l.1 / b.1
+        );
+    }
+    report.push('\n');
+    Ok(())
+}
+
+/// xorshift64*: reproducible flow sets without another dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// How a connection's QPs are numbered.
+#[derive(Clone, Copy)]
+enum QpNumbers {
+    /// `base..base + n`, as a NIC hands them out to one job.
+    Consecutive,
+    /// Independent random 24-bit numbers: the theory's assumption.
+    Random,
+}
+
+/// MMR of one trial: `flows` RoCEv2 connections (random hosts in 10.x/16,
+/// random source port), each split into `qps` equal QPs.
+fn trial(
+    dp: &mut Dataplane,
+    rng: &mut Rng,
+    dst_net: u8,
+    flows: usize,
+    (qps, numbers): (u32, QpNumbers),
+    macs: &[[u8; 6]],
+) -> Result<f64> {
+    let mut load = vec![0u64; macs.len()];
+    for _ in 0..flows {
+        let r = rng.next();
+        // One RoCEv2 connection: fixed hosts and source port.
+        let ip = Ipv4 {
+            src: [10, 1, (r >> 8) as u8, r as u8],
+            dst: [10, dst_net, (r >> 16) as u8, (r >> 24) as u8],
+            ..Ipv4::new(IPPROTO_UDP)
+        };
+        let sport = (r >> 32) as u16 | 0xc000;
+        let qp_base = (r >> 40) as u32 & 0x00ff_fff0;
+        for q in 0..qps {
+            let qp = match numbers {
+                QpNumbers::Consecutive => qp_base + q,
+                QpNumbers::Random => rng.next() as u32 & 0x00ff_ffff,
+            };
+            let frame = ip.frame(
+                LB_MAC,
+                PEER_MAC,
+                &[],
+                &udp(sport, ROCEV2_UDP_PORT, &bth(0x0a, qp, 0, &[0; 16])),
+            );
+            let mut out = vec![0u8; frame.len()];
+            let result = dp.program()?.test_run(TestRunOptions {
+                data_in: Some(&frame),
+                data_out: Some(&mut out),
+                ..Default::default()
+            })?;
+            ensure!(
+                result.return_value == XDP_REDIRECT,
+                "balance packet not forwarded"
+            );
+            let hop = macs
+                .iter()
+                .position(|m| *m == out[..6])
+                .context("unknown next hop")?;
+            load[hop] += 1;
+        }
+    }
+    let mean = load.iter().sum::<u64>() as f64 / load.len() as f64;
+    Ok(*load.iter().max().unwrap_or(&0) as f64 / mean)
+}
+
+fn balance(dp: &mut Dataplane, tables: &tables::Tables, report: &mut String) -> Result<()> {
+    let macs = |group: usize| -> Vec<[u8; 6]> {
+        tables.groups[group]
+            .members
+            .iter()
+            .map(|&id| tables.nexthops[id as usize].dst_mac)
+            .collect()
+    };
+    let (qp_macs, five_macs) = (macs(0), macs(1));
+    let _ = writeln!(
+        report,
+        "## Balance over {SPINES} next hops (MMR = busiest / mean, {BALANCE_TRIALS} trials, min/median/max)\n"
+    );
+    report.push_str(
+        "| flows | ECMP five-tuple | theory (static) | + dest QP, 16 random QPs/conn | + dest QP, 16 consecutive QPs/conn | theory (qp16) |\n|---|---|---|---|---|---|\n",
+    );
+    // shared/reference.md, Monte Carlo over 10,000 trials.
+    for (flows, static_ref, qp16_ref) in [
+        (1000, 1.230, 1.056),
+        (128, 1.669, 1.159),
+        (16, 3.078, 1.462),
+    ] {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ flows as u64);
+        let (mut five, mut random, mut consecutive) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..BALANCE_TRIALS {
+            five.push(trial(
+                dp,
+                &mut rng,
+                4,
+                flows,
+                (1, QpNumbers::Consecutive),
+                &five_macs,
+            )?);
+            random.push(trial(
+                dp,
+                &mut rng,
+                1,
+                flows,
+                (16, QpNumbers::Random),
+                &qp_macs,
+            )?);
+            consecutive.push(trial(
+                dp,
+                &mut rng,
+                1,
+                flows,
+                (16, QpNumbers::Consecutive),
+                &qp_macs,
+            )?);
+        }
+        let fmt = |s: (f64, f64, f64)| format!("{:.3} / {:.3} / {:.3}", s.0, s.1, s.2);
+        let _ = writeln!(
+            report,
+            "| {flows} | {} | {static_ref:.3} | {} | {} | {qp16_ref:.3} |",
+            fmt(spread(&mut five)),
+            fmt(spread(&mut random)),
+            fmt(spread(&mut consecutive)),
+        );
+    }
+    Ok(())
+}
