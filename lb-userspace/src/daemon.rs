@@ -81,22 +81,22 @@ pub async fn run(options: Options) -> Result<()> {
     Ok(())
 }
 
-fn attach(dp: &mut Dataplane, interface: &str, mode: XdpModeSetting) -> Result<XdpLinkId> {
-    let link = match mode {
-        XdpModeSetting::Driver => dp.attach(interface, XdpMode::Driver)?,
-        XdpModeSetting::Generic => dp.attach(interface, XdpMode::Skb)?,
+fn attach(dp: &mut Dataplane, interface: &str, setting: XdpModeSetting) -> Result<XdpLinkId> {
+    let (link, mode) = match setting {
+        XdpModeSetting::Driver => (dp.attach(interface, XdpMode::Driver)?, "driver"),
+        XdpModeSetting::Generic => (dp.attach(interface, XdpMode::Skb)?, "generic"),
         XdpModeSetting::Auto => match dp.attach(interface, XdpMode::Driver) {
-            Ok(link) => link,
+            Ok(link) => (link, "driver"),
             Err(e) => {
                 warn!(
                     interface,
                     "driver mode refused ({e}); falling back to generic mode, which is much slower"
                 );
-                dp.attach(interface, XdpMode::Skb)?
+                (dp.attach(interface, XdpMode::Skb)?, "generic")
             }
         },
     };
-    info!(interface, ?mode, "attached");
+    info!(interface, mode, "attached");
     Ok(link)
 }
 
