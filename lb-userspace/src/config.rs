@@ -33,6 +33,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -345,6 +346,97 @@ impl Ctx<'_> {
         self.error(e.span().unwrap_or(0..0), reason)
     }
 
+    /// The items of `list`; an error `empty` at the list if it has none.
+    fn non_empty<T>(
+        &self,
+        list: Spanned<Vec<T>>,
+        empty: fmt::Arguments<'_>,
+    ) -> Result<Vec<T>, ConfigError> {
+        let span = list.span();
+        let list = list.into_inner();
+        if list.is_empty() {
+            return Err(self.error(span, empty.to_string()));
+        }
+        Ok(list)
+    }
+
+    /// An error `too_many` at the first item past `max`, if there is one.
+    fn at_most<T>(
+        &self,
+        list: &[Spanned<T>],
+        max: usize,
+        too_many: fmt::Arguments<'_>,
+    ) -> Result<(), ConfigError> {
+        match list.get(max) {
+            Some(extra) => Err(self.error(extra.span(), too_many.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that there are `1..=max` `[[kind]]` tables: none is an error
+    /// at the top of the file, too many one at the first past `max`.
+    fn table_count<T>(
+        &self,
+        tables: &[Spanned<T>],
+        kind: &str,
+        max: u32,
+    ) -> Result<(), ConfigError> {
+        if tables.is_empty() {
+            return Err(self.error(
+                0..0,
+                format!("no [[{kind}]] defined; at least one {kind} is required"),
+            ));
+        }
+        self.at_most(
+            tables,
+            max as usize,
+            format_args!("too many {kind}s: at most {max} are allowed"),
+        )
+    }
+
+    /// Records that `key` is defined at `span`, or, if `seen` already has
+    /// it, an error "duplicate {what} (first at ...)" at `span`.
+    fn unique<K: Eq + Hash>(
+        &self,
+        seen: &mut HashMap<K, Range<usize>>,
+        key: K,
+        span: Range<usize>,
+        what: fmt::Arguments<'_>,
+    ) -> Result<(), ConfigError> {
+        match seen.entry(key) {
+            Entry::Occupied(first) => Err(self.error(
+                span,
+                format!("duplicate {what} (first at {})", self.at(first.get())),
+            )),
+            Entry::Vacant(slot) => {
+                slot.insert(span);
+                Ok(())
+            }
+        }
+    }
+
+    /// The value `names` gives `name`, or an error
+    /// "{unknown} \"name\" ({listed}: \"a\", \"b\")" listing the valid names.
+    fn lookup<T: Copy>(
+        &self,
+        name: &Spanned<String>,
+        names: &[(&str, T)],
+        unknown: &str,
+        listed: &str,
+    ) -> Result<T, ConfigError> {
+        match names.iter().find(|(n, _)| n == name.get_ref()) {
+            Some(&(_, value)) => Ok(value),
+            None => Err(self.error(
+                name.span(),
+                format!(
+                    "{unknown} {:?} ({listed}: {})",
+                    name.get_ref(),
+                    Quoted(names)
+                ),
+            )),
+        }
+    }
+
     fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let switch = self.switch(raw.switch)?;
         let groups = self.groups(raw.group)?;
@@ -357,58 +449,32 @@ impl Ctx<'_> {
     }
 
     fn switch(&self, raw: RawSwitch) -> Result<Switch, ConfigError> {
-        let list_span = raw.interfaces.span();
-        let list = raw.interfaces.into_inner();
-        if list.is_empty() {
-            return Err(self.error(
-                list_span,
-                "switch.interfaces is empty; list at least one interface to attach to",
-            ));
-        }
-        let mut seen: HashMap<String, Range<usize>> = HashMap::new();
+        let list = self.non_empty(
+            raw.interfaces,
+            format_args!("switch.interfaces is empty; list at least one interface to attach to"),
+        )?;
+        let mut seen = HashMap::new();
         let mut interfaces = Vec::with_capacity(list.len());
         for name in list {
             let span = name.span();
             let name = self.ifname(name)?;
-            match seen.entry(name.clone()) {
-                Entry::Occupied(first) => {
-                    return Err(self.error(
-                        span,
-                        format!(
-                            "duplicate interface {name:?} in switch.interfaces (first at {})",
-                            self.at(first.get())
-                        ),
-                    ));
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(span);
-                }
-            }
+            self.unique(
+                &mut seen,
+                name.clone(),
+                span,
+                format_args!("interface {name:?} in switch.interfaces"),
+            )?;
             interfaces.push(name);
         }
 
-        let xdp_mode = match raw.xdp_mode {
-            None => XdpModeSetting::default(),
-            Some(mode) => {
-                let found = XdpModeSetting::NAMES
-                    .iter()
-                    .find(|(n, _)| n == mode.get_ref())
-                    .map(|(_, m)| *m);
-                match found {
-                    Some(m) => m,
-                    None => {
-                        return Err(self.error(
-                            mode.span(),
-                            format!(
-                                "unknown xdp_mode {:?} (valid modes: {})",
-                                mode.get_ref(),
-                                quoted_list(XdpModeSetting::NAMES.iter().map(|(n, _)| *n))
-                            ),
-                        ));
-                    }
-                }
-            }
-        };
+        let xdp_mode = raw.xdp_mode.map_or(Ok(XdpModeSetting::default()), |mode| {
+            self.lookup(
+                &mode,
+                &XdpModeSetting::NAMES,
+                "unknown xdp_mode",
+                "valid modes",
+            )
+        })?;
 
         Ok(Switch {
             hash_seed: raw.hash_seed,
@@ -452,17 +518,9 @@ impl Ctx<'_> {
     }
 
     fn groups(&self, raw: Vec<Spanned<RawGroup>>) -> Result<Vec<Group>, ConfigError> {
-        if raw.is_empty() {
-            return Err(self.error(0..0, "no [[group]] defined; at least one group is required"));
-        }
-        if let Some(extra) = raw.get(MAX_GROUPS as usize) {
-            return Err(self.error(
-                extra.span(),
-                format!("too many groups: at most {MAX_GROUPS} are allowed"),
-            ));
-        }
+        self.table_count(&raw, "group", MAX_GROUPS)?;
 
-        let mut names: HashMap<String, Range<usize>> = HashMap::new();
+        let mut names = HashMap::new();
         let mut egress: HashSet<String> = HashSet::new();
         let mut total_next_hops = 0usize;
         let mut groups = Vec::with_capacity(raw.len());
@@ -474,64 +532,39 @@ impl Ctx<'_> {
             if name.is_empty() {
                 return Err(self.error(name_span, "group name is empty"));
             }
-            match names.entry(name.clone()) {
-                Entry::Occupied(first) => {
-                    return Err(self.error(
-                        name_span,
-                        format!(
-                            "duplicate group name {name:?} (first at {})",
-                            self.at(first.get())
-                        ),
-                    ));
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(name_span);
-                }
-            }
+            self.unique(
+                &mut names,
+                name.clone(),
+                name_span,
+                format_args!("group name {name:?}"),
+            )?;
 
-            let mode = match group.mode {
-                None => Mode::default(),
-                Some(mode) => {
-                    let found = Mode::NAMES
-                        .iter()
-                        .find(|(n, _)| n == mode.get_ref())
-                        .map(|(_, m)| *m);
-                    match found {
-                        Some(m) => m,
-                        None => {
-                            return Err(self.error(
-                                mode.span(),
-                                format!(
-                                    "unsupported group mode {:?} (supported modes: {})",
-                                    mode.get_ref(),
-                                    quoted_list(Mode::NAMES.iter().map(|(n, _)| *n))
-                                ),
-                            ));
-                        }
-                    }
-                }
-            };
+            let mode = group.mode.map_or(Ok(Mode::default()), |mode| {
+                self.lookup(
+                    &mode,
+                    &Mode::NAMES,
+                    "unsupported group mode",
+                    "supported modes",
+                )
+            })?;
 
-            let hash_fields = match group.hash_fields {
-                None => HashFields::ALL,
-                Some(list) => self.hash_fields(&name, list)?,
-            };
+            let hash_fields = group
+                .hash_fields
+                .map_or(Ok(HashFields::ALL), |list| self.hash_fields(&name, list))?;
 
-            let list_span = group.next_hops.span();
-            let list = group.next_hops.into_inner();
-            if list.is_empty() {
-                return Err(self.error(list_span, format!("group {name:?} has no next hops")));
-            }
-            if let Some(extra) = list.get(MAX_NEXTHOPS_PER_GROUP) {
-                return Err(self.error(
-                    extra.span(),
-                    format!(
-                        "group {name:?} has too many next hops: at most \
-                         {MAX_NEXTHOPS_PER_GROUP} are allowed per group"
-                    ),
-                ));
-            }
-            let mut seen: HashMap<NextHopSpec, Range<usize>> = HashMap::new();
+            let list = self.non_empty(
+                group.next_hops,
+                format_args!("group {name:?} has no next hops"),
+            )?;
+            self.at_most(
+                &list,
+                MAX_NEXTHOPS_PER_GROUP,
+                format_args!(
+                    "group {name:?} has too many next hops: at most \
+                     {MAX_NEXTHOPS_PER_GROUP} are allowed per group"
+                ),
+            )?;
+            let mut seen = HashMap::new();
             let mut next_hops = Vec::with_capacity(list.len());
             for nh in list {
                 let span = nh.span();
@@ -559,20 +592,12 @@ impl Ctx<'_> {
                     }
                     egress.insert(spec.interface.clone());
                 }
-                match seen.entry(spec.clone()) {
-                    Entry::Occupied(first) => {
-                        return Err(self.error(
-                            span,
-                            format!(
-                                "duplicate next hop \"{spec}\" in group {name:?} (first at {})",
-                                self.at(first.get())
-                            ),
-                        ));
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert(span);
-                    }
-                }
+                self.unique(
+                    &mut seen,
+                    spec.clone(),
+                    span,
+                    format_args!("next hop \"{spec}\" in group {name:?}"),
+                )?;
                 next_hops.push(spec);
             }
 
@@ -591,31 +616,22 @@ impl Ctx<'_> {
         group: &str,
         list: Spanned<Vec<Spanned<String>>>,
     ) -> Result<HashFields, ConfigError> {
-        let valid = || quoted_list(HashFields::NAMES.iter().map(|(n, _)| *n));
-        let list_span = list.span();
-        let list = list.into_inner();
-        if list.is_empty() {
-            return Err(self.error(
-                list_span,
-                format!(
-                    "group {group:?} has empty hash_fields; list at least one of {} \
-                     or omit the key to hash on all of them",
-                    valid()
-                ),
-            ));
-        }
+        let list = self.non_empty(
+            list,
+            format_args!(
+                "group {group:?} has empty hash_fields; list at least one of {} \
+                 or omit the key to hash on all of them",
+                Quoted(&HashFields::NAMES)
+            ),
+        )?;
         let mut fields = HashFields(0);
         for name in list {
-            let Some(field) = HashFields::from_name(name.get_ref()) else {
-                return Err(self.error(
-                    name.span(),
-                    format!(
-                        "unknown hash field {:?} (valid fields: {})",
-                        name.get_ref(),
-                        valid()
-                    ),
-                ));
-            };
+            let field = self.lookup(
+                &name,
+                &HashFields::NAMES,
+                "unknown hash field",
+                "valid fields",
+            )?;
             if fields.contains(field) {
                 return Err(self.error(
                     name.span(),
@@ -727,49 +743,25 @@ impl Ctx<'_> {
         raw: Vec<Spanned<RawRoute>>,
         groups: &[Group],
     ) -> Result<Vec<Route>, ConfigError> {
-        if raw.is_empty() {
-            return Err(self.error(0..0, "no [[route]] defined; at least one route is required"));
-        }
-        if let Some(extra) = raw.get(MAX_ROUTES as usize) {
-            return Err(self.error(
-                extra.span(),
-                format!("too many routes: at most {MAX_ROUTES} are allowed"),
-            ));
-        }
-        let by_name: HashMap<&str, usize> = groups
+        self.table_count(&raw, "route", MAX_ROUTES)?;
+        // Group names are unique, so the first match is the only one.
+        let by_name: Vec<(&str, usize)> = groups
             .iter()
             .enumerate()
             .map(|(i, g)| (g.name.as_str(), i))
             .collect();
-        let mut seen: HashMap<Prefix, Range<usize>> = HashMap::new();
+        let mut seen = HashMap::new();
         let mut routes = Vec::with_capacity(raw.len());
         for route in raw {
             let route = route.into_inner();
             let prefix = self.prefix(&route.prefix)?;
-            match seen.entry(prefix) {
-                Entry::Occupied(first) => {
-                    return Err(self.error(
-                        route.prefix.span(),
-                        format!(
-                            "duplicate prefix {prefix} (first at {})",
-                            self.at(first.get())
-                        ),
-                    ));
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(route.prefix.span());
-                }
-            }
-            let Some(&group) = by_name.get(route.group.get_ref().as_str()) else {
-                return Err(self.error(
-                    route.group.span(),
-                    format!(
-                        "unknown group {:?} (defined groups: {})",
-                        route.group.get_ref(),
-                        quoted_list(groups.iter().map(|g| g.name.as_str()))
-                    ),
-                ));
-            };
+            self.unique(
+                &mut seen,
+                prefix,
+                route.prefix.span(),
+                format_args!("prefix {prefix}"),
+            )?;
+            let group = self.lookup(&route.group, &by_name, "unknown group", "defined groups")?;
             routes.push(Route { prefix, group });
         }
         Ok(routes)
@@ -849,12 +841,19 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
     }
 }
 
-/// `"a", "b", "c"`.
-fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|n| format!("{n:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// A names table's names, as `"a", "b", "c"`.
+struct Quoted<'a, T>(&'a [(&'a str, T)]);
+
+impl<T> fmt::Display for Quoted<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (name, _)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{name:?}")?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -901,6 +900,28 @@ mod tests {
         with_group(&format!(
             "name = \"g\"\nnext_hops = [{{ interface = \"eth1\", {next_hop} }}]\n"
         ))
+    }
+
+    /// A `next_hops` line with a single next hop.
+    const NEXT_HOPS: &str = "next_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n";
+
+    /// A group "g" with `key` on line 5 (column 1), then `NEXT_HOPS`.
+    fn with_group_key(key: &str) -> String {
+        with_group(&format!("name = \"g\"\n{key}\n{NEXT_HOPS}"))
+    }
+
+    /// `SWITCH`, then for each `(name, interface, ip)` a group of that one
+    /// next hop (`[[group]]` on line 3, 6, ..., its name at column 8), then
+    /// `routes`.
+    fn with_groups(groups: &[(&str, &str, &str)], routes: &str) -> String {
+        let mut text = String::from(SWITCH);
+        for (name, interface, ip) in groups {
+            text += &format!(
+                "[[group]]\nname = \"{name}\"\n\
+                 next_hops = [{{ interface = \"{interface}\", ip = \"{ip}\" }}]\n"
+            );
+        }
+        text + routes
     }
 
     #[test]
@@ -1067,10 +1088,10 @@ group = "spines"
             ("driver", XdpModeSetting::Driver),
             ("generic", XdpModeSetting::Generic),
         ] {
-            let text = format!("[switch]\ninterfaces = [\"eth0\"]\nxdp_mode = \"{name}\"\n");
-            let text = format!(
-                "{text}[[group]]\nname = \"g\"\nnext_hops = [{{ interface = \"e\", ip = \"10.0.0.1\" }}]\n\
-                 [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n"
+            let text = with_group(&format!("name = \"g\"\n{NEXT_HOPS}")).replacen(
+                SWITCH,
+                &format!("{SWITCH}xdp_mode = \"{name}\"\n"),
+                1,
             );
             assert_eq!(ok(&text).switch.xdp_mode, mode);
             assert_eq!(mode.to_string(), name);
@@ -1086,10 +1107,7 @@ group = "spines"
     #[test]
     fn unsupported_group_mode() {
         assert_eq!(
-            err(&with_group(
-                "name = \"g\"\nmode = \"flowlet\"\n\
-                 next_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
-            )),
+            err(&with_group_key("mode = \"flowlet\"")),
             "configs/x.toml:5:8: unsupported group mode \"flowlet\" (supported modes: \"ecmp\")"
         );
     }
@@ -1130,9 +1148,7 @@ group = "spines"
              expected one of `hash_seed`, `interfaces`, `xdp_mode`"
         );
         assert_eq!(
-            err(&with_group(
-                "name = \"g\"\nweight = 2\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
-            )),
+            err(&with_group_key("weight = 2")),
             "configs/x.toml:5:1: unknown field `weight`, \
              expected one of `name`, `mode`, `hash_fields`, `next_hops`"
         );
@@ -1168,9 +1184,8 @@ group = "spines"
     #[test]
     fn unknown_hash_field() {
         assert_eq!(
-            err(&with_group(
-                "name = \"g\"\nhash_fields = [\"src_ip\", \"inner_dst_ip\"]\n\
-                 next_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
+            err(&with_group_key(
+                "hash_fields = [\"src_ip\", \"inner_dst_ip\"]"
             )),
             "configs/x.toml:5:26: unknown hash field \"inner_dst_ip\" (valid fields: \
              \"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\", \
@@ -1181,9 +1196,8 @@ group = "spines"
     #[test]
     fn duplicate_hash_field() {
         assert_eq!(
-            err(&with_group(
-                "name = \"g\"\nhash_fields = [\"src_ip\", \"dst_ip\", \"src_ip\"]\n\
-                 next_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
+            err(&with_group_key(
+                "hash_fields = [\"src_ip\", \"dst_ip\", \"src_ip\"]"
             )),
             "configs/x.toml:5:36: duplicate hash field \"src_ip\""
         );
@@ -1192,10 +1206,7 @@ group = "spines"
     #[test]
     fn empty_hash_fields() {
         assert_eq!(
-            err(&with_group(
-                "name = \"g\"\nhash_fields = []\n\
-                 next_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
-            )),
+            err(&with_group_key("hash_fields = []")),
             "configs/x.toml:5:15: group \"g\" has empty hash_fields; list at least one of \
              \"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\", \
              \"rdma_bth_dest_qp\" or omit the key to hash on all of them"
@@ -1253,26 +1264,20 @@ group = "spines"
 
     #[test]
     fn multicast_broadcast_and_zero_mac() {
-        assert_eq!(
-            err(&with_next_hop("mac = \"01:00:5E:00:00:01\"")),
-            "configs/x.toml:5:42: MAC address 01:00:5e:00:00:01 is multicast; \
-             a next hop needs a unicast MAC"
-        );
-        assert_eq!(
-            err(&with_next_hop("mac = \"33:33:00:00:00:01\"")),
-            "configs/x.toml:5:42: MAC address 33:33:00:00:00:01 is multicast; \
-             a next hop needs a unicast MAC"
-        );
-        assert_eq!(
-            err(&with_next_hop("mac = \"ff:ff:ff:ff:ff:ff\"")),
-            "configs/x.toml:5:42: MAC address ff:ff:ff:ff:ff:ff is broadcast; \
-             a next hop needs a unicast MAC"
-        );
-        assert_eq!(
-            err(&with_next_hop("mac = \"00:00:00:00:00:00\"")),
-            "configs/x.toml:5:42: MAC address 00:00:00:00:00:00 is all-zero; \
-             a next hop needs a unicast MAC"
-        );
+        for (mac, shown, kind) in [
+            ("01:00:5E:00:00:01", "01:00:5e:00:00:01", "multicast"),
+            ("33:33:00:00:00:01", "33:33:00:00:00:01", "multicast"),
+            ("ff:ff:ff:ff:ff:ff", "ff:ff:ff:ff:ff:ff", "broadcast"),
+            ("00:00:00:00:00:00", "00:00:00:00:00:00", "all-zero"),
+        ] {
+            assert_eq!(
+                err(&with_next_hop(&format!("mac = \"{mac}\""))),
+                format!(
+                    "configs/x.toml:5:42: MAC address {shown} is {kind}; \
+                     a next hop needs a unicast MAC"
+                )
+            );
+        }
     }
 
     #[test]
@@ -1314,18 +1319,15 @@ group = "spines"
 
     #[test]
     fn vlan_4095() {
-        assert_eq!(
-            err(&with_next_hop("ip = \"10.0.0.1\", vlan = 4095")),
-            "configs/x.toml:5:60: vlan 4095 is out of range 1..=4094 (omit vlan to send untagged)"
-        );
-        assert_eq!(
-            err(&with_next_hop("ip = \"10.0.0.1\", vlan = -1")),
-            "configs/x.toml:5:60: vlan -1 is out of range 1..=4094 (omit vlan to send untagged)"
-        );
-        assert_eq!(
-            err(&with_next_hop("ip = \"10.0.0.1\", vlan = 65537")),
-            "configs/x.toml:5:60: vlan 65537 is out of range 1..=4094 (omit vlan to send untagged)"
-        );
+        for vlan in ["4095", "-1", "65537"] {
+            assert_eq!(
+                err(&with_next_hop(&format!("ip = \"10.0.0.1\", vlan = {vlan}"))),
+                format!(
+                    "configs/x.toml:5:60: vlan {vlan} is out of range 1..=4094 \
+                     (omit vlan to send untagged)"
+                )
+            );
+        }
     }
 
     /// The route's prefix is on line 7, column 10.
@@ -1365,51 +1367,51 @@ group = "spines"
 
     #[test]
     fn host_bits_set() {
-        assert_eq!(
-            err(&route_prefix("10.1.2.3/16")),
-            "configs/x.toml:7:10: prefix \"10.1.2.3/16\" has host bits set; \
-             did you mean \"10.1.0.0/16\"?"
-        );
-        assert_eq!(
-            err(&route_prefix("10.1.2.3/0")),
-            "configs/x.toml:7:10: prefix \"10.1.2.3/0\" has host bits set; \
-             did you mean \"0.0.0.0/0\"?"
-        );
-        assert_eq!(
-            err(&route_prefix("2001:db8:80ff::/33")),
-            "configs/x.toml:7:10: prefix \"2001:db8:80ff::/33\" has host bits set; \
-             did you mean \"2001:db8:8000::/33\"?"
-        );
+        for (prefix, meant) in [
+            ("10.1.2.3/16", "10.1.0.0/16"),
+            ("10.1.2.3/0", "0.0.0.0/0"),
+            ("2001:db8:80ff::/33", "2001:db8:8000::/33"),
+        ] {
+            assert_eq!(
+                err(&route_prefix(prefix)),
+                format!(
+                    "configs/x.toml:7:10: prefix \"{prefix}\" has host bits set; \
+                     did you mean \"{meant}\"?"
+                )
+            );
+        }
     }
 
     #[test]
     fn prefix_length_out_of_range() {
-        assert_eq!(
-            err(&route_prefix("10.1.0.0/33")),
-            "configs/x.toml:7:10: invalid prefix \"10.1.0.0/33\": \
-             length 33 is out of range for IPv4 (0..=32)"
-        );
-        assert_eq!(
-            err(&route_prefix("2001:db8::/129")),
-            "configs/x.toml:7:10: invalid prefix \"2001:db8::/129\": \
-             length 129 is out of range for IPv6 (0..=128)"
-        );
-        assert_eq!(
-            err(&route_prefix("2001:db8::/99999999999999999999")),
-            "configs/x.toml:7:10: invalid prefix \"2001:db8::/99999999999999999999\": \
-             length 4294967295 is out of range for IPv6 (0..=128)"
-        );
+        for (prefix, len, range) in [
+            ("10.1.0.0/33", "33", "IPv4 (0..=32)"),
+            ("2001:db8::/129", "129", "IPv6 (0..=128)"),
+            (
+                "2001:db8::/99999999999999999999",
+                "4294967295",
+                "IPv6 (0..=128)",
+            ),
+        ] {
+            assert_eq!(
+                err(&route_prefix(prefix)),
+                format!(
+                    "configs/x.toml:7:10: invalid prefix \"{prefix}\": \
+                     length {len} is out of range for {range}"
+                )
+            );
+        }
     }
 
     #[test]
     fn unknown_group() {
-        let text = format!(
-            "{SWITCH}[[group]]\nname = \"spines\"\n\
-             next_hops = [{{ interface = \"eth1\", ip = \"10.0.0.1\" }}]\n\
-             [[group]]\nname = \"leaves\"\n\
-             next_hops = [{{ interface = \"eth2\", ip = \"10.0.0.2\" }}]\n\
-             [[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n\
-             [[route]]\nprefix = \"10.2.0.0/16\"\n  group = \"spine\"\n"
+        let text = with_groups(
+            &[
+                ("spines", "eth1", "10.0.0.1"),
+                ("leaves", "eth2", "10.0.0.2"),
+            ],
+            "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n\
+             [[route]]\nprefix = \"10.2.0.0/16\"\n  group = \"spine\"\n",
         );
         assert_eq!(
             err(&text),
@@ -1448,12 +1450,12 @@ group = "spines"
 
     #[test]
     fn duplicate_group_name() {
-        let text = format!(
-            "{SWITCH}[[group]]\nname = \"spines\"\n\
-             next_hops = [{{ interface = \"eth1\", ip = \"10.0.0.1\" }}]\n\
-             [[group]]\nname = \"spines\"\n\
-             next_hops = [{{ interface = \"eth2\", ip = \"10.0.0.2\" }}]\n\
-             [[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
+        let text = with_groups(
+            &[
+                ("spines", "eth1", "10.0.0.1"),
+                ("spines", "eth2", "10.0.0.2"),
+            ],
+            "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n",
         );
         assert_eq!(
             err(&text),
@@ -1464,9 +1466,7 @@ group = "spines"
     #[test]
     fn empty_group_name() {
         assert_eq!(
-            err(&with_group(
-                "name = \"\"\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n"
-            )),
+            err(&with_group(&format!("name = \"\"\n{NEXT_HOPS}"))),
             "configs/x.toml:4:8: group name is empty"
         );
     }
@@ -1500,12 +1500,9 @@ group = "spines"
 
     #[test]
     fn same_next_hop_in_two_groups_is_fine() {
-        let text = format!(
-            "{SWITCH}[[group]]\nname = \"a\"\n\
-             next_hops = [{{ interface = \"eth1\", ip = \"10.0.0.1\" }}]\n\
-             [[group]]\nname = \"b\"\n\
-             next_hops = [{{ interface = \"eth1\", ip = \"10.0.0.1\" }}]\n\
-             [[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"b\"\n"
+        let text = with_groups(
+            &[("a", "eth1", "10.0.0.1"), ("b", "eth1", "10.0.0.1")],
+            "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"b\"\n",
         );
         let config = ok(&text);
         assert_eq!(config.groups[0].next_hops, config.groups[1].next_hops);
@@ -1587,8 +1584,9 @@ group = "spines"
     #[test]
     fn no_groups() {
         assert_eq!(
-            err(&format!(
-                "{SWITCH}[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
+            err(&with_groups(
+                &[],
+                "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
             )),
             "configs/x.toml:1:1: no [[group]] defined; at least one group is required"
         );
@@ -1683,33 +1681,26 @@ group = "spines"
 
     #[test]
     fn too_many_egress_interfaces() {
-        // Next hop 0 of group 4 introduces the 257th interface: line
-        // 6 + 4 * 68, at its interface value (column 17). Reusing an
-        // interface after that is fine until the next new one.
-        let text = many(5, 64, |g, i| {
-            if g == 4 && i > 0 {
-                "p0x0".into()
-            } else {
-                format!("p{g}x{i}")
-            }
-        });
-        assert_eq!(
-            err(&text),
-            "configs/x.toml:278:17: too many egress interfaces: \
-             at most 256 distinct next-hop interfaces are allowed"
-        );
-        let text = many(5, 64, |g, i| {
-            if g == 4 && i < 63 {
-                "p0x0".into()
-            } else {
-                format!("p{g}x{i}")
-            }
-        });
-        assert_eq!(
-            err(&text),
-            "configs/x.toml:341:17: too many egress interfaces: \
-             at most 256 distinct next-hop interfaces are allowed"
-        );
+        // Groups 0-3 use 256 distinct interfaces; group 4 reuses one of
+        // them except at next hop `new`, which introduces the 257th: line
+        // 6 + 4 * 68 + new, at its interface value (column 17). Reusing an
+        // interface before or after that is fine.
+        for (new, line) in [(0, 278), (63, 341)] {
+            let text = many(5, 64, |g, i| {
+                if g == 4 && i != new {
+                    "p0x0".into()
+                } else {
+                    format!("p{g}x{i}")
+                }
+            });
+            assert_eq!(
+                err(&text),
+                format!(
+                    "configs/x.toml:{line}:17: too many egress interfaces: \
+                     at most 256 distinct next-hop interfaces are allowed"
+                )
+            );
+        }
     }
 
     #[test]
@@ -1796,9 +1787,26 @@ group = "spines"
         );
     }
 
+    /// The example configs.
+    const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
+
+    /// The example config `name`, loaded.
+    fn example(name: &str) -> Config {
+        load(&Path::new(EXAMPLES).join(name)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Whether all next hops of `config`'s first group give a MAC
+    /// (`by_mac`), or all give an IP (`!by_mac`).
+    fn first_group_all_by(config: &Config, by_mac: bool) -> bool {
+        config.groups[0]
+            .next_hops
+            .iter()
+            .all(|n| matches!(n.addr, NextHopAddr::Mac(_)) == by_mac)
+    }
+
     #[test]
     fn example_configs_are_valid() {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs"));
+        let dir = Path::new(EXAMPLES);
         let mut checked = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry
@@ -1816,23 +1824,15 @@ group = "spines"
 
     #[test]
     fn example_configs_say_what_they_claim() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
-        let leaf =
-            load(&Path::new(dir).join("two-tier-leaf.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let leaf = example("two-tier-leaf.toml");
         assert_eq!(leaf.groups.len(), 1);
         assert_eq!(leaf.groups[0].hash_fields, HashFields::ALL);
         assert_eq!(leaf.groups[0].next_hops.len(), 4);
-        assert!(
-            leaf.groups[0]
-                .next_hops
-                .iter()
-                .all(|n| matches!(n.addr, NextHopAddr::Mac(_)))
-        );
+        assert!(first_group_all_by(&leaf, true));
         assert!(leaf.routes.iter().any(|r| r.prefix.addr.is_ipv4()));
         assert!(leaf.routes.iter().any(|r| r.prefix.addr.is_ipv6()));
 
-        let five =
-            load(&Path::new(dir).join("five-tuple-only.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let five = example("five-tuple-only.toml");
         let classic = [
             HashFields::SRC_IP,
             HashFields::DST_IP,
@@ -1843,12 +1843,7 @@ group = "spines"
         .into_iter()
         .fold(HashFields(0), HashFields::union);
         assert_eq!(five.groups[0].hash_fields, classic);
-        assert!(
-            five.groups[0]
-                .next_hops
-                .iter()
-                .all(|n| matches!(n.addr, NextHopAddr::Ip(_)))
-        );
+        assert!(first_group_all_by(&five, false));
         assert_eq!(
             five.groups[0]
                 .next_hops
