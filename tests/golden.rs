@@ -19,7 +19,7 @@ use lb_common::{
     hash::{HashFields, hash_input},
     maps::{BUCKETS_PER_GROUP, NO_NEXTHOP, NextHop, Reason},
     parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
-    testpkt::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
+    craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
 };
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
@@ -499,7 +499,7 @@ fn forwarding_fixtures() -> Vec<Fixture> {
 
 fn pass_and_drop_fixtures() -> Vec<Fixture> {
     let v4_udp = |ip: Ipv4| ip.frame(LB_MAC, PEER_MAC, &[], &udp(1, 2, b"data"));
-    let mut arp = testpkt::ethernet([0xff; 6], PEER_MAC, &[], 0x0806, &[0; 28]);
+    let mut arp = craft::ethernet([0xff; 6], PEER_MAC, &[], 0x0806, &[0; 28]);
     arp[0] = 0x02; // unicast ARP reply
     let mut bad_version = v4_udp(Ipv4::new(IPPROTO_UDP));
     bad_version[14] = 0x65;

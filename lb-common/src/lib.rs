@@ -3,7 +3,7 @@
 //! the daemon, and unit-tested on the host.
 #![cfg_attr(not(test), no_std)]
 
-#[cfg(any(test, feature = "testpkt"))]
+#[cfg(any(test, feature = "craft"))]
 extern crate alloc;
 
 pub mod buckets;
@@ -11,5 +11,6 @@ pub mod checksum;
 pub mod hash;
 pub mod maps;
 pub mod parse;
-#[cfg(any(test, feature = "testpkt"))]
-pub mod testpkt;
+pub mod roce;
+#[cfg(any(test, feature = "craft"))]
+pub mod craft;

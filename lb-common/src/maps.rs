@@ -6,6 +6,11 @@ pub const PROGRAM: &str = "fabriclb";
 pub const PROGRAM_BENCH: &str = "fabriclb_bench";
 /// Benchmark baseline: parse and redirect to [`BASELINE_IFINDEX`].
 pub const PROGRAM_BASELINE: &str = "fabriclb_baseline";
+/// Testbed receiver: counts RoCEv2 packets per QP and judges their order.
+pub const PROGRAM_SINK: &str = "fabriclb_sink";
+/// Hash: [`SinkKey`] -> [`SinkQp`], filled by [`PROGRAM_SINK`].
+pub const SINK_QPS: &str = "FL_SINK_QPS";
+pub const MAX_SINK_QPS: u32 = 65_536;
 /// The baseline's fixed egress port: the loopback device, always present.
 pub const BASELINE_IFINDEX: u32 = 1;
 /// Bytes the benchmark programs save and restore: Ethernet plus the
@@ -71,6 +76,21 @@ pub struct NextHop {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NextHopStats {
     pub packets: u64,
+    pub bytes: u64,
+}
+
+/// A QP as a receiver sees it: sender address and destination QP.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SinkKey {
+    pub src: [u8; 16],
+    pub dest_qp: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SinkQp {
+    pub order: crate::roce::PsnOrder,
     pub bytes: u64,
 }
 
@@ -157,6 +177,8 @@ mod pod {
     unsafe impl aya::Pod for super::GroupEntry {}
     unsafe impl aya::Pod for super::NextHop {}
     unsafe impl aya::Pod for super::NextHopStats {}
+    unsafe impl aya::Pod for super::SinkKey {}
+    unsafe impl aya::Pod for super::SinkQp {}
 }
 
 #[cfg(test)]
@@ -168,6 +190,8 @@ mod tests {
         assert_eq!(core::mem::size_of::<GroupEntry>(), 12);
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
         assert_eq!(core::mem::size_of::<NextHopStats>(), 16);
+        assert_eq!(core::mem::size_of::<SinkKey>(), 20);
+        assert_eq!(core::mem::size_of::<SinkQp>(), 32);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use aya_ebpf::{
     bindings::xdp_action,
     helpers::bpf_xdp_adjust_head,
     macros::{map, xdp},
-    maps::{Array, DevMapHash, LpmTrie, PerCpuArray, lpm_trie::Key},
+    maps::{Array, DevMapHash, HashMap, LpmTrie, PerCpuArray, lpm_trie::Key},
     programs::XdpContext,
 };
 use lb_common::{
@@ -15,8 +15,8 @@ use lb_common::{
     hash::{HashFields, flow_hash},
     maps::{
         BASELINE_IFINDEX, BENCH_RESTORE_LEN, BUCKETS_PER_GROUP, GroupEntry, MAX_EGRESS_PORTS,
-        MAX_GROUPS, MAX_NEXTHOPS, MAX_ROUTES, NEXTHOP_USABLE, NO_NEXTHOP, NextHop, NextHopStats,
-        Reason,
+        MAX_GROUPS, MAX_NEXTHOPS, MAX_ROUTES, MAX_SINK_QPS, NEXTHOP_USABLE, NO_NEXTHOP, NextHop,
+        NextHopStats, Reason, SinkKey, SinkQp,
     },
     parse::{
         ETH_HLEN, ETH_P_IPV4, ETH_P_IPV6, IPV4_MIN_HLEN, IPV6_HLEN, PacketView, Parsed, parse,
@@ -38,6 +38,8 @@ static FL_NEXTHOPS: Array<NextHop> = Array::with_max_entries(MAX_NEXTHOPS, 0);
 static FL_DEVMAP: DevMapHash = DevMapHash::with_max_entries(MAX_EGRESS_PORTS, 0);
 #[map]
 static FL_VERDICTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Reason::COUNT, 0);
+#[map]
+static FL_SINK_QPS: HashMap<SinkKey, SinkQp> = HashMap::with_max_entries(MAX_SINK_QPS, 0);
 /// Where the benchmark programs keep the bytes they restore: the forwarding
 /// path leaves too little of the 512-byte stack for them.
 #[map]
@@ -99,6 +101,46 @@ pub fn fabriclb_baseline(ctx: XdpContext) -> u32 {
             Err(reason) => reason.xdp_action(),
         }
     })
+}
+
+/// Testbed receiver: counts each RoCEv2 QP's packets, bytes and
+/// out-of-order arrivals, then drops the packet; everything else (ARP, ...)
+/// goes to the kernel.
+#[xdp]
+pub fn fabriclb_sink(ctx: XdpContext) -> u32 {
+    let frame = Frame {
+        start: ctx.data(),
+        end: ctx.data_end(),
+    };
+    let Ok(Parsed {
+        bth: Some(bth),
+        flow,
+        ..
+    }) = parse(&frame)
+    else {
+        return xdp_action::XDP_PASS;
+    };
+    let key = SinkKey {
+        src: flow.src,
+        dest_qp: bth.dest_qp,
+    };
+    let len = frame.len() as u64;
+    match FL_SINK_QPS.get_ptr_mut(&key) {
+        // SAFETY: map value pointer; one sender per QP, so one writer.
+        Some(qp) => unsafe {
+            (*qp).order.observe(bth.psn);
+            (*qp).bytes += len;
+        },
+        None => {
+            let mut qp = SinkQp {
+                bytes: len,
+                ..SinkQp::default()
+            };
+            qp.order.observe(bth.psn);
+            let _ = FL_SINK_QPS.insert(&key, &qp, 0);
+        }
+    }
+    xdp_action::XDP_DROP
 }
 
 // Not inlined: the benchmark wrapper calls it too, and each BPF function

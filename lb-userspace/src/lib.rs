@@ -1,4 +1,5 @@
-//! The fabriclb daemon's library: config, loader, map programming.
+//! fabriclb's userspace: config, loader, map programming, and the testbed
+//! with its RoCEv2 traffic generator.
 
 pub mod config;
 pub mod daemon;
@@ -7,3 +8,4 @@ pub mod metrics;
 pub mod netlink;
 pub mod tables;
 pub mod testbed;
+pub mod traffic;

@@ -1,17 +1,17 @@
 use super::*;
-use crate::testpkt::{self, Ipv4, Ipv6, ipv6_ext as ext, ipv6_frag as frag_hdr, tcp, udp};
+use crate::craft::{self, Ipv4, Ipv6, ipv6_ext as ext, ipv6_frag as frag_hdr, tcp, udp};
 use std::vec::Vec;
 
 const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 
 fn eth(ethertype: u16) -> Vec<u8> {
-    testpkt::ethernet(DST_MAC, SRC_MAC, &[], ethertype, &[])
+    craft::ethernet(DST_MAC, SRC_MAC, &[], ethertype, &[])
 }
 
 fn tagged(tpids: &[u16], ethertype: u16) -> Vec<u8> {
     let tags: Vec<(u16, u16)> = tpids.iter().zip(100..).map(|(t, vid)| (*t, vid)).collect();
-    testpkt::ethernet(DST_MAC, SRC_MAC, &tags, ethertype, &[])
+    craft::ethernet(DST_MAC, SRC_MAC, &tags, ethertype, &[])
 }
 
 fn ipv4(proto: u8, options: &[u8], l4: &[u8], frag: u16) -> Vec<u8> {
@@ -28,7 +28,7 @@ fn ipv6(next: u8, ext_and_l4: &[u8]) -> Vec<u8> {
 }
 
 fn bth(opcode: u8, qp: u32, psn: u32) -> Vec<u8> {
-    testpkt::bth(opcode, qp, psn, &[])
+    craft::bth(opcode, qp, psn, &[])
 }
 
 fn frame(mut l2: Vec<u8>, l3: Vec<u8>) -> Vec<u8> {

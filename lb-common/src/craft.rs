@@ -1,6 +1,7 @@
-//! Packet construction for tests: frames with correct lengths and IPv4
-//! header checksums, computed from scratch (never incrementally), so
-//! expected outputs do not share code with the data plane's rewrite.
+//! Packet construction for the traffic generator and the tests: frames with
+//! correct lengths and IPv4 header checksums, computed from scratch (never
+//! incrementally), so expected outputs do not share code with the data
+//! plane's rewrite.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -170,4 +171,48 @@ pub fn ipv6_frag(next: u8, offset_flags: u16) -> Vec<u8> {
     e.extend_from_slice(&offset_flags.to_be_bytes());
     e.extend_from_slice(&[0, 0, 0, 42]);
     e
+}
+
+/// RETH: remote virtual address, R_Key, DMA length.
+pub fn reth(va: u64, rkey: u32, dma_len: u32) -> Vec<u8> {
+    let mut r = Vec::with_capacity(crate::roce::RETH_LEN);
+    r.extend_from_slice(&va.to_be_bytes());
+    r.extend_from_slice(&rkey.to_be_bytes());
+    r.extend_from_slice(&dma_len.to_be_bytes());
+    r
+}
+
+/// Fills the RoCEv2 invariant CRC into the last four bytes of a whole
+/// Ethernet frame (untagged, IPv4 or IPv6, UDP, BTH, ..., ICRC: the
+/// datagram was built with four bytes for it, so the lengths count it):
+/// CRC-32 over eight 0xff bytes standing in
+/// for the InfiniBand LRH, then the packet from the IP header on with the
+/// fields routers change masked to ones (IPv4 TOS, TTL and checksum; IPv6
+/// traffic class, flow label and hop limit; UDP checksum; BTH reserved
+/// byte), stored least significant byte first like the Ethernet FCS.
+pub fn fill_icrc(frame: &mut [u8]) {
+    let icrc_at = frame.len() - crate::roce::ICRC_LEN;
+    let mut masked: Vec<u8> = vec![0xff; 8];
+    let l3 = &frame[14..icrc_at];
+    masked.extend_from_slice(l3);
+    let ip = 8;
+    let udp = if l3[0] >> 4 == 6 {
+        masked[ip] |= 0x0f;
+        masked[ip + 1] = 0xff;
+        masked[ip + 2] = 0xff;
+        masked[ip + 3] = 0xff;
+        masked[ip + 7] = 0xff;
+        ip + 40
+    } else {
+        masked[ip + 1] = 0xff;
+        masked[ip + 8] = 0xff;
+        masked[ip + 10] = 0xff;
+        masked[ip + 11] = 0xff;
+        ip + ((l3[0] & 0x0f) as usize) * 4
+    };
+    masked[udp + 6] = 0xff;
+    masked[udp + 7] = 0xff;
+    masked[udp + 8 + 4] = 0xff;
+    let crc = crate::hash::crc32(0, &masked);
+    frame[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 }

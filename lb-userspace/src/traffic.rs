@@ -1,0 +1,304 @@
+//! RoCEv2 traffic shaped like collectives: who sends to whom (ring
+//! all-reduce or all-to-all among R ranks), K QPs per connection used
+//! round-robin, messages cut into MTU-sized RDMA WRITE packets
+//! (FIRST/MIDDLE/LAST, or ONLY), RETH on FIRST and ONLY, payload and ICRC.
+//!
+//! This module plans and builds frames; `send` puts them on the wire.
+
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use lb_common::{
+    craft::{self, Ipv4},
+    parse::{IPPROTO_UDP, ROCEV2_UDP_PORT},
+    roce::{ICRC_LEN, PSN_MASK, has_reth, write_opcode},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Rank r sends to rank r + 1 (mod R): every step of a ring all-reduce.
+    Ring,
+    /// Every rank sends to every other rank.
+    AllToAll,
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ring" => Ok(Self::Ring),
+            "all-to-all" => Ok(Self::AllToAll),
+            _ => Err(format!(
+                "unknown pattern {s:?} (valid: \"ring\", \"all-to-all\")"
+            )),
+        }
+    }
+}
+
+impl Pattern {
+    /// The ranks `rank` sends to.
+    pub fn peers(self, ranks: usize, rank: usize) -> Vec<usize> {
+        match self {
+            Self::Ring if ranks > 1 => vec![(rank + 1) % ranks],
+            Self::Ring => vec![],
+            Self::AllToAll => (0..ranks).filter(|&r| r != rank).collect(),
+        }
+    }
+}
+
+/// What one rank sends.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub pattern: Pattern,
+    /// Receive address of every rank, by rank.
+    pub ranks: Vec<Ipv4Addr>,
+    pub rank: usize,
+    pub qps_per_connection: u32,
+    pub message_bytes: u32,
+    /// RDMA payload bytes per packet (the RoCE path MTU).
+    pub mtu: u32,
+    /// Messages per connection.
+    pub messages: u32,
+}
+
+/// L2/L3 identity of the sending host.
+#[derive(Clone, Copy, Debug)]
+pub struct Sender {
+    pub ip: Ipv4Addr,
+    pub mac: [u8; 6],
+    /// The first hop's MAC (the leaf).
+    pub gateway_mac: [u8; 6],
+}
+
+/// One connection: a peer, its QPs and their next PSNs.
+#[derive(Clone, Debug)]
+struct Connection {
+    dst: Ipv4Addr,
+    source_port: u16,
+    qp_base: u32,
+    next_psn: Vec<u32>,
+    next_qp: usize,
+    sent_messages: u32,
+}
+
+/// Frames of a workload, a message at a time.
+pub struct Generator {
+    workload: Workload,
+    sender: Sender,
+    connections: Vec<Connection>,
+}
+
+/// Destination QPs of a connection: a block per (sender rank, peer rank),
+/// so the receiver can tell every QP apart.
+fn qp_base(rank: usize, peer: usize, per_connection: u32) -> u32 {
+    let block = per_connection.next_power_of_two().max(16);
+    (0x100 + ((rank * 256 + peer) as u32) * block) & PSN_MASK
+}
+
+impl Generator {
+    pub fn new(workload: Workload, sender: Sender) -> Self {
+        let connections = workload
+            .pattern
+            .peers(workload.ranks.len(), workload.rank)
+            .into_iter()
+            .enumerate()
+            .map(|(i, peer)| Connection {
+                dst: workload.ranks[peer],
+                // A NIC typically keeps one UDP source port per connection,
+                // so its QPs share a five-tuple: only the BTH tells them apart.
+                source_port: 0xc000 | (workload.rank as u16) << 6 | i as u16,
+                qp_base: qp_base(workload.rank, peer, workload.qps_per_connection),
+                next_psn: vec![0; workload.qps_per_connection.max(1) as usize],
+                next_qp: 0,
+                sent_messages: 0,
+            })
+            .collect();
+        Self {
+            workload,
+            sender,
+            connections,
+        }
+    }
+
+    pub fn packets_per_message(&self) -> u32 {
+        self.workload
+            .message_bytes
+            .div_ceil(self.workload.mtu.max(1))
+            .max(1)
+    }
+
+    /// Packets the whole workload sends.
+    pub fn total_packets(&self) -> u64 {
+        self.connections.len() as u64
+            * u64::from(self.workload.messages)
+            * u64::from(self.packets_per_message())
+    }
+
+    /// The next round: one message on every connection that has messages
+    /// left, each on its connection's next QP (round-robin), its packets
+    /// back to back as a NIC sends them. Empty when the workload is done.
+    pub fn next_round(&mut self) -> Vec<Vec<u8>> {
+        let count = self.packets_per_message();
+        let Workload {
+            message_bytes,
+            mtu,
+            messages,
+            ..
+        } = self.workload;
+        let mut frames = Vec::new();
+        for conn in self
+            .connections
+            .iter_mut()
+            .filter(|c| c.sent_messages < messages)
+        {
+            let qp_index = conn.next_qp;
+            conn.next_qp = (conn.next_qp + 1) % conn.next_psn.len();
+            let message = conn.sent_messages;
+            conn.sent_messages += 1;
+            for index in 0..count {
+                let opcode = write_opcode(index, count);
+                let psn = conn.next_psn[qp_index];
+                conn.next_psn[qp_index] = (psn + 1) & PSN_MASK;
+                let payload_len = mtu
+                    .min(message_bytes - (index * mtu).min(message_bytes))
+                    .max(1) as usize;
+                let mut rdma = Vec::with_capacity(16 + payload_len + ICRC_LEN);
+                if has_reth(opcode) {
+                    let va = u64::from(message) * u64::from(message_bytes);
+                    rdma.extend(craft::reth(va, 0x0001_2345, message_bytes));
+                }
+                rdma.resize(rdma.len() + payload_len, (psn & 0xff) as u8);
+                rdma.resize(rdma.len() + ICRC_LEN, 0);
+                let qp = conn.qp_base + qp_index as u32;
+                let l4 = craft::udp(
+                    conn.source_port,
+                    ROCEV2_UDP_PORT,
+                    &craft::bth(opcode, qp, psn, &rdma),
+                );
+                let ip = Ipv4 {
+                    src: self.sender.ip.octets(),
+                    dst: conn.dst.octets(),
+                    ..Ipv4::new(IPPROTO_UDP)
+                };
+                let mut frame = ip.frame(self.sender.gateway_mac, self.sender.mac, &[], &l4);
+                craft::fill_icrc(&mut frame);
+                frames.push(frame);
+            }
+        }
+        frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lb_common::{parse::parse, roce};
+
+    fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
+        Workload {
+            pattern,
+            ranks: (1..=4)
+                .map(|i| Ipv4Addr::new(198, 19, 100 + i, 1))
+                .collect(),
+            rank: 1,
+            qps_per_connection: 4,
+            message_bytes,
+            mtu: 1024,
+            messages: 8,
+        }
+    }
+
+    const SENDER: Sender = Sender {
+        ip: Ipv4Addr::new(198, 18, 101, 1),
+        mac: [2, 0, 0, 0, 1, 1],
+        gateway_mac: [2, 0, 0, 0, 0, 0xfe],
+    };
+
+    #[test]
+    fn ring_and_all_to_all_peers() {
+        assert_eq!(Pattern::Ring.peers(4, 3), [0]);
+        assert_eq!(Pattern::AllToAll.peers(4, 1), [0, 2, 3]);
+        assert_eq!(Pattern::Ring.peers(1, 0), Vec::<usize>::new());
+        assert_eq!("all-to-all".parse::<Pattern>(), Ok(Pattern::AllToAll));
+        assert!("mesh".parse::<Pattern>().is_err());
+    }
+
+    #[test]
+    fn a_message_is_first_middles_last_on_one_qp_with_consecutive_psns() {
+        let mut g = Generator::new(workload(Pattern::Ring, 3500), SENDER);
+        assert_eq!(g.packets_per_message(), 4);
+        let round = g.next_round();
+        assert_eq!(round.len(), 4);
+        let parsed: Vec<_> = round
+            .iter()
+            .map(|f| parse(&f[..]).expect("parses"))
+            .collect();
+        let ops: Vec<u8> = parsed.iter().map(|p| p.bth.expect("bth").opcode).collect();
+        assert_eq!(
+            ops,
+            [
+                roce::WRITE_FIRST,
+                roce::WRITE_MIDDLE,
+                roce::WRITE_MIDDLE,
+                roce::WRITE_LAST
+            ]
+        );
+        let psns: Vec<u32> = parsed.iter().map(|p| p.bth.expect("bth").psn).collect();
+        assert_eq!(psns, [0, 1, 2, 3]);
+        let qp = parsed[0].flow.dest_qp;
+        assert!(parsed.iter().all(|p| p.flow.dest_qp == qp));
+        // To rank 2, from the sender; one five-tuple for the connection.
+        assert_eq!(&parsed[0].flow.dst[..4], &[198, 19, 103, 1]);
+        assert_eq!(parsed[0].flow.dst_port, ROCEV2_UDP_PORT);
+        // Lengths: FIRST carries the RETH; LAST the 428-byte remainder.
+        let udp_len = |f: &Vec<u8>| u16::from_be_bytes([f[38], f[39]]) as usize;
+        assert_eq!(udp_len(&round[0]), 8 + 12 + 16 + 1024 + 4);
+        assert_eq!(udp_len(&round[1]), 8 + 12 + 1024 + 4);
+        assert_eq!(udp_len(&round[3]), 8 + 12 + 428 + 4);
+        assert!(round.iter().all(|f| f.len() == 14 + 20 + udp_len(f)));
+    }
+
+    #[test]
+    fn messages_rotate_over_the_qps_and_psns_continue_per_qp() {
+        let mut g = Generator::new(workload(Pattern::Ring, 1000), SENDER);
+        let mut seen = Vec::new();
+        loop {
+            let round = g.next_round();
+            if round.is_empty() {
+                break;
+            }
+            let b = parse(&round[0][..]).expect("parses").bth.expect("bth");
+            assert_eq!(b.opcode, roce::WRITE_ONLY);
+            seen.push((b.dest_qp, b.psn));
+        }
+        assert_eq!(seen.len(), 8);
+        let base = seen[0].0;
+        let expected: Vec<(u32, u32)> = (0..8).map(|m| (base + m % 4, m / 4)).collect();
+        assert_eq!(seen, expected);
+        assert_eq!(g.total_packets(), 8);
+    }
+
+    #[test]
+    fn all_to_all_uses_distinct_qps_per_connection() {
+        let mut g = Generator::new(workload(Pattern::AllToAll, 1000), SENDER);
+        let round = g.next_round();
+        assert_eq!(round.len(), 3);
+        let mut qps: Vec<u32> = round
+            .iter()
+            .map(|f| parse(&f[..]).unwrap().flow.dest_qp)
+            .collect();
+        qps.dedup();
+        assert_eq!(qps.len(), 3);
+    }
+
+    #[test]
+    fn icrc_is_filled() {
+        let mut g = Generator::new(workload(Pattern::Ring, 100), SENDER);
+        let frame = &g.next_round()[0];
+        let mut copy = frame.clone();
+        craft::fill_icrc(&mut copy);
+        assert_eq!(&copy, frame);
+        assert_ne!(&frame[frame.len() - 4..], &[0; 4]);
+    }
+}
