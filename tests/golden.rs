@@ -16,10 +16,10 @@ use fabriclb::{
     tables::{self, Tables},
 };
 use lb_common::{
+    craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
     hash::{HashFields, hash_input},
     maps::{BUCKETS_PER_GROUP, NO_NEXTHOP, NextHop, Reason},
     parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
-    craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
 };
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];

@@ -8,9 +8,9 @@ extern crate alloc;
 
 pub mod buckets;
 pub mod checksum;
+#[cfg(any(test, feature = "craft"))]
+pub mod craft;
 pub mod hash;
 pub mod maps;
 pub mod parse;
 pub mod roce;
-#[cfg(any(test, feature = "craft"))]
-pub mod craft;

@@ -20,9 +20,9 @@ use anyhow::{Context, Result, ensure};
 use aya::programs::{TestRun, TestRunOptions, Xdp};
 use fabriclb::{config, dataplane::Dataplane, tables};
 use lb_common::{
+    craft::{Ipv4, Ipv6, bth, tcp, udp},
     maps::{BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT},
     parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
-    craft::{Ipv4, Ipv6, bth, tcp, udp},
 };
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];

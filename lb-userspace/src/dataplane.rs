@@ -12,7 +12,7 @@ use lb_common::maps::{
 };
 
 /// The XDP object built from lb-ebpf by the build script.
-static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {

@@ -6,6 +6,8 @@ pub mod daemon;
 pub mod dataplane;
 pub mod metrics;
 pub mod netlink;
+pub mod sink;
 pub mod tables;
 pub mod testbed;
 pub mod traffic;
+pub mod txring;

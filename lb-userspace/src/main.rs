@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use fabriclb::{config, daemon, testbed};
+use fabriclb::{config, daemon, testbed, traffic};
 
 /// fabriclb: an XDP load balancer for AI-training fabrics.
 #[derive(Parser)]
@@ -35,25 +35,103 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// A fabric in network namespaces, for trying fabriclb out.
+    /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
     Testbed {
         #[command(subcommand)]
         command: TestbedCommand,
     },
+    /// Send RoCEv2 traffic shaped like a collective (ring all-reduce or
+    /// all-to-all) through an AF_PACKET TX ring.
+    Gen(GenArgs),
 }
 
 #[derive(Subcommand)]
 enum TestbedCommand {
-    /// Build the testbed, run fabriclb on its leaf, send UDP flows across
-    /// it and print where they went; tear everything down.
-    Demo {
-        #[arg(long, default_value_t = 4)]
-        spines: usize,
-        #[arg(long, default_value_t = 64)]
-        flows: u16,
-        #[arg(long, default_value_t = 64)]
-        packets_per_flow: u32,
+    /// Build a testbed and leave it running; prints how to use it.
+    Up {
+        #[command(flatten)]
+        shape: ShapeArgs,
     },
+    /// Remove a testbed built by `up`.
+    Down {
+        #[arg(long, default_value = DEFAULT_TESTBED)]
+        name: String,
+    },
+    /// List a testbed's namespaces.
+    Status {
+        #[arg(long, default_value = DEFAULT_TESTBED)]
+        name: String,
+    },
+    /// Build a testbed, run a ring all-reduce through fabriclb once per
+    /// hashing mode, print per-spine shares, MMR and out-of-order counts,
+    /// tear down.
+    Demo {
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Messages per connection.
+        #[arg(long, default_value_t = 64)]
+        messages: u32,
+    },
+}
+
+const DEFAULT_TESTBED: &str = "fabriclb";
+
+#[derive(clap::Args)]
+struct ShapeArgs {
+    #[arg(long, default_value = DEFAULT_TESTBED)]
+    name: String,
+    /// Sender hosts (and as many receivers).
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    #[arg(long, default_value_t = 4)]
+    spines: usize,
+    /// Rate-limit each spine's link to the far leaf (TBF), in Mbit/s.
+    #[arg(long)]
+    spine_rate_mbit: Option<u32>,
+}
+
+impl ShapeArgs {
+    fn shape(&self) -> testbed::Shape {
+        testbed::Shape {
+            hosts: self.hosts,
+            spines: self.spines,
+            spine_rate_mbit: self.spine_rate_mbit,
+        }
+    }
+}
+
+/// Sends RoCEv2 traffic shaped like a collective from this host.
+#[derive(clap::Args)]
+struct GenArgs {
+    /// Interface to send from (in the current network namespace).
+    #[arg(long)]
+    interface: String,
+    /// The first hop; its MAC comes from the neighbour table.
+    #[arg(long)]
+    gateway: std::net::Ipv4Addr,
+    #[arg(long, default_value = "ring")]
+    pattern: traffic::Pattern,
+    /// Receive address of every rank, in rank order.
+    #[arg(long, required = true, value_delimiter = ',')]
+    ranks: Vec<std::net::Ipv4Addr>,
+    /// This host's rank.
+    #[arg(long)]
+    rank: usize,
+    #[arg(long, default_value_t = 16)]
+    qps: u32,
+    #[arg(long, default_value_t = 65536)]
+    message_bytes: u32,
+    #[arg(long, default_value_t = 4096)]
+    mtu: u32,
+    /// Messages per connection.
+    #[arg(long, default_value_t = 100)]
+    messages: u32,
+    /// Idle gap after each round of messages, in microseconds.
+    #[arg(long, default_value_t = 0)]
+    gap_us: u64,
+    /// Target packets per second (default: as fast as possible).
+    #[arg(long)]
+    rate_pps: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -114,64 +192,155 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Testbed {
-            command:
-                TestbedCommand::Demo {
-                    spines,
-                    flows,
-                    packets_per_flow,
-                },
-        } => demo(spines, flows, packets_per_flow),
+        Command::Testbed { command } => testbed_command(command),
+        Command::Gen(args) => generate(args),
     }
 }
 
-fn demo(spines: usize, flows: u16, packets_per_flow: u32) -> anyhow::Result<()> {
+fn testbed_command(command: TestbedCommand) -> anyhow::Result<()> {
+    match command {
+        TestbedCommand::Up { shape } => {
+            let bed = testbed::Testbed::up(&shape.name, shape.shape())?;
+            println!(
+                "testbed {} is up: {} namespaces",
+                shape.name,
+                testbed::namespaces(&shape.name)?.len()
+            );
+            println!("leaf config for fabriclb:\n\n{}", bed.leaf_config(None));
+            println!(
+                "run it with: ip netns exec {} fabriclb run --config LEAF.toml",
+                bed.ns("leaf")
+            );
+            bed.keep();
+            Ok(())
+        }
+        TestbedCommand::Down { name } => {
+            let removed = testbed::remove_namespaces(&name)?;
+            println!("removed {removed} namespaces of testbed {name}");
+            Ok(())
+        }
+        TestbedCommand::Status { name } => {
+            let namespaces = testbed::namespaces(&name)?;
+            if namespaces.is_empty() {
+                println!("testbed {name} is down");
+            }
+            for ns in namespaces {
+                println!("{ns}");
+            }
+            Ok(())
+        }
+        TestbedCommand::Demo { shape, messages } => demo(&shape, messages),
+    }
+}
+
+fn generate(args: GenArgs) -> anyhow::Result<()> {
+    let sender = traffic::resolve_sender(&args.interface, args.gateway)?;
+    let workload = traffic::Workload {
+        pattern: args.pattern,
+        ranks: args.ranks,
+        rank: args.rank,
+        qps_per_connection: args.qps,
+        message_bytes: args.message_bytes,
+        mtu: args.mtu,
+        messages: args.messages,
+    };
+    anyhow::ensure!(
+        workload.rank < workload.ranks.len(),
+        "rank {} out of {} ranks",
+        workload.rank,
+        workload.ranks.len()
+    );
+    let pace = traffic::Pace {
+        rate_pps: args.rate_pps,
+        gap: std::time::Duration::from_micros(args.gap_us),
+    };
+    let report = traffic::send(
+        &args.interface,
+        traffic::Generator::new(workload, sender),
+        pace,
+    )?;
+    println!(
+        "sent {} packets, {} bytes in {:.3} s",
+        report.packets,
+        report.bytes,
+        report.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-demo-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
-    println!("building a testbed: h1 -> leaf (fabriclb, XDP) -> {spines} spines -> h2");
-    let mut bed = testbed::Testbed::up("fldemo", spines)?;
+    let s = shape.shape();
     println!(
-        "sending {flows} UDP flows x {packets_per_flow} packets from h1 to {}",
-        testbed::FAR_HOST
+        "testbed: {} hosts -> leaf (fabriclb, XDP) -> {} spines -> far leaf -> {} receivers",
+        s.hosts, s.spines, s.hosts
     );
-    let report = testbed::run_traffic(&bed, &exe, &workdir, flows, packets_per_flow);
-    bed.down();
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = report?;
-    println!();
-    println!("{:<18} {:>9} {:>7}", "next hop", "packets", "share");
-    for (label, packets) in &report.nexthops {
-        let share = 100.0 * *packets as f64 / report.forwarded.max(1) as f64;
-        println!("{label:<18} {packets:>9} {share:>6.1}%");
+    let bed = testbed::Testbed::up(&shape.name, s)?;
+    let modes = [
+        (
+            "ecmp, five-tuple",
+            Some(r#"["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#),
+        ),
+        ("ecmp + dest QP", None),
+    ];
+    println!(
+        "workload: ring all-reduce, {} ranks, 16 QPs per connection, {messages} messages of 64 KiB per connection, {} B RoCE MTU\n",
+        s.hosts,
+        testbed::ROCE_MTU
+    );
+    let mut header = format!("{:<18}", "mode");
+    for j in 1..=s.spines {
+        header.push_str(&format!(" {:>7}", format!("s{j}")));
     }
-    let mean = report.forwarded as f64 / report.nexthops.len().max(1) as f64;
-    let busiest = report.nexthops.iter().map(|(_, p)| *p).max().unwrap_or(0) as f64;
-    println!();
     println!(
-        "sent {} | forwarded by XDP {} | passed to kernel {} | arrived at h2 {}",
-        report.sent, report.forwarded, report.passed_to_kernel, report.received
+        "{header} {:>6} {:>8} {:>10} {:>9}",
+        "MMR", "sent", "received", "reordered"
     );
+    let mut result = Ok(());
+    for (mode, hash_fields) in modes {
+        let collective = testbed::Collective {
+            pattern: traffic::Pattern::Ring,
+            qps_per_connection: 16,
+            message_bytes: 65536,
+            mtu: testbed::ROCE_MTU,
+            messages,
+            pace: traffic::Pace {
+                rate_pps: None,
+                gap: std::time::Duration::from_micros(200),
+            },
+            hash_fields: hash_fields.map(str::to_owned),
+        };
+        match testbed::run_collective(&bed, &exe, &workdir, &collective) {
+            Ok(report) => {
+                let total: u64 = report.leaf.nexthops.iter().map(|n| n.2).sum();
+                let mut line = format!("{mode:<18}");
+                for (_, _, bytes) in &report.leaf.nexthops {
+                    line.push_str(&format!(
+                        " {:>6.1}%",
+                        100.0 * *bytes as f64 / total.max(1) as f64
+                    ));
+                }
+                println!(
+                    "{line} {:>6.3} {:>8} {:>10} {:>9}",
+                    report.leaf.byte_mmr(),
+                    report.sent_packets,
+                    report.received.packets,
+                    report.received.out_of_order
+                );
+            }
+            Err(e) => {
+                result = Err(e.context(format!("mode {mode}")));
+                break;
+            }
+        }
+    }
+    drop(bed);
+    let _ = std::fs::remove_dir_all(&workdir);
     println!(
-        "max/mean load (MMR) {:.3} over {flows} flows",
-        busiest / mean.max(1.0)
+        "\nshares are of bytes per spine as fabriclb counted them; reordered = packets out of PSN order at the receivers"
     );
-    let ttls: Vec<String> = report
-        .ttls
-        .iter()
-        .map(|(ttl, n)| format!("{n} with TTL {ttl}"))
-        .collect();
-    println!(
-        "at h2: {} (sent with TTL {}; leaf and spine each take one)",
-        ttls.join(", "),
-        testbed::SENT_TTL
-    );
-    anyhow::ensure!(
-        report.received == report.sent,
-        "{} of {} packets lost",
-        report.sent - report.received,
-        report.sent
-    );
-    Ok(())
+    result
 }

@@ -1,18 +1,19 @@
-//! A fabric in network namespaces for tests and the demo: a sender host,
-//! the leaf running fabriclb, S spines forwarding with the kernel, and a
-//! far host behind all spines.
+//! A leaf-spine fabric in network namespaces, for tests, the demo and the
+//! benchmarks: N sender hosts, the leaf running fabriclb on its host-facing
+//! ports, S spines forwarding with the kernel, a far leaf and N receivers.
 //!
 //! ```text
-//!  h1 ── leaf ─┬─ s1 ─┐
-//!              ├─ s2 ─┤
-//!              ├─ .. ─┼── h2 (198.19.255.1)
-//!              └─ sS ─┘
+//!  h1 ─┐        ┌─ s1 ─┐         ┌─ r1
+//!  h2 ─┼─ leaf ─┼─ s2 ─┼─ fleaf ─┼─ r2
+//!  .. ─┘        └─ sS ─┘         └─ ..
 //! ```
 //!
 //! Addresses come from 198.18.0.0/15 (RFC 2544's benchmarking range) and
-//! exist only inside the testbed's namespaces. Teardown deletes every
-//! namespace, which deletes every veth; it runs on drop, so also after a
-//! failed assertion.
+//! exist only inside the testbed's namespaces: host i is 198.18.(100+i).1,
+//! receiver i 198.19.(100+i).1. Spine links toward the far leaf can be
+//! rate-limited with TBF so queues build for real. Teardown deletes every
+//! namespace (and with them every veth); it runs on drop, so also after a
+//! failed assertion, unless the testbed is [`Testbed::keep`]t.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -29,35 +30,75 @@ use nix::sched::{CloneFlags, setns};
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
 
 use crate::metrics;
+use crate::sink::{Sink, SinkTotals};
+use crate::traffic;
 
-/// Where h2 listens; every flow goes here.
-pub const FAR_HOST: Ipv4Addr = Ipv4Addr::new(198, 19, 255, 1);
-pub const SENDER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const LEAF_HOST_SIDE: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
+/// The shape of a testbed.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Sender hosts, and as many receivers.
+    pub hosts: usize,
+    pub spines: usize,
+    /// TBF rate on each spine's link to the far leaf; `None` for none.
+    pub spine_rate_mbit: Option<u32>,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Self {
+            hosts: 4,
+            spines: 4,
+            spine_rate_mbit: None,
+        }
+    }
+}
+
+/// Sender host `i` (1-based).
+pub fn host_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 100 + i as u8, 1)
+}
+
+/// Receiver `i` (1-based).
+pub fn receiver_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 19, 100 + i as u8, 1)
+}
+
+fn spine_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, i as u8, 2)
+}
+
+/// Where UDP flows go in [`run_traffic`].
 pub const FAR_PORT: u16 = 7471;
-/// TTL the sender uses; h2 must see it minus two (leaf, spine).
+/// TTL the sender uses; receivers must see it minus three (leaf, spine,
+/// far leaf).
 pub const SENT_TTL: u8 = 64;
 
 pub struct Testbed {
     name: String,
-    spines: usize,
+    shape: Shape,
     namespaces: Vec<String>,
 }
 
 impl Testbed {
-    /// Builds the fabric. `name` prefixes every namespace; it must not be in
-    /// use (a stale testbed of the same name is removed first).
-    pub fn up(name: &str, spines: usize) -> Result<Self> {
+    /// Builds the fabric. `name` prefixes every namespace; a stale testbed
+    /// of the same name is removed first.
+    pub fn up(name: &str, shape: Shape) -> Result<Self> {
         ensure!(
-            (1..=16).contains(&spines),
-            "spines must be 1..=16, not {spines}"
+            (1..=16).contains(&shape.spines),
+            "spines must be 1..=16, not {}",
+            shape.spines
         );
+        ensure!(
+            (1..=32).contains(&shape.hosts),
+            "hosts must be 1..=32, not {}",
+            shape.hosts
+        );
+        remove_namespaces(name)?;
         let mut bed = Self {
             name: name.to_owned(),
-            spines,
+            shape,
             namespaces: Vec::new(),
         };
-        bed.remove_stale();
         bed.build()
             .with_context(|| format!("building testbed {name}"))?;
         Ok(bed)
@@ -67,132 +108,167 @@ impl Testbed {
         &self.name
     }
 
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
     pub fn ns(&self, role: &str) -> String {
         format!("{}-{role}", self.name)
     }
 
-    fn roles(&self) -> Vec<String> {
-        let mut roles = vec!["h1".to_owned(), "leaf".to_owned(), "h2".to_owned()];
-        roles.extend((1..=self.spines).map(|i| format!("s{i}")));
-        roles
-    }
-
-    fn remove_stale(&self) {
-        for role in self.roles() {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(&role)])
-                .stderr(Stdio::null())
-                .status();
-        }
+    /// Leaves the namespaces in place when the testbed is dropped
+    /// (`fabriclb testbed up`); `fabriclb testbed down` removes them.
+    pub fn keep(mut self) {
+        self.namespaces.clear();
     }
 
     fn build(&mut self) -> Result<()> {
-        for role in self.roles() {
-            let ns = self.ns(&role);
+        let Shape {
+            hosts,
+            spines,
+            spine_rate_mbit,
+        } = self.shape;
+        let mut roles = vec!["leaf".to_owned(), "fleaf".to_owned()];
+        roles.extend((1..=hosts).flat_map(|i| [format!("h{i}"), format!("r{i}")]));
+        roles.extend((1..=spines).map(|i| format!("s{i}")));
+        for role in &roles {
+            let ns = self.ns(role);
             ip(&["netns", "add", &ns])?;
             self.namespaces.push(ns.clone());
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            // Packets from h1 reach h2 over every spine; strict reverse-path
-            // filtering would drop all but one.
-            sysctl(&ns, "net/ipv4/conf/all/rp_filter", "0")?;
-            sysctl(&ns, "net/ipv4/conf/default/rp_filter", "0")?;
+            // Packets cross the fabric over every spine; strict reverse-path
+            // filtering would drop all but one path's.
+            for key in ["all", "default"] {
+                sysctl(&ns, &format!("net/ipv4/conf/{key}/rp_filter"), "0")?;
+            }
         }
-        let (h1, leaf, h2) = (self.ns("h1"), self.ns("leaf"), self.ns("h2"));
-        veth(&h1, "eth0", &leaf, "h1")?;
-        // veth leaves UDP checksums to "hardware" (CHECKSUM_PARTIAL); once
-        // the leaf's XDP turns the skb into a frame nobody fills them in and
-        // h2 drops every datagram. Real NICs have no such gap.
-        ethtool(&h1, &["-K", "eth0", "tx", "off"])?;
-        addr(&h1, "eth0", &format!("{SENDER}/24"))?;
-        addr(&leaf, "h1", &format!("{LEAF_HOST_SIDE}/24"))?;
-        ip(&[
-            "-n",
-            &h1,
-            "route",
-            "add",
-            "default",
-            "via",
-            &LEAF_HOST_SIDE.to_string(),
-        ])?;
-        ip(&[
-            "-n",
-            &h2,
-            "addr",
-            "add",
-            &format!("{FAR_HOST}/32"),
-            "dev",
-            "lo",
-        ])?;
+        let (leaf, fleaf) = (self.ns("leaf"), self.ns("fleaf"));
         sysctl(&leaf, "net/ipv4/ip_forward", "1")?;
-        for i in 1..=self.spines {
-            let spine = self.ns(&format!("s{i}"));
-            let s = format!("s{i}");
-            sysctl(&spine, "net/ipv4/ip_forward", "1")?;
-            veth(&leaf, &s, &spine, "leaf")?;
-            addr(&leaf, &s, &format!("198.18.{i}.1/24"))?;
-            addr(&spine, "leaf", &format!("198.18.{i}.2/24"))?;
-            // Frames the leaf redirects with XDP arrive without an skb; a
-            // veth accepts them only with NAPI on, which GRO turns on.
-            ethtool(&spine, &["-K", "leaf", "gro", "on"])?;
-            veth(&spine, "h2", &h2, &s)?;
-            addr(&spine, "h2", &format!("198.19.{i}.1/24"))?;
-            addr(&h2, &s, &format!("198.19.{i}.2/24"))?;
+        sysctl(&fleaf, "net/ipv4/ip_forward", "1")?;
+        for i in 1..=hosts {
+            let (h, r) = (self.ns(&format!("h{i}")), self.ns(&format!("r{i}")));
+            let (hi, ri) = (format!("h{i}"), format!("r{i}"));
+            veth(&h, "eth0", &leaf, &hi)?;
+            addr(&h, "eth0", &format!("{}/24", host_addr(i)))?;
+            addr(&leaf, &hi, &format!("198.18.{}.254/24", 100 + i))?;
             ip(&[
                 "-n",
-                &spine,
+                &h,
                 "route",
                 "add",
-                &format!("{FAR_HOST}/32"),
+                "default",
                 "via",
-                &format!("198.19.{i}.2"),
+                &format!("198.18.{}.254", 100 + i),
             ])?;
+            // veth leaves UDP checksums to "hardware" (CHECKSUM_PARTIAL);
+            // once the leaf's XDP turns the skb into a frame nobody fills
+            // them in and receivers drop the datagrams. Real NICs have no
+            // such gap.
+            ethtool(&h, &["-K", "eth0", "tx", "off"])?;
+            veth(&fleaf, &ri, &r, "eth0")?;
+            addr(&fleaf, &ri, &format!("198.19.{}.254/24", 100 + i))?;
+            addr(&r, "eth0", &format!("{}/24", receiver_addr(i)))?;
             ip(&[
                 "-n",
-                &spine,
+                &r,
                 "route",
                 "add",
-                "198.18.0.0/24",
+                "default",
                 "via",
-                &format!("198.18.{i}.1"),
+                &format!("198.19.{}.254", 100 + i),
             ])?;
-            sysctl(&h2, &format!("net/ipv4/conf/s{i}/rp_filter"), "0")?;
         }
-        // The kernel's own path for what fabriclb passes up (and its
-        // reply route from h2).
+        for j in 1..=spines {
+            let spine = self.ns(&format!("s{j}"));
+            let sj = format!("s{j}");
+            sysctl(&spine, "net/ipv4/ip_forward", "1")?;
+            veth(&leaf, &sj, &spine, "leaf")?;
+            addr(&leaf, &sj, &format!("198.18.{j}.1/24"))?;
+            addr(&spine, "leaf", &format!("{}/24", spine_addr(j)))?;
+            veth(&spine, "fleaf", &fleaf, &sj)?;
+            addr(&spine, "fleaf", &format!("198.19.{j}.1/24"))?;
+            addr(&fleaf, &sj, &format!("198.19.{j}.2/24"))?;
+            sysctl(&fleaf, &format!("net/ipv4/conf/{sj}/rp_filter"), "0")?;
+            ip(&[
+                "-n",
+                &spine,
+                "route",
+                "add",
+                "198.19.0.0/16",
+                "via",
+                &format!("198.19.{j}.2"),
+            ])?;
+            ip(&[
+                "-n",
+                &spine,
+                "route",
+                "add",
+                "198.18.0.0/16",
+                "via",
+                &format!("198.18.{j}.1"),
+            ])?;
+            if let Some(mbit) = spine_rate_mbit {
+                let rate = format!("{mbit}mbit");
+                ip_tc(
+                    &spine,
+                    &[
+                        "qdisc", "add", "dev", "fleaf", "root", "tbf", "rate", &rate, "burst",
+                        "64kb", "latency", "20ms",
+                    ],
+                )?;
+            }
+        }
+        // The kernel's own paths: for what fabriclb passes up, and back.
         ip(&[
             "-n",
             &leaf,
             "route",
             "add",
-            "198.19.255.0/24",
+            "198.19.0.0/16",
             "via",
-            "198.18.1.2",
+            &spine_addr(1).to_string(),
         ])?;
         ip(&[
             "-n",
-            &h2,
+            &fleaf,
             "route",
             "add",
-            "198.18.0.0/24",
+            "198.18.0.0/16",
             "via",
             "198.19.1.1",
         ])?;
         Ok(())
     }
 
-    /// fabriclb's config for the leaf: XDP on the host port, one ECMP group
-    /// over the spines, next hops by IP (resolved from ARP).
-    pub fn leaf_config(&self) -> String {
-        let mut text = String::from(
-            "[switch]\nhash_seed = 0x5eed\ninterfaces = [\"h1\"]\n\n[[group]]\nname = \"spines\"\nnext_hops = [\n",
+    /// fabriclb's config for the leaf: XDP on the host ports, one ECMP
+    /// group over the spines (next hops by IP, resolved from ARP), the
+    /// receivers' /16 routed over it. `hash_fields` as in the config file
+    /// (`None` for the default, all six).
+    pub fn leaf_config(&self, hash_fields: Option<&str>) -> String {
+        let interfaces: Vec<String> = (1..=self.shape.hosts)
+            .map(|i| format!("\"h{i}\""))
+            .collect();
+        let mut text = format!(
+            "[switch]\nhash_seed = 0x5eed\ninterfaces = [{}]\n\n[[group]]\nname = \"spines\"\n",
+            interfaces.join(", ")
         );
-        for i in 1..=self.spines {
+        if let Some(fields) = hash_fields {
+            text.push_str(&format!("hash_fields = {fields}\n"));
+        }
+        text.push_str("next_hops = [\n");
+        for j in 1..=self.shape.spines {
             text.push_str(&format!(
-                "  {{ interface = \"s{i}\", ip = \"198.18.{i}.2\" }},\n"
+                "  {{ interface = \"s{j}\", ip = \"{}\" }},\n",
+                spine_addr(j)
             ));
         }
-        text.push_str("]\n\n[[route]]\nprefix = \"198.19.255.0/24\"\ngroup = \"spines\"\n");
+        text.push_str("]\n\n[[route]]\nprefix = \"198.19.0.0/16\"\ngroup = \"spines\"\n");
         text
+    }
+
+    /// Label of spine `j`'s next hop in fabriclb's metrics.
+    pub fn spine_label(&self, j: usize) -> String {
+        format!("s{j} {}", spine_addr(j))
     }
 
     pub fn down(&mut self) {
@@ -206,6 +282,30 @@ impl Drop for Testbed {
     fn drop(&mut self) {
         self.down();
     }
+}
+
+/// Every namespace of testbed `name`, as `ip netns list` shows them.
+pub fn namespaces(name: &str) -> Result<Vec<String>> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .context("ip netns list")?;
+    let prefix = format!("{name}-");
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|ns| ns.starts_with(&prefix))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Removes testbed `name` (`fabriclb testbed down`, or a stale one).
+pub fn remove_namespaces(name: &str) -> Result<usize> {
+    let stale = namespaces(name)?;
+    for ns in &stale {
+        ip(&["netns", "del", ns])?;
+    }
+    Ok(stale.len())
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
@@ -226,18 +326,44 @@ fn ip(args: &[&str]) -> Result<()> {
     run(Command::new("ip").args(args))
 }
 
+fn ip_tc(ns: &str, args: &[&str]) -> Result<()> {
+    run(Command::new("tc").args(["-n", ns]).args(args))
+}
+
 fn ethtool(ns: &str, args: &[&str]) -> Result<()> {
     run(Command::new("ip")
         .args(["netns", "exec", ns, "ethtool"])
         .args(args))
 }
 
+/// Link MTU: room for RoCEv2 packets of the 2048-byte IB MTU with their
+/// headers, and still within what a veth takes with a (single-buffer) XDP
+/// program attached, about a page. A 400G fabric would run 4096-byte RoCE
+/// MTU in 9000-byte jumbo frames; XDP on veth cannot here.
+pub const LINK_MTU: u32 = 3000;
+/// The largest RoCE MTU that fits [`LINK_MTU`].
+pub const ROCE_MTU: u32 = 2048;
+
 fn veth(ns_a: &str, name_a: &str, ns_b: &str, name_b: &str) -> Result<()> {
+    let mtu = LINK_MTU.to_string();
     ip(&[
-        "-n", ns_a, "link", "add", name_a, "type", "veth", "peer", "name", name_b, "netns", ns_b,
+        "-n", ns_a, "link", "add", name_a, "mtu", &mtu, "type", "veth", "peer", "name", name_b,
+        "mtu", &mtu, "netns", ns_b,
     ])?;
-    ip(&["-n", ns_a, "link", "set", name_a, "up"])?;
-    ip(&["-n", ns_b, "link", "set", name_b, "up"])
+    let ends = [(ns_a, name_a), (ns_b, name_b)];
+    for (ns, name) in ends {
+        ip(&["-n", ns, "link", "set", name, "up"])?;
+    }
+    // GRO turns on the veth's NAPI: frames redirected by XDP are only
+    // accepted with it, and with it a veth queues what it receives in one
+    // FIFO instead of the sending CPU's backlog, so a spine shared by
+    // senders on two CPUs cannot reorder a flow the way no switch would.
+    // (UDP is not coalesced: UDP GRO forwarding stays off.) Only a running
+    // veth starts NAPI when GRO is switched on, so this comes after "up".
+    for (ns, name) in ends {
+        ethtool(ns, &["-K", name, "gro", "on"])?;
+    }
+    Ok(())
 }
 
 fn addr(ns: &str, dev: &str, cidr: &str) -> Result<()> {
@@ -265,22 +391,71 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
 }
 
-/// What a traffic run saw.
-#[derive(Debug)]
-pub struct TrafficReport {
-    pub sent: u64,
-    pub received: u64,
-    /// TTL at the far host -> datagrams.
-    pub ttls: BTreeMap<u8, u64>,
-    /// Per next hop: (label, packets), from the daemon's metrics.
-    pub nexthops: Vec<(String, u64)>,
+/// What the leaf's fabriclb counted, from its metrics file.
+#[derive(Clone, Debug, Default)]
+pub struct LeafCounters {
+    /// Per spine: (label, packets, bytes).
+    pub nexthops: Vec<(String, u64, u64)>,
     pub forwarded: u64,
     pub passed_to_kernel: u64,
 }
 
-/// Starts `fabriclb run` on the leaf with the testbed's config, sends
-/// `flows` UDP flows of `packets` datagrams each from h1 to h2, and
-/// collects what arrived and what the daemon counted.
+impl LeafCounters {
+    fn from_metrics(bed: &Testbed, text: &str) -> Result<Self> {
+        let nexthops = (1..=bed.shape.spines)
+            .map(|j| {
+                let label = bed.spine_label(j);
+                let filter = format!("nexthop=\"{label}\"");
+                let read = |metric| {
+                    metrics::sample(text, metric, &filter)
+                        .with_context(|| format!("no {metric} for {label}"))
+                };
+                Ok((
+                    label.clone(),
+                    read("fabriclb_nexthop_packets_total")?,
+                    read("fabriclb_nexthop_bytes_total")?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let count = |reason: Reason| {
+            metrics::sample(
+                text,
+                "fabriclb_packets_total",
+                &format!("\"{}\"", reason.name()),
+            )
+        };
+        Ok(Self {
+            nexthops,
+            forwarded: count(Reason::Forwarded).unwrap_or(0),
+            passed_to_kernel: Reason::ALL
+                .into_iter()
+                .filter(|r| *r != Reason::Forwarded)
+                .filter_map(count)
+                .sum(),
+        })
+    }
+
+    /// Busiest spine's bytes over the mean.
+    pub fn byte_mmr(&self) -> f64 {
+        let bytes: Vec<u64> = self.nexthops.iter().map(|n| n.2).collect();
+        let mean = bytes.iter().sum::<u64>() as f64 / bytes.len().max(1) as f64;
+        bytes.iter().copied().max().unwrap_or(0) as f64 / mean.max(1.0)
+    }
+}
+
+/// What a UDP traffic run saw.
+#[derive(Debug)]
+pub struct TrafficReport {
+    pub sent: u64,
+    pub received: u64,
+    /// TTL at the receiver -> datagrams.
+    pub ttls: BTreeMap<u8, u64>,
+    pub leaf: LeafCounters,
+}
+
+/// Starts `fabriclb run` on the leaf, sends `flows` UDP flows of `packets`
+/// datagrams each from h1 to r1 over plain sockets, and collects what
+/// arrived and what the daemon counted.
 pub fn run_traffic(
     bed: &Testbed,
     fabriclb: &Path,
@@ -288,76 +463,161 @@ pub fn run_traffic(
     flows: u16,
     packets: u32,
 ) -> Result<TrafficReport> {
-    let config = workdir.join("leaf.toml");
-    let metrics_file = workdir.join("leaf.prom");
-    std::fs::write(&config, bed.leaf_config())?;
-    let _ = std::fs::remove_file(&metrics_file);
-    let mut daemon = Daemon::start(bed, fabriclb, &config, &metrics_file)?;
-
-    let receiver = Receiver::start(&bed.ns("h2"))?;
+    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(None))?;
+    let receiver = Receiver::start(&bed.ns("r1"))?;
     let sent = in_netns(&bed.ns("h1"), move || send_flows(flows, packets))??;
     let (received, ttls) = receiver.finish(sent)?;
-
-    let text = daemon.stop_and_read_metrics()?;
-    let nexthops = (1..=bed.spines)
-        .map(|i| {
-            let label = format!("s{i} 198.18.{i}.2");
-            let packets = metrics::sample(
-                &text,
-                "fabriclb_nexthop_packets_total",
-                &format!("nexthop=\"{label}\""),
-            )
-            .with_context(|| format!("no counter for {label} in {}", metrics_file.display()))?;
-            Ok((label, packets))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let count = |reason: Reason| {
-        metrics::sample(
-            &text,
-            "fabriclb_packets_total",
-            &format!("\"{}\"", reason.name()),
-        )
-    };
+    let text = daemon.stop()?;
     Ok(TrafficReport {
         sent,
         received,
         ttls,
-        nexthops,
-        forwarded: count(Reason::Forwarded).unwrap_or(0),
-        passed_to_kernel: Reason::ALL
-            .into_iter()
-            .filter(|r| *r != Reason::Forwarded)
-            .filter_map(count)
-            .sum(),
+        leaf: LeafCounters::from_metrics(bed, &text)?,
     })
 }
 
+/// A collective workload for every sender host.
+#[derive(Clone, Debug)]
+pub struct Collective {
+    pub pattern: traffic::Pattern,
+    pub qps_per_connection: u32,
+    pub message_bytes: u32,
+    pub mtu: u32,
+    pub messages: u32,
+    pub pace: traffic::Pace,
+    /// `hash_fields` for the leaf's group, as in the config file.
+    pub hash_fields: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct CollectiveReport {
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub received: SinkTotals,
+    pub leaf: LeafCounters,
+    pub elapsed: Duration,
+}
+
+/// Runs `collective` with every host as a rank: fabriclb on the leaf, a
+/// sink on every receiver, the generators on every sender at once.
+pub fn run_collective(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    collective: &Collective,
+) -> Result<CollectiveReport> {
+    let daemon = Daemon::start(
+        bed,
+        fabriclb,
+        workdir,
+        &bed.leaf_config(collective.hash_fields.as_deref()),
+    )?;
+    let hosts = bed.shape.hosts;
+    let sinks = (1..=hosts)
+        .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
+        .collect::<Result<Vec<_>>>()?;
+    let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
+    let senders: Vec<_> = (1..=hosts)
+        .map(|i| {
+            let workload = traffic::Workload {
+                pattern: collective.pattern,
+                ranks: ranks.clone(),
+                rank: i - 1,
+                qps_per_connection: collective.qps_per_connection,
+                message_bytes: collective.message_bytes,
+                mtu: collective.mtu,
+                messages: collective.messages,
+            };
+            let (ns, pace) = (bed.ns(&format!("h{i}")), collective.pace);
+            let gateway = Ipv4Addr::new(198, 18, 100 + i as u8, 254);
+            std::thread::spawn(move || {
+                in_netns(&ns, move || -> Result<traffic::SendReport> {
+                    // A veth hop runs on the sending CPU; a sender that
+                    // migrated mid-run would leave packets in two CPUs'
+                    // backlogs and reorder its own QPs, which is the
+                    // testbed's doing, not the fabric's.
+                    pin_to_cpu(i)?;
+                    let sender = traffic::resolve_sender("eth0", gateway)?;
+                    traffic::send("eth0", traffic::Generator::new(workload, sender), pace)
+                })?
+            })
+        })
+        .collect();
+    let mut report = CollectiveReport {
+        sent_packets: 0,
+        sent_bytes: 0,
+        received: SinkTotals::default(),
+        leaf: LeafCounters::default(),
+        elapsed: Duration::ZERO,
+    };
+    for sender in senders {
+        let sent = sender
+            .join()
+            .map_err(|_| anyhow::anyhow!("sender thread panicked"))??;
+        report.sent_packets += sent.packets;
+        report.sent_bytes += sent.bytes;
+        report.elapsed = report.elapsed.max(sent.elapsed);
+    }
+    // Let queues (TBF) drain before counting.
+    let deadline = Instant::now() + RECEIVE_GRACE;
+    loop {
+        report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
+            let t = s.totals()?;
+            anyhow::Ok(SinkTotals {
+                qps: acc.qps + t.qps,
+                packets: acc.packets + t.packets,
+                bytes: acc.bytes + t.bytes,
+                out_of_order: acc.out_of_order + t.out_of_order,
+            })
+        })?;
+        if report.received.packets >= report.sent_packets || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
+    Ok(report)
+}
+
+fn pin_to_cpu(index: usize) -> Result<()> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut set = nix::sched::CpuSet::new();
+    set.set(index % cpus)?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+    Ok(())
+}
+
 /// `fabriclb run` inside the leaf namespace, stopped with SIGTERM.
-struct Daemon {
+pub struct Daemon {
     child: Child,
     metrics_file: PathBuf,
 }
 
 impl Daemon {
-    fn start(bed: &Testbed, fabriclb: &Path, config: &Path, metrics_file: &Path) -> Result<Self> {
+    /// Writes `config` to `workdir`, starts the daemon and waits until it
+    /// is ready (its first metrics snapshot appears once the program is
+    /// attached and next hops are resolved).
+    pub fn start(bed: &Testbed, fabriclb: &Path, workdir: &Path, config: &str) -> Result<Self> {
+        let config_file = workdir.join("leaf.toml");
+        let metrics_file = workdir.join("leaf.prom");
+        std::fs::write(&config_file, config)?;
+        let _ = std::fs::remove_file(&metrics_file);
         let child = Command::new("ip")
             .args(["netns", "exec", &bed.ns("leaf")])
             .arg(fabriclb)
             .args(["run", "--metrics-interval-ms", "200", "--config"])
-            .arg(config)
+            .arg(&config_file)
             .arg("--metrics-file")
-            .arg(metrics_file)
+            .arg(&metrics_file)
             .stdin(Stdio::null())
             .spawn()
             .context("starting fabriclb run")?;
         let mut daemon = Self {
             child,
-            metrics_file: metrics_file.to_owned(),
+            metrics_file,
         };
-        // The first metrics snapshot is written once the program is
-        // attached and next hops are resolved.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !metrics_file.exists() {
+        while !daemon.metrics_file.exists() {
             if let Some(status) = daemon.child.try_wait()? {
                 bail!("fabriclb run exited early: {status}");
             }
@@ -370,7 +630,8 @@ impl Daemon {
         Ok(daemon)
     }
 
-    fn stop_and_read_metrics(&mut self) -> Result<String> {
+    /// Stops the daemon and returns its final metrics.
+    pub fn stop(mut self) -> Result<String> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
         let status = self.child.wait()?;
@@ -393,9 +654,9 @@ impl Drop for Daemon {
 fn send_flows(flows: u16, packets: u32) -> Result<u64> {
     let sockets = (0..flows)
         .map(|_| {
-            let s = UdpSocket::bind((SENDER, 0))?;
+            let s = UdpSocket::bind((host_addr(1), 0))?;
             s.set_ttl(SENT_TTL.into())?;
-            s.connect(SocketAddrV4::new(FAR_HOST, FAR_PORT))?;
+            s.connect(SocketAddrV4::new(receiver_addr(1), FAR_PORT))?;
             Ok(s)
         })
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -416,7 +677,7 @@ fn send_flows(flows: u16, packets: u32) -> Result<u64> {
 /// How long the receiver waits for stragglers once the sender is done.
 const RECEIVE_GRACE: Duration = Duration::from_secs(10);
 
-/// Counts datagrams to [`FAR_HOST`] and their TTLs, on a thread in h2.
+/// Counts datagrams to r1 and their TTLs, on a thread in r1.
 struct Receiver {
     handle: std::thread::JoinHandle<Result<(u64, BTreeMap<u8, u64>)>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -430,7 +691,7 @@ impl Receiver {
         let file = File::open(format!("/run/netns/{ns}"))?;
         let handle = std::thread::spawn(move || -> Result<(u64, BTreeMap<u8, u64>)> {
             setns(&file, CloneFlags::CLONE_NEWNET)?;
-            let socket = UdpSocket::bind((FAR_HOST, FAR_PORT))?;
+            let socket = UdpSocket::bind((receiver_addr(1), FAR_PORT))?;
             setsockopt(&socket, sockopt::Ipv4RecvTtl, &true)?;
             // Room for a whole run, so a slow reader never drops.
             setsockopt(&socket, sockopt::RcvBufForce, &(32 << 20))?;

@@ -21,7 +21,30 @@ pub fn setup(root: &Path) -> Result<()> {
     let toolchain = ebpf_toolchain(root)?;
     ensure_toolchain(&toolchain)?;
     ensure_bpf_linker(&toolchain)?;
-    ensure_packages()
+    ensure_packages()?;
+    ensure_scapy()
+}
+
+/// scapy decodes the generator's RoCEv2 frames in the tests, as a decoder
+/// that shares no code with ours.
+fn ensure_scapy() -> Result<()> {
+    let present = Command::new("python3")
+        .args(["-c", "import scapy.contrib.roce"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if present {
+        return Ok(());
+    }
+    println!("xtask setup: pip install scapy");
+    run(Command::new("python3").args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--root-user-action=ignore",
+        "scapy",
+    ]))
 }
 
 pub fn is_root() -> Result<bool> {

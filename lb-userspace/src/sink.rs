@@ -1,0 +1,63 @@
+//! The testbed's receiver: `fabriclb_sink` attached to a receiving host's
+//! port, counting RoCEv2 packets, bytes and out-of-order arrivals per QP.
+
+use aya::{
+    Ebpf,
+    maps::{HashMap, MapData},
+    programs::{Xdp, XdpMode},
+};
+use lb_common::maps::{PROGRAM_SINK, SINK_QPS, SinkKey, SinkQp};
+
+use crate::dataplane::OBJECT;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SinkTotals {
+    pub qps: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub out_of_order: u64,
+}
+
+/// Attached while it lives; dropping it detaches.
+pub struct Sink {
+    _ebpf: Ebpf,
+    qps: HashMap<MapData, SinkKey, SinkQp>,
+}
+
+impl Sink {
+    /// Loads the sink and attaches it in driver mode to `interface` in the
+    /// calling thread's network namespace.
+    pub fn attach(interface: &str) -> anyhow::Result<Self> {
+        let mut ebpf = Ebpf::load(OBJECT)?;
+        let program: &mut Xdp = ebpf
+            .program_mut(PROGRAM_SINK)
+            .ok_or_else(|| anyhow::anyhow!("{PROGRAM_SINK} missing from the object"))?
+            .try_into()?;
+        program.load()?;
+        program.attach(interface, XdpMode::Driver)?;
+        let map = ebpf
+            .take_map(SINK_QPS)
+            .ok_or_else(|| anyhow::anyhow!("{SINK_QPS} missing from the object"))?;
+        Ok(Self {
+            qps: HashMap::try_from(map)?,
+            _ebpf: ebpf,
+        })
+    }
+
+    /// Every QP seen so far.
+    pub fn qps(&self) -> anyhow::Result<Vec<(SinkKey, SinkQp)>> {
+        Ok(self.qps.iter().collect::<Result<_, _>>()?)
+    }
+
+    pub fn totals(&self) -> anyhow::Result<SinkTotals> {
+        Ok(self
+            .qps()?
+            .iter()
+            .fold(SinkTotals::default(), |t, (_, qp)| SinkTotals {
+                qps: t.qps + 1,
+                packets: t.packets + qp.order.packets,
+                bytes: t.bytes + qp.bytes,
+                out_of_order: t.out_of_order + qp.order.out_of_order,
+            }))
+    }
+}
