@@ -113,3 +113,43 @@ fn rocev2_ring_all_reduce_arrives_in_order() {
         assert!(*packets > 0, "{label} idle: {:?}", report.leaf.nexthops);
     }
 }
+
+/// Building, dropping, keeping and removing a testbed leave no namespace
+/// behind, also when the code using it panics; spine links get their TBF.
+#[test]
+fn testbed_teardown_leaves_nothing_behind() {
+    let name = format!("fl{}t", std::process::id() % 100_000);
+    let shape = Shape {
+        hosts: 2,
+        spines: 2,
+        spine_rate_mbit: Some(100),
+    };
+    let panicked = std::panic::catch_unwind(|| {
+        let bed = Testbed::up(&name, shape).expect("testbed");
+        // leaf, far leaf, 2 senders, 2 receivers, 2 spines.
+        assert_eq!(testbed::namespaces(&name).expect("list").len(), 8);
+        let qdisc = std::process::Command::new("tc")
+            .args(["-n", &bed.ns("s2"), "qdisc", "show", "dev", "fleaf"])
+            .output()
+            .expect("tc");
+        let qdisc = String::from_utf8_lossy(&qdisc.stdout);
+        assert!(
+            qdisc.contains("tbf") && qdisc.contains("100Mbit"),
+            "{qdisc}"
+        );
+        panic!("on purpose");
+    });
+    assert!(panicked.is_err());
+    assert_eq!(
+        testbed::namespaces(&name).expect("list"),
+        Vec::<String>::new()
+    );
+
+    Testbed::up(&name, shape).expect("testbed").keep();
+    assert_eq!(testbed::namespaces(&name).expect("list").len(), 8);
+    assert_eq!(testbed::remove_namespaces(&name).expect("down"), 8);
+    assert_eq!(
+        testbed::namespaces(&name).expect("list"),
+        Vec::<String>::new()
+    );
+}

@@ -216,8 +216,17 @@ impl Dataplane {
             .map_err(|source| DataplaneError::DevMap { ifindex, source })
     }
 
+    /// Removes a port; one the kernel already dropped (its device went
+    /// away, which empties its devmap slot) is no error.
     pub fn remove_port(&mut self, ifindex: u32) -> Result<()> {
-        self.devmap.remove(ifindex).map_err(map_err(names::DEVMAP))
+        match self.devmap.remove(ifindex) {
+            Err(MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(nix::libc::ENOENT) =>
+            {
+                Ok(())
+            }
+            other => other.map_err(map_err(names::DEVMAP)),
+        }
     }
 
     pub fn set_route_v4(&mut self, addr: [u8; 4], len: u8, group: u32) -> Result<()> {

@@ -278,6 +278,7 @@ fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
         "testbed: {} hosts -> leaf (fabriclb, XDP) -> {} spines -> far leaf -> {} receivers",
         s.hosts, s.spines, s.hosts
     );
+    testbed::tear_down_on_signal(&shape.name)?;
     let bed = testbed::Testbed::up(&shape.name, s)?;
     let modes = [
         (

@@ -20,6 +20,7 @@ use std::fs::File;
 use std::io::IoSliceMut;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -297,6 +298,29 @@ pub fn namespaces(name: &str) -> Result<Vec<String>> {
         .filter(|ns| ns.starts_with(&prefix))
         .map(str::to_owned)
         .collect())
+}
+
+/// Removes testbed `name` when SIGINT or SIGTERM arrives, then exits as
+/// the signal would have. Call it before starting other threads: they
+/// inherit the blocked signals, so only the watcher thread receives them
+/// and `Drop` alone never misses a Ctrl-C. (Child processes, such as the
+/// daemon, start with no signals blocked and get the terminal's Ctrl-C
+/// themselves.)
+pub fn tear_down_on_signal(name: &str) -> Result<()> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block()?;
+    let name = name.to_owned();
+    std::thread::spawn(move || {
+        if let Ok(signal) = signals.wait() {
+            eprintln!("{signal}: removing testbed {name}");
+            let _ = remove_namespaces(&name);
+            std::process::exit(128 + signal as i32);
+        }
+    });
+    Ok(())
 }
 
 /// Removes testbed `name` (`fabriclb testbed down`, or a stale one).
@@ -602,16 +626,30 @@ impl Daemon {
         let metrics_file = workdir.join("leaf.prom");
         std::fs::write(&config_file, config)?;
         let _ = std::fs::remove_file(&metrics_file);
-        let child = Command::new("ip")
+        let mut command = Command::new("ip");
+        command
             .args(["netns", "exec", &bed.ns("leaf")])
             .arg(fabriclb)
             .args(["run", "--metrics-interval-ms", "200", "--config"])
             .arg(&config_file)
             .arg("--metrics-file")
             .arg(&metrics_file)
-            .stdin(Stdio::null())
-            .spawn()
-            .context("starting fabriclb run")?;
+            .stdin(Stdio::null());
+        // SAFETY: prctl and sigprocmask are async-signal-safe. If this
+        // process dies without stopping the daemon (killed, or exiting from
+        // the testbed's signal watcher), the kernel stops the daemon too;
+        // the setting survives `ip netns exec`'s exec. The signal mask is
+        // inherited: the watcher's blocked SIGINT/SIGTERM must not reach
+        // the daemon, or it could never be stopped.
+        unsafe {
+            command.pre_exec(|| {
+                use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+                Ok(())
+            });
+        }
+        let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {
             child,
             metrics_file,
