@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fabriclb::testbed::{self, Shape, Testbed};
+use fabriclb::testbed::{self, Leaf, Shape, Testbed};
 use fabriclb::traffic::{Pace, Pattern};
 
 fn fabriclb() -> &'static Path {
@@ -95,7 +95,8 @@ fn rocev2_ring_all_reduce_arrives_in_order() {
             rate_pps: Some(200_000),
             gap: std::time::Duration::ZERO,
         },
-        hash_fields: None,
+        senders: 4,
+        leaf: Leaf::Fabriclb { hash_fields: None },
     };
     let report = testbed::run_collective(&bed, fabriclb(), &workdir, &collective);
     let _ = std::fs::remove_dir_all(&workdir);

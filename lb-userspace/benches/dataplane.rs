@@ -10,6 +10,9 @@
 //!   five-tuple and with the BTH destination QP and 16 QPs per connection,
 //!   every packet through the real program; next to the theory figures of
 //!   `shared/reference.md`.
+//! - Forwarding rate: packets per second through the namespace testbed with
+//!   fabriclb on the leaf against the kernel's own multipath routing there,
+//!   same traffic, interleaved runs, as a ratio.
 //!
 //! Writes the table to `target/bench/dataplane.md`. Needs root.
 
@@ -18,7 +21,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use aya::programs::{TestRun, TestRunOptions, Xdp};
-use fabriclb::{config, dataplane::Dataplane, tables};
+use fabriclb::{
+    config,
+    dataplane::Dataplane,
+    tables,
+    testbed::{self, Leaf, Shape, Testbed},
+    traffic::{Pace, Pattern},
+};
 use lb_common::{
     craft::{Ipv4, Ipv6, bth, tcp, udp},
     maps::{BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT},
@@ -71,13 +80,19 @@ fn main() -> Result<()> {
     dp.add_port(lb_common::maps::BASELINE_IFINDEX)?;
 
     let mut report = String::from("# fabriclb data-plane benchmark\n\n");
-    cost(&mut dp, &mut report)?;
+    let costs = cost(&mut dp, &mut report)?;
     balance(&mut dp, &tables, &mut report)?;
+    drop(dp);
+    forwarding_rate(&mut report)?;
     print!("{report}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("dataplane.md"), &report)?;
-    println!("\nwritten to {}", dir.join("dataplane.md").display());
+    std::fs::write(dir.join("program-cost.svg"), chart(&costs))?;
+    println!(
+        "\nwritten to {0}/dataplane.md and {0}/program-cost.svg",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -160,7 +175,11 @@ fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
     )
 }
 
-fn cost(dp: &mut Dataplane, report: &mut String) -> Result<()> {
+/// Median ns/packet per packet kind: (kind, baseline, fabriclb).
+type Costs = Vec<(&'static str, f64, f64)>;
+
+fn cost(dp: &mut Dataplane, report: &mut String) -> Result<Costs> {
+    let mut costs = Vec::new();
     // Loading the entry points shares the maps programmed above.
     dp.load_program(PROGRAM_BASELINE)?;
     dp.load_program(PROGRAM_BENCH)?;
@@ -177,6 +196,7 @@ fn cost(dp: &mut Dataplane, report: &mut String) -> Result<()> {
             lb.push(time(dp.named(PROGRAM_BENCH)?, &frame)?);
         }
         let (b, l) = (spread(&mut base), spread(&mut lb));
+        costs.push((name, b.1, l.1));
         let _ = writeln!(
             report,
             "| {name} ({} B) | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.2} |",
@@ -191,7 +211,7 @@ fn cost(dp: &mut Dataplane, report: &mut String) -> Result<()> {
         );
     }
     report.push('\n');
-    Ok(())
+    Ok(costs)
 }
 
 /// xorshift64*: reproducible flow sets without another dependency.
@@ -328,4 +348,133 @@ fn balance(dp: &mut Dataplane, tables: &tables::Tables, report: &mut String) -> 
         );
     }
     Ok(())
+}
+
+const RATE_RUNS: usize = 5;
+/// Small packets (WRITE ONLY, 256 bytes of data) so that per-packet work,
+/// not copying, decides the rate.
+const RATE_PAYLOAD: u32 = 256;
+
+/// Packets per second through the namespace testbed, the whole chain
+/// (generator, leaf, spine, far leaf, receiving sink) running on the
+/// sender's CPU as veths do: fabriclb on the leaf against the leaf
+/// kernel's own five-tuple multipath route, same traffic, interleaved
+/// runs. The sender alone (the leaf drops in XDP) is the floor; the
+/// difference of per-packet times isolates the leaf hop.
+fn forwarding_rate(report: &mut String) -> Result<()> {
+    let name = format!("flb{}", std::process::id() % 100_000);
+    testbed::tear_down_on_signal(&name)?;
+    let bed = Testbed::up(
+        &name,
+        Shape {
+            hosts: 2,
+            spines: 4,
+            spine_rate_mbit: None,
+        },
+    )?;
+    let workdir = std::env::temp_dir().join(format!("{name}-work"));
+    std::fs::create_dir_all(&workdir)?;
+    let fabriclb: &std::path::Path = env!("CARGO_BIN_EXE_fabriclb").as_ref();
+    let legs = [
+        ("sender alone (leaf drops in XDP)", Leaf::Drop),
+        (
+            "fabriclb (XDP) on the leaf",
+            Leaf::Fabriclb { hash_fields: None },
+        ),
+        ("kernel multipath on the leaf", Leaf::KernelMultipath),
+    ];
+    let mut pps: Vec<Vec<f64>> = vec![Vec::new(); legs.len()];
+    let mut packets = 0;
+    for _ in 0..RATE_RUNS {
+        for (i, (label, leaf)) in legs.iter().enumerate() {
+            let collective = testbed::Collective {
+                pattern: Pattern::Ring,
+                qps_per_connection: 16,
+                message_bytes: RATE_PAYLOAD,
+                mtu: testbed::ROCE_MTU,
+                messages: 200_000,
+                pace: Pace {
+                    rate_pps: None,
+                    gap: Duration::ZERO,
+                },
+                senders: 1,
+                leaf: leaf.clone(),
+            };
+            let run = testbed::run_collective(&bed, fabriclb, &workdir, &collective)?;
+            if !matches!(leaf, Leaf::Drop) {
+                ensure!(
+                    run.received.packets == run.sent_packets,
+                    "{label}: {} of {} packets arrived; a rate with loss is no rate",
+                    run.received.packets,
+                    run.sent_packets
+                );
+            }
+            packets = run.sent_packets;
+            pps[i].push(run.sent_packets as f64 / run.elapsed.as_secs_f64());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&workdir);
+    drop(bed);
+    let _ = writeln!(
+        report,
+        "\n## Forwarding rate through the testbed (1 sender, 4 spines, {packets} RoCEv2 WRITE ONLY packets of {} B per run, {RATE_RUNS} runs)\n",
+        RATE_PAYLOAD as usize + 14 + 20 + 8 + 12 + 16 + 4
+    );
+    report.push_str(
+        "| leaf | kpps min / median / max | ns per packet, end to end (median) |\n|---|---|---|\n",
+    );
+    let medians: Vec<f64> = pps.iter_mut().map(|p| spread(p).1).collect();
+    for ((label, _), runs) in legs.iter().zip(&mut pps) {
+        let (lo, mid, hi) = spread(runs);
+        let _ = writeln!(
+            report,
+            "| {label} | {:.0} / {:.0} / {:.0} | {:.0} |",
+            lo / 1e3,
+            mid / 1e3,
+            hi / 1e3,
+            1e9 / mid
+        );
+    }
+    let ns = |i: usize| 1e9 / medians[i];
+    let _ = writeln!(
+        report,
+        "\nfabriclb / kernel multipath, packets per second: **{:.2}**. Leaf hop by difference: \
+         the kernel's costs {:.0} ns more per packet than fabriclb's.",
+        medians[1] / medians[2],
+        ns(2) - ns(1),
+    );
+    Ok(())
+}
+
+/// Bars of median ns/packet, baseline against fabriclb, per packet kind.
+fn chart(costs: &Costs) -> String {
+    let (width, row, left) = (760.0, 44.0, 190.0);
+    let max = costs.iter().map(|c| c.2.max(c.1)).fold(1.0, f64::max);
+    let scale = (width - left - 80.0) / max;
+    let height = 40.0 + row * costs.len() as f64 + 30.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"10\" y=\"20\" font-size=\"14\">Program cost, ns/packet (BPF_PROG_TEST_RUN, median)</text>\n"
+    );
+    for (i, (name, base, lb)) in costs.iter().enumerate() {
+        let y = 40.0 + row * i as f64;
+        let _ = write!(
+            svg,
+            "<text x=\"10\" y=\"{}\">{name}</text>\n\
+             <rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"16\" fill=\"#9aa5b1\"/>\
+             <text x=\"{:.1}\" y=\"{}\">{base:.0} baseline</text>\n\
+             <rect x=\"{left}\" y=\"{}\" width=\"{:.1}\" height=\"16\" fill=\"#2f6fbb\"/>\
+             <text x=\"{:.1}\" y=\"{}\">{lb:.0} fabriclb</text>\n",
+            y + 20.0,
+            base * scale,
+            left + base * scale + 4.0,
+            y + 12.0,
+            y + 18.0,
+            lb * scale,
+            left + lb * scale + 4.0,
+            y + 30.0,
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
 }

@@ -312,7 +312,10 @@ fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
                 rate_pps: None,
                 gap: std::time::Duration::from_micros(200),
             },
-            hash_fields: hash_fields.map(str::to_owned),
+            senders: s.hosts,
+            leaf: testbed::Leaf::Fabriclb {
+                hash_fields: hash_fields.map(str::to_owned),
+            },
         };
         match testbed::run_collective(&bed, &exe, &workdir, &collective) {
             Ok(report) => {

@@ -219,16 +219,21 @@ impl Testbed {
                 )?;
             }
         }
-        // The kernel's own paths: for what fabriclb passes up, and back.
-        ip(&[
-            "-n",
-            &leaf,
-            "route",
-            "add",
-            "198.19.0.0/16",
-            "via",
-            &spine_addr(1).to_string(),
-        ])?;
+        // The kernel's own path for what fabriclb passes up, and the
+        // baseline it is measured against: multipath over every spine,
+        // hashed on the five-tuple (fib_multipath_hash_policy 1).
+        sysctl(&leaf, "net/ipv4/fib_multipath_hash_policy", "1")?;
+        let mut multipath = vec![
+            "-n".to_owned(),
+            leaf.clone(),
+            "route".into(),
+            "add".into(),
+            "198.19.0.0/16".into(),
+        ];
+        for j in 1..=spines {
+            multipath.extend(["nexthop".into(), "via".into(), spine_addr(j).to_string()]);
+        }
+        ip(&multipath.iter().map(String::as_str).collect::<Vec<_>>())?;
         ip(&[
             "-n",
             &fleaf,
@@ -509,8 +514,22 @@ pub struct Collective {
     pub mtu: u32,
     pub messages: u32,
     pub pace: traffic::Pace,
-    /// `hash_fields` for the leaf's group, as in the config file.
-    pub hash_fields: Option<String>,
+    /// Hosts 1..=senders send; all receive.
+    pub senders: usize,
+    pub leaf: Leaf,
+}
+
+/// What forwards at the leaf.
+#[derive(Clone, Debug)]
+pub enum Leaf {
+    /// fabriclb, its group hashing `hash_fields` as in the config file
+    /// (`None`: the default, all six).
+    Fabriclb { hash_fields: Option<String> },
+    /// No fabriclb: the leaf kernel's own multipath route.
+    KernelMultipath,
+    /// The sink on the leaf's host ports: everything dropped at the first
+    /// hop, so a run measures the sender alone.
+    Drop,
 }
 
 #[derive(Debug)]
@@ -522,26 +541,38 @@ pub struct CollectiveReport {
     pub elapsed: Duration,
 }
 
-/// Runs `collective` with every host as a rank: fabriclb on the leaf, a
-/// sink on every receiver, the generators on every sender at once.
+/// Runs `collective` with every host as a rank: the chosen leaf, a sink on
+/// every receiver, the generators on the senders at once.
 pub fn run_collective(
     bed: &Testbed,
     fabriclb: &Path,
     workdir: &Path,
     collective: &Collective,
 ) -> Result<CollectiveReport> {
-    let daemon = Daemon::start(
-        bed,
-        fabriclb,
-        workdir,
-        &bed.leaf_config(collective.hash_fields.as_deref()),
-    )?;
     let hosts = bed.shape.hosts;
+    let (daemon, _leaf_sinks) = match &collective.leaf {
+        Leaf::Fabriclb { hash_fields } => (
+            Some(Daemon::start(
+                bed,
+                fabriclb,
+                workdir,
+                &bed.leaf_config(hash_fields.as_deref()),
+            )?),
+            Vec::new(),
+        ),
+        Leaf::KernelMultipath => (None, Vec::new()),
+        Leaf::Drop => (
+            None,
+            (1..=hosts)
+                .map(|i| in_netns(&bed.ns("leaf"), move || Sink::attach(&format!("h{i}")))?)
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
     let sinks = (1..=hosts)
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
         .collect::<Result<Vec<_>>>()?;
     let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
-    let senders: Vec<_> = (1..=hosts)
+    let senders: Vec<_> = (1..=collective.senders.min(hosts))
         .map(|i| {
             let workload = traffic::Workload {
                 pattern: collective.pattern,
@@ -594,12 +625,17 @@ pub fn run_collective(
                 out_of_order: acc.out_of_order + t.out_of_order,
             })
         })?;
-        if report.received.packets >= report.sent_packets || Instant::now() > deadline {
+        if report.received.packets >= report.sent_packets
+            || matches!(collective.leaf, Leaf::Drop)
+            || Instant::now() > deadline
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
+    if let Some(daemon) = daemon {
+        report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
+    }
     Ok(report)
 }
 
