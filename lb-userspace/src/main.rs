@@ -308,6 +308,7 @@ fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
             message_bytes: 65536,
             mtu: testbed::ROCE_MTU,
             messages,
+            // Gaps between rounds of messages, as collectives have.
             pace: traffic::Pace {
                 rate_pps: None,
                 gap: std::time::Duration::from_micros(200),

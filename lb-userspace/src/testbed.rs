@@ -384,13 +384,15 @@ fn veth(ns_a: &str, name_a: &str, ns_b: &str, name_b: &str) -> Result<()> {
         ip(&["-n", ns, "link", "set", name, "up"])?;
     }
     // GRO turns on the veth's NAPI: frames redirected by XDP are only
-    // accepted with it, and with it a veth queues what it receives in one
-    // FIFO instead of the sending CPU's backlog, so a spine shared by
-    // senders on two CPUs cannot reorder a flow the way no switch would.
-    // (UDP is not coalesced: UDP GRO forwarding stays off.) Only a running
-    // veth starts NAPI when GRO is switched on, so this comes after "up".
+    // accepted with it. With it, and with TSO off on the sending side (a
+    // veth with TSO hands forwarded skbs to the sending CPU's backlog
+    // instead), a veth queues what it receives in one FIFO, so a spine
+    // whose NAPI runs on either CPU cannot reorder a flow the way no
+    // switch would. (UDP is not coalesced: UDP GRO forwarding stays off.)
+    // Only a running veth starts NAPI when GRO is switched on, so this
+    // comes after "up".
     for (ns, name) in ends {
-        ethtool(ns, &["-K", name, "gro", "on"])?;
+        ethtool(ns, &["-K", name, "gro", "on", "tso", "off"])?;
     }
     Ok(())
 }
@@ -670,6 +672,11 @@ impl Daemon {
             .arg(&config_file)
             .arg("--metrics-file")
             .arg(&metrics_file)
+            // Its start-up and shutdown lines would cut through reports.
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null());
         // SAFETY: prctl and sigprocmask are async-signal-safe. If this
         // process dies without stopping the daemon (killed, or exiting from
