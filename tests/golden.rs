@@ -79,18 +79,6 @@ prefix = "10.3.0.0/16"
 group = "down"
 "#;
 
-/// Next-hop ids of group `name`: config order, group by group.
-fn harness_group(config: &config::Config, name: &str) -> std::ops::Range<usize> {
-    let mut start = 0;
-    for group in &config.groups {
-        if group.name == name {
-            return start..start + group.next_hops.len();
-        }
-        start += group.next_hops.len();
-    }
-    panic!("no group {name}")
-}
-
 struct Harness {
     dp: Dataplane,
     tables: Tables,
@@ -103,12 +91,21 @@ impl Harness {
     /// the "down" group's only next hop is unusable.
     fn new() -> Self {
         let config = config::parse(CONFIG, "golden.toml".as_ref()).expect("golden config");
-        let down = harness_group(&config, "down");
-        let mut nexthops = tables::static_nexthops(&config, 1, LB_MAC);
-        for id in down {
-            nexthops[id].flags = 0;
+        let mut tables = Tables::build(&config, tables::static_nexthops(&config, 1, LB_MAC));
+        // Take the "down" group's next hops down the way the daemon does
+        // when a link fails.
+        let down = config
+            .groups
+            .iter()
+            .position(|g| g.name == "down")
+            .expect("group");
+        for id in tables.groups[down].members.clone() {
+            let nexthop = NextHop {
+                flags: 0,
+                ..tables.nexthops[id as usize]
+            };
+            tables.update_nexthop(id, nexthop);
         }
-        let tables = Tables::build(&config, nexthops);
         let mut dp = Dataplane::load().expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
         Self { dp, tables, config }

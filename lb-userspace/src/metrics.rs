@@ -31,36 +31,37 @@ pub fn render(verdicts: &[u64; Reason::COUNT as usize], nexthops: &[NextHopSampl
             verdicts[reason as usize]
         );
     }
-    for (metric, help, kind) in [
+    type Value = fn(&NextHopSample<'_>) -> u64;
+    let per_nexthop: [(&str, &str, &str, Value); 3] = [
         (
             "fabriclb_nexthop_packets_total",
             "Packets forwarded to the next hop.",
             "counter",
+            |n| n.stats.packets,
         ),
         (
             "fabriclb_nexthop_bytes_total",
             "Bytes forwarded to the next hop (as received).",
             "counter",
+            |n| n.stats.bytes,
         ),
         (
             "fabriclb_nexthop_usable",
             "1 when the next hop is selectable (link up, MAC known).",
             "gauge",
+            |n| u64::from(n.usable),
         ),
-    ] {
+    ];
+    for (metric, help, kind, value) in per_nexthop {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
         for n in nexthops {
-            let value = match kind {
-                "gauge" => u64::from(n.usable),
-                _ if metric.contains("bytes") => n.stats.bytes,
-                _ => n.stats.packets,
-            };
             let _ = writeln!(
                 out,
-                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\"}} {value}",
+                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\"}} {}",
                 escape(n.group),
                 escape(&n.label),
-                n.id
+                n.id,
+                value(n)
             );
         }
     }

@@ -761,67 +761,74 @@ const RECEIVE_GRACE: Duration = Duration::from_secs(10);
 /// Counts datagrams to r1 and their TTLs, on a thread in r1.
 struct Receiver {
     handle: std::thread::JoinHandle<Result<(u64, BTreeMap<u8, u64>)>>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// How many datagrams to wait for; `u64::MAX` until the sender is done.
+    expected: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Receiver {
     fn start(ns: &str) -> Result<Self> {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
-        let expected = stop.clone();
+        let expected = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+        let want = expected.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let file = File::open(format!("/run/netns/{ns}"))?;
-        let handle = std::thread::spawn(move || -> Result<(u64, BTreeMap<u8, u64>)> {
-            setns(&file, CloneFlags::CLONE_NEWNET)?;
-            let socket = UdpSocket::bind((receiver_addr(1), FAR_PORT))?;
-            setsockopt(&socket, sockopt::Ipv4RecvTtl, &true)?;
-            // Room for a whole run, so a slow reader never drops.
-            setsockopt(&socket, sockopt::RcvBufForce, &(32 << 20))?;
-            socket.set_read_timeout(Some(Duration::from_millis(100)))?;
-            let _ = ready_tx.send(());
-            let (mut received, mut ttls) = (0u64, BTreeMap::new());
-            let mut deadline: Option<Instant> = None;
-            let mut buf = [0u8; 2048];
-            let mut cmsg = nix::cmsg_space!(i32);
-            loop {
-                let want = expected.load(std::sync::atomic::Ordering::Acquire);
-                if received >= want || deadline.is_some_and(|d| Instant::now() > d) {
-                    return Ok((received, ttls));
-                }
-                if want != u64::MAX && deadline.is_none() {
-                    deadline = Some(Instant::now() + RECEIVE_GRACE);
-                }
-                let mut iov = [IoSliceMut::new(&mut buf)];
-                match recvmsg::<()>(
-                    socket.as_raw_fd(),
-                    &mut iov,
-                    Some(&mut cmsg),
-                    MsgFlags::empty(),
-                ) {
-                    Ok(msg) => {
-                        received += 1;
-                        for c in msg.cmsgs()? {
-                            if let ControlMessageOwned::Ipv4Ttl(ttl) = c {
-                                *ttls.entry(ttl as u8).or_insert(0) += 1;
-                            }
-                        }
-                    }
-                    Err(nix::errno::Errno::EAGAIN) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        });
+        let ns = ns.to_owned();
+        let handle = std::thread::spawn(move || in_netns(&ns, move || receive(&want, ready_tx))?);
         ready_rx
             .recv_timeout(Duration::from_secs(5))
             .context("receiver did not start")?;
-        Ok(Self { handle, stop })
+        Ok(Self { handle, expected })
     }
 
     /// Waits until `expected` datagrams arrived, or [`RECEIVE_GRACE`] passed.
     fn finish(self, expected: u64) -> Result<(u64, BTreeMap<u8, u64>)> {
-        self.stop
+        self.expected
             .store(expected, std::sync::atomic::Ordering::Release);
         self.handle
             .join()
             .map_err(|_| anyhow::anyhow!("receiver panicked"))?
+    }
+}
+
+/// Counts datagrams to r1's [`FAR_PORT`] and their TTLs until `expected`
+/// arrived or [`RECEIVE_GRACE`] passed after it was set.
+fn receive(
+    expected: &std::sync::atomic::AtomicU64,
+    ready: std::sync::mpsc::Sender<()>,
+) -> Result<(u64, BTreeMap<u8, u64>)> {
+    let socket = UdpSocket::bind((receiver_addr(1), FAR_PORT))?;
+    setsockopt(&socket, sockopt::Ipv4RecvTtl, &true)?;
+    // Room for a whole run, so a slow reader never drops.
+    setsockopt(&socket, sockopt::RcvBufForce, &(32 << 20))?;
+    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let _ = ready.send(());
+    let (mut received, mut ttls) = (0u64, BTreeMap::new());
+    let mut deadline: Option<Instant> = None;
+    let mut buf = [0u8; 2048];
+    let mut cmsg = nix::cmsg_space!(i32);
+    loop {
+        let want = expected.load(std::sync::atomic::Ordering::Acquire);
+        if received >= want || deadline.is_some_and(|d| Instant::now() > d) {
+            return Ok((received, ttls));
+        }
+        if want != u64::MAX && deadline.is_none() {
+            deadline = Some(Instant::now() + RECEIVE_GRACE);
+        }
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        match recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::empty(),
+        ) {
+            Ok(msg) => {
+                received += 1;
+                for c in msg.cmsgs()? {
+                    if let ControlMessageOwned::Ipv4Ttl(ttl) = c {
+                        *ttls.entry(ttl as u8).or_insert(0) += 1;
+                    }
+                }
+            }
+            Err(nix::errno::Errno::EAGAIN) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
