@@ -18,6 +18,7 @@ fn main() {
         "lb-ebpf/src",
         "lb-ebpf/Cargo.toml",
         "lb-ebpf/Cargo.lock",
+        "lb-ebpf/.cargo/config.toml",
         "lb-ebpf/rust-toolchain.toml",
         "lb-common/src",
         "lb-common/Cargo.toml",

@@ -18,7 +18,7 @@ use fabriclb::{
 use lb_common::{
     craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
     hash::{HashFields, hash_input},
-    maps::{BUCKETS_PER_GROUP, NO_NEXTHOP, NextHop, Reason},
+    maps::{BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, NO_NEXTHOP, NextHop, Reason},
     parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
 };
 
@@ -77,6 +77,67 @@ group = "tagged"
 [[route]]
 prefix = "10.3.0.0/16"
 group = "down"
+
+[[group]]
+name = "flowlet-sticky"
+mode = "flowlet"
+flowlet_gap_us = 1000000
+next_hops = [
+  { interface = "lo", mac = "02:00:00:00:0e:01" },
+  { interface = "lo", mac = "02:00:00:00:0e:02" },
+  { interface = "lo", mac = "02:00:00:00:0e:03" },
+  { interface = "lo", mac = "02:00:00:00:0e:04" },
+]
+
+[[group]]
+name = "flowlet"
+mode = "flowlet"
+flowlet_gap_us = 2000
+next_hops = [
+  { interface = "lo", mac = "02:00:00:00:0f:01" },
+  { interface = "lo", mac = "02:00:00:00:0f:02" },
+  { interface = "lo", mac = "02:00:00:00:0f:03" },
+  { interface = "lo", mac = "02:00:00:00:0f:04" },
+]
+
+[[group]]
+name = "per-packet"
+mode = "per-packet"
+flowlet_gap_us = 1000000
+next_hops = [
+  { interface = "lo", mac = "02:00:00:00:10:01" },
+  { interface = "lo", mac = "02:00:00:00:10:02" },
+  { interface = "lo", mac = "02:00:00:00:10:03" },
+  { interface = "lo", mac = "02:00:00:00:10:04" },
+]
+
+[[group]]
+name = "spray-all"
+mode = "per-packet"
+spray = "all"
+flowlet_gap_us = 1000000
+next_hops = [
+  { interface = "lo", mac = "02:00:00:00:11:01" },
+  { interface = "lo", mac = "02:00:00:00:11:02" },
+  { interface = "lo", mac = "02:00:00:00:11:03" },
+  { interface = "lo", mac = "02:00:00:00:11:04" },
+]
+
+[[route]]
+prefix = "10.5.0.0/16"
+group = "flowlet-sticky"
+
+[[route]]
+prefix = "10.6.0.0/16"
+group = "flowlet"
+
+[[route]]
+prefix = "10.7.0.0/16"
+group = "per-packet"
+
+[[route]]
+prefix = "10.8.0.0/16"
+group = "spray-all"
 "#;
 
 struct Harness {
@@ -91,7 +152,10 @@ impl Harness {
     /// the "down" group's only next hop is unusable.
     fn new() -> Self {
         let config = config::parse(CONFIG, "golden.toml".as_ref()).expect("golden config");
-        let mut tables = Tables::build(&config, tables::static_nexthops(&config, 1, LB_MAC));
+        let mut tables = Tables::build(&config, None, |spec| {
+            tables::static_nexthop(spec, 1, LB_MAC)
+        })
+        .expect("tables");
         // Take the "down" group's next hops down the way the daemon does
         // when a link fails.
         let down = config
@@ -106,7 +170,7 @@ impl Harness {
             };
             tables.update_nexthop(id, nexthop);
         }
-        let mut dp = Dataplane::load().expect("load XDP program (needs root)");
+        let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
         Self { dp, tables, config }
     }

@@ -79,6 +79,35 @@ pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
     changed
 }
 
+/// Fills `sequence` with the ids of `members` (`(id, weight)`), each as
+/// often as its weight's share says and spread out (smooth weighted
+/// round-robin), so a cursor stepping through it sprays evenly over any
+/// stretch, not only over the whole table. Weight 0 takes no share unless
+/// every weight is 0, which counts as all equal; with no members, every
+/// entry is [`NO_NEXTHOP`].
+pub fn spray_sequence(sequence: &mut [u32], members: &[(u32, u32)]) {
+    let members = &members[..members.len().min(MAX_NEXTHOPS_PER_GROUP)];
+    if members.is_empty() {
+        sequence.fill(NO_NEXTHOP);
+        return;
+    }
+    let all_zero = members.iter().all(|&(_, w)| w == 0);
+    let weight = |w: u32| i64::from(if all_zero { 1 } else { w });
+    let total: i64 = members.iter().map(|&(_, w)| weight(w)).sum();
+    let mut current = [0i64; MAX_NEXTHOPS_PER_GROUP];
+    for entry in sequence.iter_mut() {
+        let mut pick = 0;
+        for (i, &(_, w)) in members.iter().enumerate() {
+            current[i] += weight(w);
+            if current[i] > current[pick] {
+                pick = i;
+            }
+        }
+        current[pick] -= total;
+        *entry = members[pick].0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +120,25 @@ mod tests {
         ids.iter()
             .map(|id| buckets.iter().filter(|b| *b == id).count())
             .collect()
+    }
+
+    #[test]
+    fn spray_sequence_is_weighted_and_interleaved() {
+        let mut s = vec![0; N];
+        spray_sequence(&mut s, &[(7, 1), (8, 1), (9, 1), (10, 1)]);
+        assert_eq!(counts(&s, &[7, 8, 9, 10]), [128; 4]);
+        assert_eq!(&s[..8], &[7, 8, 9, 10, 7, 8, 9, 10]);
+
+        spray_sequence(&mut s, &[(1, 3), (2, 1)]);
+        assert_eq!(counts(&s, &[1, 2]), [384, 128]);
+        assert_eq!(&s[..4], &[1, 1, 2, 1]);
+
+        spray_sequence(&mut s, &[(1, 0), (2, 5)]);
+        assert_eq!(counts(&s, &[1, 2]), [0, N]);
+        spray_sequence(&mut s, &[(1, 0), (2, 0)]);
+        assert_eq!(counts(&s, &[1, 2]), [256, 256]);
+        spray_sequence(&mut s, &[]);
+        assert!(s.iter().all(|&x| x == NO_NEXTHOP));
     }
 
     #[test]

@@ -142,10 +142,15 @@ pub fn crc32(seed: u32, data: &[u8]) -> u32 {
 /// The flow hash the data plane selects a bucket with.
 #[inline(always)]
 pub fn flow_hash(seed: u32, flow: &FlowFields, fields: HashFields) -> u32 {
-    let input = hash_input(flow, fields);
+    input_hash(seed, &hash_input(flow, fields))
+}
+
+/// The flow hash of an input [`hash_input`] laid out.
+#[inline(always)]
+pub fn input_hash(seed: u32, input: &HashInput) -> u32 {
     // Fixed lengths let the CRC loop unroll.
-    if flow.is_ipv6 {
-        crc32(seed, &input.bytes[..40])
+    if input.len == HASH_INPUT_MAX {
+        crc32(seed, &input.bytes[..HASH_INPUT_MAX])
     } else {
         crc32(seed, &input.bytes[..16])
     }

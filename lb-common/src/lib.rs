@@ -10,6 +10,7 @@ pub mod buckets;
 pub mod checksum;
 #[cfg(any(test, feature = "craft"))]
 pub mod craft;
+pub mod flowlet;
 pub mod hash;
 pub mod maps;
 pub mod parse;

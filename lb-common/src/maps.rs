@@ -33,12 +33,29 @@ pub const DEVMAP: &str = "FL_DEVMAP";
 pub const VERDICTS: &str = "FL_VERDICTS";
 /// Per-CPU array: next-hop id -> [`NextHopStats`].
 pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
+/// LRU hash, per-CPU values: [`crate::flowlet::FlowletKey`] ->
+/// [`crate::flowlet::FlowletState`]. Its size is set at load time.
+pub const FLOWLETS: &str = "FL_FLOWLETS";
+/// Array: next-hop id -> path quality (`u32`, higher is better), written
+/// by the daemon; see [`crate::flowlet::PATH_QUALITY_DEFAULT`].
+pub const PATH_QUALITY: &str = "FL_PATH_QUALITY";
+/// Array: `group * BUCKETS_PER_GROUP + i` -> next-hop id: per-packet
+/// mode's spray sequence, each next hop as often as its quality says,
+/// interleaved.
+pub const SPRAY: &str = "FL_SPRAY";
+/// Per-CPU array: group id -> [`GroupStats`].
+pub const GROUP_STATS: &str = "FL_GROUP_STATS";
+/// Per-CPU array, one slot: bytes this CPU forwarded in flowlet and
+/// per-packet groups, the clock recent loads age by.
+pub const LOAD_CLOCK: &str = "FL_LOAD_CLOCK";
 
 pub const MAX_ROUTES: u32 = 16_384;
 pub const MAX_GROUPS: u32 = 64;
 pub const MAX_NEXTHOPS: u32 = 1024;
 pub const MAX_NEXTHOPS_PER_GROUP: usize = 64;
 pub const MAX_EGRESS_PORTS: u32 = 256;
+/// Flowlet table entries unless the config says otherwise.
+pub const FLOWLET_TABLE_DEFAULT: u32 = 65_536;
 /// Buckets per group; a power of two so a hash picks one with a mask. 512
 /// keeps the share error under 0.2% per next hop up to 64 next hops.
 pub const BUCKETS_PER_GROUP: u32 = 512;
@@ -47,7 +64,7 @@ pub const NO_NEXTHOP: u32 = u32::MAX;
 
 /// A group's data-plane settings.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupEntry {
     /// Zero for a slot no config uses.
     pub in_use: u32,
@@ -55,6 +72,39 @@ pub struct GroupEntry {
     pub hash_fields: u32,
     /// Per-switch CRC seed.
     pub hash_seed: u32,
+    /// [`crate::flowlet::MODE_ECMP`], `MODE_FLOWLET` or `MODE_PER_PACKET`.
+    pub mode: u32,
+    /// [`crate::flowlet::SPRAY_SELF_CONTAINED`] or `SPRAY_ALL`.
+    pub spray: u32,
+    /// Flowlet state from another generation counts as none. The daemon
+    /// bumps it when the group enters a flowlet mode from ECMP, so state
+    /// left from an earlier flowlet period cannot move a flow that ECMP
+    /// has been forwarding, mid-burst. Never 0.
+    pub generation: u32,
+    pub flowlet_gap_ns: u64,
+    /// How many of `members` are in use.
+    pub member_count: u32,
+    pub _pad: u32,
+    /// The group's next-hop ids, usable or not, in config order; flowlet
+    /// state names them by index (slot).
+    pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
+}
+
+impl Default for GroupEntry {
+    fn default() -> Self {
+        Self {
+            in_use: 0,
+            hash_fields: 0,
+            hash_seed: 0,
+            mode: 0,
+            spray: 0,
+            generation: 0,
+            flowlet_gap_ns: 0,
+            member_count: 0,
+            _pad: 0,
+            members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
+        }
+    }
 }
 
 /// Next-hop flag: selectable (configured, link up, MAC known).
@@ -77,6 +127,27 @@ pub struct NextHop {
 pub struct NextHopStats {
     pub packets: u64,
     pub bytes: u64,
+    /// Of `packets`, those per-packet mode sprayed here.
+    pub sprayed: u64,
+    /// Recent bytes from flowlet and per-packet groups: what a new
+    /// flowlet compares next hops by.
+    pub load: crate::flowlet::RecentLoad,
+}
+
+/// Per-CPU state and counters of one group.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    /// Position in the spray sequence; not a counter.
+    pub spray_cursor: u64,
+    /// Flowlets started, a flow's first included.
+    pub new_flowlets: u64,
+    /// New flowlets that took a different next hop than the flow had.
+    pub flowlet_moves: u64,
+    /// Packets that picked their own next hop (per-packet mode).
+    pub sprayed: u64,
+    /// Packets that followed their flowlet (flowlet and per-packet modes).
+    pub pinned: u64,
 }
 
 /// A QP as a receiver sees it: sender address and destination QP.
@@ -177,6 +248,9 @@ mod pod {
     unsafe impl aya::Pod for super::GroupEntry {}
     unsafe impl aya::Pod for super::NextHop {}
     unsafe impl aya::Pod for super::NextHopStats {}
+    unsafe impl aya::Pod for super::GroupStats {}
+    unsafe impl aya::Pod for crate::flowlet::FlowletKey {}
+    unsafe impl aya::Pod for crate::flowlet::FlowletState {}
     unsafe impl aya::Pod for super::SinkKey {}
     unsafe impl aya::Pod for super::SinkQp {}
 }
@@ -187,9 +261,15 @@ mod tests {
 
     #[test]
     fn layouts_have_no_padding() {
-        assert_eq!(core::mem::size_of::<GroupEntry>(), 12);
+        assert_eq!(
+            core::mem::size_of::<GroupEntry>(),
+            40 + 4 * MAX_NEXTHOPS_PER_GROUP
+        );
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
-        assert_eq!(core::mem::size_of::<NextHopStats>(), 16);
+        assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
+        assert_eq!(core::mem::size_of::<GroupStats>(), 40);
+        assert_eq!(core::mem::size_of::<crate::flowlet::FlowletKey>(), 44);
+        assert_eq!(core::mem::size_of::<crate::flowlet::FlowletState>(), 32);
         assert_eq!(core::mem::size_of::<SinkKey>(), 20);
         assert_eq!(core::mem::size_of::<SinkQp>(), 32);
     }

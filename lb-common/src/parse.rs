@@ -94,6 +94,16 @@ fn be16(b: [u8; 2]) -> u16 {
 /// verdict reason for a frame that cannot be forwarded.
 #[inline(always)]
 pub fn parse<P: PacketView + ?Sized>(pkt: &P) -> Result<Parsed, Reason> {
+    let mut parsed = Parsed::default();
+    parse_into(pkt, &mut parsed)?;
+    Ok(parsed)
+}
+
+/// [`parse`] into `parsed`, field by field: the data plane parses into a
+/// map slot, and a whole-struct copy would store the undefined payload of
+/// `bth: None`, which the verifier refuses to read.
+#[inline(always)]
+pub fn parse_into<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<(), Reason> {
     let eth: [u8; ETH_HLEN] = pkt.bytes(0).ok_or(Reason::L2Truncated)?;
     if eth[0] & 1 != 0 {
         return Err(Reason::NotUnicast);
@@ -116,17 +126,17 @@ pub fn parse<P: PacketView + ?Sized>(pkt: &P) -> Result<Parsed, Reason> {
             return Err(Reason::Unsupported);
         }
     }
-    let mut parsed = Parsed {
-        l3_offset,
-        vlan_tags,
-        ..Parsed::default()
-    };
+    parsed.l3_offset = l3_offset;
+    parsed.vlan_tags = vlan_tags;
+    parsed.ttl = 0;
+    parsed.fragment = false;
+    parsed.flow = FlowFields::default();
+    parsed.bth = None;
     match ethertype {
-        ETH_P_IPV4 => parse_ipv4(pkt, &mut parsed)?,
-        ETH_P_IPV6 => parse_ipv6(pkt, &mut parsed)?,
-        _ => return Err(Reason::NotIp),
+        ETH_P_IPV4 => parse_ipv4(pkt, parsed),
+        ETH_P_IPV6 => parse_ipv6(pkt, parsed),
+        _ => Err(Reason::NotIp),
     }
-    Ok(parsed)
 }
 
 #[inline(always)]

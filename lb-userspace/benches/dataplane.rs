@@ -30,7 +30,9 @@ use fabriclb::{
 };
 use lb_common::{
     craft::{Ipv4, Ipv6, bth, tcp, udp},
-    maps::{BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT},
+    maps::{
+        BENCH_RESTORE_LEN, FLOWLET_TABLE_DEFAULT, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT,
+    },
     parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
 };
 
@@ -74,8 +76,11 @@ fn bench_config() -> String {
 
 fn main() -> Result<()> {
     let config = config::parse(&bench_config(), "bench.toml".as_ref())?;
-    let tables = tables::Tables::build(&config, tables::static_nexthops(&config, 1, LB_MAC));
-    let mut dp = Dataplane::load().context("loading the XDP program (needs root)")?;
+    let tables = tables::Tables::build(&config, None, |spec| {
+        tables::static_nexthop(spec, 1, LB_MAC)
+    })?;
+    let mut dp =
+        Dataplane::load(FLOWLET_TABLE_DEFAULT).context("loading the XDP program (needs root)")?;
     tables.write(&mut dp, None)?;
     dp.add_port(lb_common::maps::BASELINE_IFINDEX)?;
 

@@ -10,11 +10,14 @@
 //! hash_seed = 0x5eed1234     # u32, default 0
 //! interfaces = ["eth0"]      # non-empty, unique
 //! xdp_mode = "auto"          # "auto" (default) | "driver" | "generic"
+//! flowlet_table_size = 65536 # flows the flowlet table holds (LRU)
 //!
 //! [[group]]
 //! name = "spines"            # unique, non-empty
-//! mode = "ecmp"              # default "ecmp"
+//! mode = "ecmp"              # "ecmp" (default) | "flowlet" | "per-packet"
 //! hash_fields = ["src_ip", "dst_ip"]   # default: all six
+//! flowlet_gap_us = 256       # idle gap that ends a flowlet, default 256
+//! spray = "self-contained"   # per-packet: "self-contained" (default) | "all"
 //! next_hops = [
 //!   { interface = "eth1", mac = "02:00:00:00:01:02" },
 //!   { interface = "eth2", ip = "10.0.2.2", vlan = 100 },
@@ -38,15 +41,27 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use lb_common::flowlet;
 use lb_common::hash::HashFields;
 use lb_common::maps::{
-    MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES,
+    FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS_PER_GROUP,
+    MAX_ROUTES,
 };
 use serde::Deserialize;
 use toml::Spanned;
 
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1`).
 pub const IFNAME_MAX_LEN: usize = 15;
+
+/// Flowlet gap bounds and default, microseconds. 256 is what switch ASICs
+/// default to; a second is far past any path's queueing delay.
+pub const FLOWLET_GAP_MIN_US: u32 = 1;
+pub const FLOWLET_GAP_MAX_US: u32 = 1_000_000;
+pub const FLOWLET_GAP_DEFAULT_US: u32 = 256;
+
+/// Flowlet table size bounds (entries, each with a value per CPU).
+pub const FLOWLET_TABLE_MIN: u32 = 1024;
+pub const FLOWLET_TABLE_MAX: u32 = 4 << 20;
 
 /// Smallest and largest 802.1Q VLAN id a next hop may carry.
 pub const VLAN_MIN: u16 = 1;
@@ -91,6 +106,8 @@ pub struct Switch {
     /// Ingress interfaces the XDP program attaches to; non-empty, unique.
     pub interfaces: Vec<String>,
     pub xdp_mode: XdpModeSetting,
+    /// Flowlet table entries; fixed once the program is loaded.
+    pub flowlet_table_size: u32,
 }
 
 /// How the XDP program is attached.
@@ -135,17 +152,72 @@ pub enum Mode {
     /// Per-flow hashing over the group's hash fields.
     #[default]
     Ecmp,
+    /// Flows move to the least loaded next hop after idle gaps.
+    Flowlet,
+    /// Sprayable packets pick a next hop each; the rest follow flowlets.
+    PerPacket,
 }
 
 impl Mode {
     /// Config names.
-    pub const NAMES: [(&'static str, Self); 1] = [("ecmp", Self::Ecmp)];
+    pub const NAMES: [(&'static str, Self); 3] = [
+        ("ecmp", Self::Ecmp),
+        ("flowlet", Self::Flowlet),
+        ("per-packet", Self::PerPacket),
+    ];
 
     /// The config name.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Ecmp => "ecmp",
+            Self::Flowlet => "flowlet",
+            Self::PerPacket => "per-packet",
         }
+    }
+
+    /// The data plane's code for it.
+    pub const fn code(self) -> u32 {
+        match self {
+            Self::Ecmp => flowlet::MODE_ECMP,
+            Self::Flowlet => flowlet::MODE_FLOWLET,
+            Self::PerPacket => flowlet::MODE_PER_PACKET,
+        }
+    }
+}
+
+/// Which packets a per-packet group sprays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Spray {
+    /// RoCEv2 packets that carry their own placement (ONLY opcodes,
+    /// acknowledgements); FIRST/MIDDLE/LAST stay on flowlets.
+    #[default]
+    SelfContained,
+    /// Every RoCEv2 packet: for receivers that reorder themselves.
+    All,
+}
+
+impl Spray {
+    pub const NAMES: [(&'static str, Self); 2] =
+        [("self-contained", Self::SelfContained), ("all", Self::All)];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::SelfContained => "self-contained",
+            Self::All => "all",
+        }
+    }
+
+    pub const fn code(self) -> u32 {
+        match self {
+            Self::SelfContained => flowlet::SPRAY_SELF_CONTAINED,
+            Self::All => flowlet::SPRAY_ALL,
+        }
+    }
+}
+
+impl fmt::Display for Spray {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -163,6 +235,10 @@ pub struct Group {
     pub mode: Mode,
     /// Non-empty; all six fields by default.
     pub hash_fields: HashFields,
+    /// Idle time that ends a flowlet, in flowlet and per-packet modes.
+    pub flowlet_gap_us: u32,
+    /// What per-packet mode sprays.
+    pub spray: Spray,
     /// `1..=MAX_NEXTHOPS_PER_GROUP`, no two equal.
     pub next_hops: Vec<NextHopSpec>,
 }
@@ -256,6 +332,126 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
     ctx.validate(raw)
 }
 
+/// What differs between two configs, one line per change, for the log of
+/// a live reload.
+pub fn changes(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let (a, b) = (&old.switch, &new.switch);
+    if a.hash_seed != b.hash_seed {
+        out.push(format!(
+            "switch.hash_seed {:#x} -> {:#x}",
+            a.hash_seed, b.hash_seed
+        ));
+    }
+    for name in b.interfaces.iter().filter(|i| !a.interfaces.contains(i)) {
+        out.push(format!("switch.interfaces: {name:?} added"));
+    }
+    for name in a.interfaces.iter().filter(|i| !b.interfaces.contains(i)) {
+        out.push(format!("switch.interfaces: {name:?} removed"));
+    }
+    if a.xdp_mode != b.xdp_mode {
+        out.push(format!("switch.xdp_mode {} -> {}", a.xdp_mode, b.xdp_mode));
+    }
+    if a.flowlet_table_size != b.flowlet_table_size {
+        out.push(format!(
+            "switch.flowlet_table_size {} -> {}",
+            a.flowlet_table_size, b.flowlet_table_size
+        ));
+    }
+    for group in &new.groups {
+        let Some(was) = old.groups.iter().find(|g| g.name == group.name) else {
+            out.push(format!(
+                "group {:?} added: mode {}, {} next hops",
+                group.name,
+                group.mode,
+                group.next_hops.len()
+            ));
+            continue;
+        };
+        let name = &group.name;
+        if was.mode != group.mode {
+            out.push(format!(
+                "group {name:?}: mode {} -> {}",
+                was.mode, group.mode
+            ));
+        }
+        if was.flowlet_gap_us != group.flowlet_gap_us {
+            out.push(format!(
+                "group {name:?}: flowlet_gap_us {} -> {}",
+                was.flowlet_gap_us, group.flowlet_gap_us
+            ));
+        }
+        if was.spray != group.spray {
+            out.push(format!(
+                "group {name:?}: spray {} -> {}",
+                was.spray, group.spray
+            ));
+        }
+        if was.hash_fields != group.hash_fields {
+            out.push(format!(
+                "group {name:?}: hash_fields {} -> {}",
+                field_list(was.hash_fields),
+                field_list(group.hash_fields)
+            ));
+        }
+        for nh in group
+            .next_hops
+            .iter()
+            .filter(|n| !was.next_hops.contains(n))
+        {
+            out.push(format!("group {name:?}: next hop \"{nh}\" added"));
+        }
+        for nh in was
+            .next_hops
+            .iter()
+            .filter(|n| !group.next_hops.contains(n))
+        {
+            out.push(format!("group {name:?}: next hop \"{nh}\" removed"));
+        }
+    }
+    for group in old
+        .groups
+        .iter()
+        .filter(|g| !new.groups.iter().any(|n| n.name == g.name))
+    {
+        out.push(format!("group {:?} removed", group.name));
+    }
+    let target = |config: &Config, prefix: &Prefix| {
+        config
+            .routes
+            .iter()
+            .find(|r| r.prefix == *prefix)
+            .map(|r| config.groups[r.group].name.clone())
+    };
+    for route in &new.routes {
+        let group = &new.groups[route.group].name;
+        match target(old, &route.prefix) {
+            None => out.push(format!("route {} -> {group:?} added", route.prefix)),
+            Some(was) if was != *group => out.push(format!(
+                "route {}: group {was:?} -> {group:?}",
+                route.prefix
+            )),
+            Some(_) => {}
+        }
+    }
+    for route in &old.routes {
+        if target(new, &route.prefix).is_none() {
+            out.push(format!("route {} removed", route.prefix));
+        }
+    }
+    out
+}
+
+/// `[src_ip, dst_ip]`.
+fn field_list(fields: HashFields) -> String {
+    let names: Vec<&str> = HashFields::NAMES
+        .iter()
+        .filter(|(_, f)| fields.contains(*f))
+        .map(|(n, _)| *n)
+        .collect();
+    format!("[{}]", names.join(", "))
+}
+
 // ---------------------------------------------------------------------------
 // Raw layer: what serde fills in, with source spans.
 
@@ -276,6 +472,7 @@ struct RawSwitch {
     hash_seed: u32,
     interfaces: Spanned<Vec<Spanned<String>>>,
     xdp_mode: Option<Spanned<String>>,
+    flowlet_table_size: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -284,6 +481,8 @@ struct RawGroup {
     name: Spanned<String>,
     mode: Option<Spanned<String>>,
     hash_fields: Option<Spanned<Vec<Spanned<String>>>>,
+    flowlet_gap_us: Option<Spanned<i64>>,
+    spray: Option<Spanned<String>>,
     next_hops: Spanned<Vec<Spanned<RawNextHop>>>,
 }
 
@@ -476,11 +675,43 @@ impl Ctx<'_> {
             )
         })?;
 
+        let flowlet_table_size = raw
+            .flowlet_table_size
+            .map_or(Ok(FLOWLET_TABLE_DEFAULT), |n| {
+                self.in_range(
+                    &n,
+                    FLOWLET_TABLE_MIN,
+                    FLOWLET_TABLE_MAX,
+                    "switch.flowlet_table_size",
+                )
+            })?;
+
         Ok(Switch {
             hash_seed: raw.hash_seed,
             interfaces,
             xdp_mode,
+            flowlet_table_size,
         })
+    }
+
+    /// `value` as a u32 within `min..=max`, or an error naming `what`.
+    fn in_range(
+        &self,
+        value: &Spanned<i64>,
+        min: u32,
+        max: u32,
+        what: &str,
+    ) -> Result<u32, ConfigError> {
+        let v = *value.get_ref();
+        u32::try_from(v)
+            .ok()
+            .filter(|v| (min..=max).contains(v))
+            .ok_or_else(|| {
+                self.error(
+                    value.span(),
+                    format!("{what} {v} is out of range {min}..={max}"),
+                )
+            })
     }
 
     /// Checks a name the way the kernel's `dev_valid_name` does.
@@ -551,6 +782,20 @@ impl Ctx<'_> {
             let hash_fields = group
                 .hash_fields
                 .map_or(Ok(HashFields::ALL), |list| self.hash_fields(&name, list))?;
+            let flowlet_gap_us =
+                group
+                    .flowlet_gap_us
+                    .map_or(Ok(FLOWLET_GAP_DEFAULT_US), |gap| {
+                        self.in_range(
+                            &gap,
+                            FLOWLET_GAP_MIN_US,
+                            FLOWLET_GAP_MAX_US,
+                            &format!("group {name:?} flowlet_gap_us"),
+                        )
+                    })?;
+            let spray = group.spray.map_or(Ok(Spray::default()), |spray| {
+                self.lookup(&spray, &Spray::NAMES, "unknown spray", "valid values")
+            })?;
 
             let list = self.non_empty(
                 group.next_hops,
@@ -605,6 +850,8 @@ impl Ctx<'_> {
                 name,
                 mode,
                 hash_fields,
+                flowlet_gap_us,
+                spray,
                 next_hops,
             });
         }
@@ -974,12 +1221,15 @@ group = "spines"
                 hash_seed: 0x5eed_1234,
                 interfaces: vec!["eth0".into(), "eth9".into()],
                 xdp_mode: XdpModeSetting::Generic,
+                flowlet_table_size: FLOWLET_TABLE_DEFAULT,
             },
             groups: vec![
                 Group {
                     name: "spines".into(),
                     mode: Mode::Ecmp,
                     hash_fields: HashFields::RDMA_BTH_DEST_QP.union(HashFields::DST_IP),
+                    flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
+                    spray: Spray::SelfContained,
                     next_hops: vec![
                         NextHopSpec {
                             interface: "eth1".into(),
@@ -1009,6 +1259,8 @@ group = "spines"
                     name: "unused".into(),
                     mode: Mode::Ecmp,
                     hash_fields: HashFields::ALL,
+                    flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
+                    spray: Spray::SelfContained,
                     next_hops: vec![NextHopSpec {
                         interface: "eth1".into(),
                         addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -1019,6 +1271,8 @@ group = "spines"
                     name: "storage".into(),
                     mode: Mode::Ecmp,
                     hash_fields: HashFields::SRC_IP,
+                    flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
+                    spray: Spray::SelfContained,
                     next_hops: vec![NextHopSpec {
                         interface: "eth4".into(),
                         addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),
@@ -1071,8 +1325,11 @@ group = "spines"
                 hash_seed: 0,
                 interfaces: vec!["eth0".into()],
                 xdp_mode: XdpModeSetting::Auto,
+                flowlet_table_size: FLOWLET_TABLE_DEFAULT,
             }
         );
+        assert_eq!(config.groups[0].flowlet_gap_us, FLOWLET_GAP_DEFAULT_US);
+        assert_eq!(config.groups[0].spray, Spray::SelfContained);
         assert_eq!(config.groups.len(), 1);
         assert_eq!(config.groups[0].mode, Mode::Ecmp);
         assert_eq!(config.groups[0].hash_fields, HashFields::ALL);
@@ -1107,8 +1364,99 @@ group = "spines"
     #[test]
     fn unsupported_group_mode() {
         assert_eq!(
-            err(&with_group_key("mode = \"flowlet\"")),
-            "configs/x.toml:5:8: unsupported group mode \"flowlet\" (supported modes: \"ecmp\")"
+            err(&with_group_key("mode = \"adaptive\"")),
+            "configs/x.toml:5:8: unsupported group mode \"adaptive\" \
+             (supported modes: \"ecmp\", \"flowlet\", \"per-packet\")"
+        );
+    }
+
+    #[test]
+    fn group_modes_gap_and_spray() {
+        for (name, mode) in Mode::NAMES {
+            let config = ok(&with_group_key(&format!("mode = \"{name}\"")));
+            assert_eq!(config.groups[0].mode, mode);
+            assert_eq!(mode.to_string(), name);
+        }
+        let config = ok(&with_group_key(
+            "mode = \"per-packet\"\nflowlet_gap_us = 50\nspray = \"all\"",
+        ));
+        assert_eq!(config.groups[0].flowlet_gap_us, 50);
+        assert_eq!(config.groups[0].spray, Spray::All);
+        assert_eq!(
+            err(&with_group_key("flowlet_gap_us = 0")),
+            "configs/x.toml:5:18: group \"g\" flowlet_gap_us 0 is out of range 1..=1000000"
+        );
+        assert_eq!(
+            err(&with_group_key("flowlet_gap_us = 1000001")),
+            "configs/x.toml:5:18: group \"g\" flowlet_gap_us 1000001 is out of range 1..=1000000"
+        );
+        assert_eq!(
+            err(&with_group_key("spray = \"middle\"")),
+            "configs/x.toml:5:9: unknown spray \"middle\" (valid values: \"self-contained\", \"all\")"
+        );
+    }
+
+    #[test]
+    fn flowlet_table_size() {
+        let text = |size: &str| {
+            with_route(&format!(
+                "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
+            ))
+            .replacen(SWITCH, &format!("{SWITCH}flowlet_table_size = {size}\n"), 1)
+        };
+        assert_eq!(ok(&text("1024")).switch.flowlet_table_size, 1024);
+        assert_eq!(
+            err(&text("1023")),
+            "configs/x.toml:3:22: switch.flowlet_table_size 1023 is out of range 1024..=4194304"
+        );
+        assert_eq!(
+            err(&text("-1")),
+            "configs/x.toml:3:22: switch.flowlet_table_size -1 is out of range 1024..=4194304"
+        );
+    }
+
+    #[test]
+    fn changes_name_every_difference() {
+        let old = ok(&with_groups(
+            &[("a", "eth1", "10.0.0.1"), ("b", "eth2", "10.0.0.2")],
+            "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"a\"\n\
+             [[route]]\nprefix = \"10.2.0.0/16\"\ngroup = \"b\"\n",
+        ));
+        assert!(changes(&old, &old).is_empty());
+        let mut new = old.clone();
+        new.switch.hash_seed = 7;
+        new.groups[0].mode = Mode::Flowlet;
+        new.groups[0].flowlet_gap_us = 500;
+        new.groups[0].spray = Spray::All;
+        new.groups[0].hash_fields = HashFields::SRC_IP.union(HashFields::DST_IP);
+        new.groups[0].next_hops.push(NextHopSpec {
+            interface: "eth3".into(),
+            addr: NextHopAddr::Mac([2, 0, 0, 0, 0, 3]),
+            vlan: None,
+        });
+        new.groups.remove(1);
+        new.routes[1].group = 0;
+        new.routes.push(Route {
+            prefix: Prefix {
+                addr: IpAddr::V4(Ipv4Addr::new(10, 3, 0, 0)),
+                len: 16,
+            },
+            group: 0,
+        });
+        assert_eq!(
+            changes(&old, &new),
+            [
+                "switch.hash_seed 0x0 -> 0x7",
+                "group \"a\": mode ecmp -> flowlet",
+                "group \"a\": flowlet_gap_us 256 -> 500",
+                "group \"a\": spray self-contained -> all",
+                "group \"a\": hash_fields [src_ip, dst_ip, ip_protocol, l4_src_port, \
+                 l4_dst_port, rdma_bth_dest_qp] -> [src_ip, dst_ip]",
+                "group \"a\": next hop \"eth3 02:00:00:00:00:03\" added",
+                "group \"b\" removed",
+                "route 10.2.0.0/16: group \"b\" -> \"a\"",
+                "route 10.3.0.0/16 -> \"a\" added",
+            ]
         );
     }
 
@@ -1145,12 +1493,13 @@ group = "spines"
         assert_eq!(
             err("[switch]\ninterfaces = [\"eth0\"]\nhash_sead = 1\n"),
             "configs/x.toml:3:1: unknown field `hash_sead`, \
-             expected one of `hash_seed`, `interfaces`, `xdp_mode`"
+             expected one of `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`"
         );
         assert_eq!(
             err(&with_group_key("weight = 2")),
             "configs/x.toml:5:1: unknown field `weight`, \
-             expected one of `name`, `mode`, `hash_fields`, `next_hops`"
+             expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, \
+             `next_hops`"
         );
         assert_eq!(
             err(&with_next_hop("ip = \"10.0.0.1\", vlna = 5")),

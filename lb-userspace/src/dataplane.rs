@@ -1,14 +1,14 @@
 //! The loaded XDP program and typed access to its maps.
 
 use aya::{
-    Ebpf, EbpfError,
+    Ebpf, EbpfError, EbpfLoader,
     maps::{
         Array, DevMapHash, LpmTrie, MapData, MapError, PerCpuArray, lpm_trie::Key, xdp::XdpMapError,
     },
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
 use lb_common::maps::{
-    self as names, BUCKETS_PER_GROUP, GroupEntry, NextHop, NextHopStats, Reason,
+    self as names, BUCKETS_PER_GROUP, GroupEntry, GroupStats, NextHop, NextHopStats, Reason,
 };
 
 /// The XDP object built from lb-ebpf by the build script.
@@ -62,8 +62,11 @@ pub struct Dataplane {
     pub buckets: Array<MapData, u32>,
     pub nexthops: Array<MapData, NextHop>,
     pub devmap: DevMapHash<MapData>,
+    pub path_quality: Array<MapData, u32>,
+    pub spray: Array<MapData, u32>,
     verdicts: PerCpuArray<MapData, u64>,
     nexthop_stats: PerCpuArray<MapData, NextHopStats>,
+    group_stats: PerCpuArray<MapData, GroupStats>,
 }
 
 fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T>
@@ -76,11 +79,32 @@ where
     T::try_from(map).map_err(map_err(name))
 }
 
+/// Writes the entries of `group`'s slice of a per-group table that differ
+/// from `current`.
+fn write_table(
+    map: &mut Array<MapData, u32>,
+    name: &'static str,
+    group: u32,
+    current: Option<&[u32]>,
+    wanted: &[u32],
+) -> Result<()> {
+    let base = group * BUCKETS_PER_GROUP;
+    for (i, &new) in (0u32..).zip(wanted) {
+        if current.and_then(|c| c.get(i as usize)) != Some(&new) {
+            map.set(base + i, new, 0).map_err(map_err(name))?;
+        }
+    }
+    Ok(())
+}
+
 impl Dataplane {
     /// Loads the object and the program into the kernel (verifier included)
-    /// without attaching it anywhere.
-    pub fn load() -> Result<Self> {
-        let mut ebpf = Ebpf::load(OBJECT)?;
+    /// without attaching it anywhere; the flowlet table holds
+    /// `flowlet_table_size` flows.
+    pub fn load(flowlet_table_size: u32) -> Result<Self> {
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries(names::FLOWLETS, flowlet_table_size)
+            .load(OBJECT)?;
         Self::program_of(&mut ebpf)?
             .load()
             .map_err(|source| DataplaneError::Program {
@@ -94,8 +118,11 @@ impl Dataplane {
             buckets: take(&mut ebpf, names::BUCKETS)?,
             nexthops: take(&mut ebpf, names::NEXTHOPS)?,
             devmap: take(&mut ebpf, names::DEVMAP)?,
+            path_quality: take(&mut ebpf, names::PATH_QUALITY)?,
+            spray: take(&mut ebpf, names::SPRAY)?,
             verdicts: take(&mut ebpf, names::VERDICTS)?,
             nexthop_stats: take(&mut ebpf, names::NEXTHOP_STATS)?,
+            group_stats: take(&mut ebpf, names::GROUP_STATS)?,
             ebpf,
         })
     }
@@ -165,7 +192,8 @@ impl Dataplane {
         Ok(counts)
     }
 
-    /// One next hop's counters, summed over CPUs.
+    /// One next hop's counters, summed over CPUs (its recent load is
+    /// per CPU and left out).
     pub fn nexthop_stats(&self, id: u32) -> Result<NextHopStats> {
         let per_cpu = self
             .nexthop_stats
@@ -176,7 +204,32 @@ impl Dataplane {
             .fold(NextHopStats::default(), |acc, s| NextHopStats {
                 packets: acc.packets + s.packets,
                 bytes: acc.bytes + s.bytes,
+                sprayed: acc.sprayed + s.sprayed,
+                load: Default::default(),
             }))
+    }
+
+    /// One group's counters, summed over CPUs (spray cursors left out).
+    pub fn group_stats(&self, id: u32) -> Result<GroupStats> {
+        let per_cpu = self
+            .group_stats
+            .get(&id, 0)
+            .map_err(map_err(names::GROUP_STATS))?;
+        Ok(per_cpu
+            .iter()
+            .fold(GroupStats::default(), |acc, s| GroupStats {
+                spray_cursor: 0,
+                new_flowlets: acc.new_flowlets + s.new_flowlets,
+                flowlet_moves: acc.flowlet_moves + s.flowlet_moves,
+                sprayed: acc.sprayed + s.sprayed,
+                pinned: acc.pinned + s.pinned,
+            }))
+    }
+
+    pub fn set_path_quality(&mut self, id: u32, quality: u32) -> Result<()> {
+        self.path_quality
+            .set(id, quality, 0)
+            .map_err(map_err(names::PATH_QUALITY))
     }
 
     pub fn set_group(&mut self, id: u32, entry: GroupEntry) -> Result<()> {
@@ -199,15 +252,17 @@ impl Dataplane {
         current: Option<&[u32]>,
         wanted: &[u32],
     ) -> Result<()> {
-        let base = group * BUCKETS_PER_GROUP;
-        for (i, &new) in (0u32..).zip(wanted) {
-            if current.and_then(|c| c.get(i as usize)) != Some(&new) {
-                self.buckets
-                    .set(base + i, new, 0)
-                    .map_err(map_err(names::BUCKETS))?;
-            }
-        }
-        Ok(())
+        write_table(&mut self.buckets, names::BUCKETS, group, current, wanted)
+    }
+
+    /// [`Self::write_buckets`] for the spray sequence.
+    pub fn write_spray(
+        &mut self,
+        group: u32,
+        current: Option<&[u32]>,
+        wanted: &[u32],
+    ) -> Result<()> {
+        write_table(&mut self.spray, names::SPRAY, group, current, wanted)
     }
 
     pub fn add_port(&mut self, ifindex: u32) -> Result<()> {

@@ -29,6 +29,9 @@ enum Command {
         /// How often links and neighbours are re-read, in milliseconds.
         #[arg(long, default_value_t = 1000)]
         refresh_interval_ms: u64,
+        /// Reload only on SIGHUP, not also when the config file changes.
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Validate config files without touching the kernel.
     CheckConfig {
@@ -158,6 +161,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             metrics_file,
             metrics_interval_ms,
             refresh_interval_ms,
+            no_watch,
         } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -167,6 +171,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 metrics_file,
                 metrics_interval: Duration::from_millis(metrics_interval_ms.max(1)),
                 refresh_interval: Duration::from_millis(refresh_interval_ms.max(1)),
+                watch_config: !no_watch,
             }))
         }
         Command::CheckConfig { files } => {

@@ -5,7 +5,17 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lb_common::maps::{NextHopStats, Reason};
+use lb_common::maps::{GroupStats, NextHopStats, Reason};
+
+use crate::config::Mode;
+
+/// One group's identity and counters.
+pub struct GroupSample<'a> {
+    pub name: &'a str,
+    /// The data plane's mode code.
+    pub mode: u32,
+    pub stats: GroupStats,
+}
 
 /// One next hop's identity and counters.
 pub struct NextHopSample<'a> {
@@ -17,7 +27,11 @@ pub struct NextHopSample<'a> {
     pub stats: NextHopStats,
 }
 
-pub fn render(verdicts: &[u64; Reason::COUNT as usize], nexthops: &[NextHopSample<'_>]) -> String {
+pub fn render(
+    verdicts: &[u64; Reason::COUNT as usize],
+    groups: &[GroupSample<'_>],
+    nexthops: &[NextHopSample<'_>],
+) -> String {
     let mut out = String::new();
     out.push_str(
         "# HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.\n",
@@ -31,8 +45,54 @@ pub fn render(verdicts: &[u64; Reason::COUNT as usize], nexthops: &[NextHopSampl
             verdicts[reason as usize]
         );
     }
+    out.push_str("# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).\n");
+    out.push_str("# TYPE fabriclb_group_mode gauge\n");
+    for g in groups {
+        for (name, mode) in Mode::NAMES {
+            let _ = writeln!(
+                out,
+                "fabriclb_group_mode{{group=\"{}\",mode=\"{name}\"}} {}",
+                escape(g.name),
+                u64::from(mode.code() == g.mode)
+            );
+        }
+    }
+    type GroupValue = fn(&GroupStats) -> u64;
+    let per_group: [(&str, &str, GroupValue); 4] = [
+        (
+            "fabriclb_group_new_flowlets_total",
+            "Flowlets started (a flow's first included).",
+            |s| s.new_flowlets,
+        ),
+        (
+            "fabriclb_group_flowlet_moves_total",
+            "New flowlets that took a different next hop than their flow had.",
+            |s| s.flowlet_moves,
+        ),
+        (
+            "fabriclb_group_sprayed_packets_total",
+            "Packets that picked their own next hop (per-packet mode).",
+            |s| s.sprayed,
+        ),
+        (
+            "fabriclb_group_pinned_packets_total",
+            "Packets that followed their flowlet (flowlet and per-packet modes).",
+            |s| s.pinned,
+        ),
+    ];
+    for (metric, help, value) in per_group {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
+        for g in groups {
+            let _ = writeln!(
+                out,
+                "{metric}{{group=\"{}\"}} {}",
+                escape(g.name),
+                value(&g.stats)
+            );
+        }
+    }
     type Value = fn(&NextHopSample<'_>) -> u64;
-    let per_nexthop: [(&str, &str, &str, Value); 3] = [
+    let per_nexthop: [(&str, &str, &str, Value); 4] = [
         (
             "fabriclb_nexthop_packets_total",
             "Packets forwarded to the next hop.",
@@ -44,6 +104,12 @@ pub fn render(verdicts: &[u64; Reason::COUNT as usize], nexthops: &[NextHopSampl
             "Bytes forwarded to the next hop (as received).",
             "counter",
             |n| n.stats.bytes,
+        ),
+        (
+            "fabriclb_nexthop_sprayed_packets_total",
+            "Of the packets forwarded to the next hop, those sprayed there.",
+            "counter",
+            |n| n.stats.sprayed,
         ),
         (
             "fabriclb_nexthop_usable",
@@ -111,9 +177,33 @@ mod tests {
             stats: NextHopStats {
                 packets: 5,
                 bytes: 640,
+                sprayed: 4,
+                ..NextHopStats::default()
             },
         }];
-        let text = render(&verdicts, &nexthops);
+        let groups = [GroupSample {
+            name: "spines",
+            mode: Mode::PerPacket.code(),
+            stats: GroupStats {
+                spray_cursor: 99,
+                new_flowlets: 6,
+                flowlet_moves: 2,
+                sprayed: 4,
+                pinned: 1,
+            },
+        }];
+        let text = render(&verdicts, &groups, &nexthops);
+        for line in [
+            "fabriclb_group_mode{group=\"spines\",mode=\"ecmp\"} 0\n",
+            "fabriclb_group_mode{group=\"spines\",mode=\"per-packet\"} 1\n",
+            "fabriclb_group_new_flowlets_total{group=\"spines\"} 6\n",
+            "fabriclb_group_flowlet_moves_total{group=\"spines\"} 2\n",
+            "fabriclb_group_sprayed_packets_total{group=\"spines\"} 4\n",
+            "fabriclb_group_pinned_packets_total{group=\"spines\"} 1\n",
+            "fabriclb_nexthop_sprayed_packets_total{group=\"spines\",nexthop=\"eth1 10.0.2.2\",id=\"3\"} 4\n",
+        ] {
+            assert!(text.contains(line), "{line}");
+        }
         assert!(text.contains("fabriclb_packets_total{reason=\"forwarded\"} 7\n"));
         assert!(text.contains("fabriclb_packets_total{reason=\"l3_malformed\"} 0\n"));
         assert!(text.contains(

@@ -1,69 +1,210 @@
 //! The data-plane tables a config turns into, and writing them to the maps.
+//!
+//! Ids are stable across reloads: a group keeps its id as long as its name
+//! stays, a next hop as long as its group and spec stay, and an id a reload
+//! frees is not handed out by that same reload. So a live config change
+//! never points an old route or bucket at somebody else's next hop while
+//! the maps are being rewritten.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use lb_common::{
-    buckets::rebalance,
-    maps::{BUCKETS_PER_GROUP, GroupEntry, NEXTHOP_USABLE, NO_NEXTHOP, NextHop},
+    buckets::{rebalance, spray_sequence},
+    flowlet::PATH_QUALITY_DEFAULT,
+    maps::{
+        BUCKETS_PER_GROUP, GroupEntry, MAX_GROUPS, MAX_NEXTHOPS, NEXTHOP_USABLE, NO_NEXTHOP,
+        NextHop,
+    },
 };
 
-use crate::config::{Config, NextHopAddr, Prefix};
+use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
 use crate::dataplane::{Dataplane, DataplaneError};
 
-/// One group: its settings, its next-hop ids and its bucket table.
+/// One group: its id, settings, next-hop ids (config order) and the
+/// bucket and spray tables over them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupTable {
+    pub id: u32,
     pub name: String,
     pub entry: GroupEntry,
     pub members: Vec<u32>,
+    /// The members' specs, same order.
+    pub specs: Vec<NextHopSpec>,
     pub buckets: Vec<u32>,
+    pub spray: Vec<u32>,
 }
 
-/// Everything the maps hold for one config. Next-hop ids number the
-/// config's next hops in order, group by group; group ids are config order.
+/// Everything the maps hold for one config.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tables {
+    /// By next-hop id; ids no next hop holds are all zeros (not usable).
     pub nexthops: Vec<NextHop>,
+    /// By next-hop id: path quality, [`PATH_QUALITY_DEFAULT`] until
+    /// telemetry says otherwise; 0 for unused ids.
+    pub quality: Vec<u32>,
+    /// In config order.
     pub groups: Vec<GroupTable>,
+    /// Prefix -> group id.
     pub routes: Vec<(Prefix, u32)>,
+    /// The next flowlet generation to hand out.
+    next_generation: u32,
+}
+
+/// Why a config's tables cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TablesError {
+    #[error(
+        "cannot keep both the old and the new {what} while switching: the two configs \
+         need more than {max} ids between them; apply the change in two steps"
+    )]
+    OutOfIds { what: &'static str, max: u32 },
+}
+
+/// Hands out ids: the previous owner's first, then ids nobody holds in
+/// either the old or the new config.
+struct Ids<K> {
+    previous: HashMap<K, u32>,
+    taken: BTreeSet<u32>,
+    max: u32,
+    what: &'static str,
+}
+
+impl<K: std::hash::Hash + Eq> Ids<K> {
+    fn new(previous: HashMap<K, u32>, max: u32, what: &'static str) -> Self {
+        let taken = previous.values().copied().collect();
+        Self {
+            previous,
+            taken,
+            max,
+            what,
+        }
+    }
+
+    fn fresh(&mut self) -> Result<u32, TablesError> {
+        let id =
+            (0..self.max)
+                .find(|id| !self.taken.contains(id))
+                .ok_or(TablesError::OutOfIds {
+                    what: self.what,
+                    max: self.max,
+                })?;
+        self.taken.insert(id);
+        Ok(id)
+    }
+
+    /// Ids for `keys`, in order.
+    fn ids(&mut self, keys: &[K]) -> Result<Vec<u32>, TablesError> {
+        keys.iter()
+            .map(|k| match self.previous.get(k) {
+                Some(&id) => Ok(id),
+                None => self.fresh(),
+            })
+            .collect()
+    }
 }
 
 impl Tables {
-    /// Builds the tables for `config` given each next hop's resolved form
-    /// (in config order; unusable ones without [`NEXTHOP_USABLE`]).
-    pub fn build(config: &Config, nexthops: Vec<NextHop>) -> Self {
-        let mut next_id = 0u32;
-        let groups = config
+    /// Builds the tables for `config`, each next hop as `resolve` makes it
+    /// (unusable ones without [`NEXTHOP_USABLE`]), keeping the ids of
+    /// `previous` where groups and next hops stay.
+    pub fn build(
+        config: &Config,
+        previous: Option<&Tables>,
+        mut resolve: impl FnMut(&NextHopSpec) -> NextHop,
+    ) -> Result<Self, TablesError> {
+        let old_groups: HashMap<&str, &GroupTable> = previous
+            .map(|p| p.groups.iter().map(|g| (g.name.as_str(), g)).collect())
+            .unwrap_or_default();
+        let names: Vec<&str> = config.groups.iter().map(|g| g.name.as_str()).collect();
+        let group_ids = Ids::new(
+            old_groups.iter().map(|(n, g)| (*n, g.id)).collect(),
+            MAX_GROUPS,
+            "groups",
+        )
+        .ids(&names)?;
+
+        // Next hops are the same next hop when group and spec are.
+        let mut old_nexthops = HashMap::new();
+        if let Some(previous) = previous {
+            for group in &previous.groups {
+                for (spec, &id) in group.specs.iter().zip(&group.members) {
+                    old_nexthops.insert((group.name.clone(), spec.clone()), id);
+                }
+            }
+        }
+        let keys: Vec<(String, NextHopSpec)> = config
             .groups
             .iter()
-            .map(|group| {
-                let members: Vec<u32> = (next_id..).take(group.next_hops.len()).collect();
-                next_id += members.len() as u32;
-                let mut table = GroupTable {
-                    name: group.name.clone(),
-                    entry: GroupEntry {
-                        in_use: 1,
-                        hash_fields: group.hash_fields.0,
-                        hash_seed: config.switch.hash_seed,
-                    },
-                    members,
-                    buckets: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
-                };
-                table.rebalance(&nexthops);
-                table
-            })
+            .flat_map(|g| g.next_hops.iter().map(|s| (g.name.clone(), s.clone())))
             .collect();
+        let ids = Ids::new(old_nexthops, MAX_NEXTHOPS, "next hops").ids(&keys)?;
+        let len = ids.iter().max().map_or(0, |m| *m as usize + 1);
+        let mut nexthops = vec![NextHop::default(); len];
+        let mut quality = vec![0; len];
+        for (&id, (_, spec)) in ids.iter().zip(&keys) {
+            nexthops[id as usize] = resolve(spec);
+            quality[id as usize] = PATH_QUALITY_DEFAULT;
+        }
+
+        let mut next_generation = previous.map_or(1, |p| p.next_generation);
+        let mut ids = ids.into_iter();
+        let mut groups = Vec::with_capacity(config.groups.len());
+        for (group, id) in config.groups.iter().zip(group_ids) {
+            let members: Vec<u32> = ids.by_ref().take(group.next_hops.len()).collect();
+            let old = old_groups.get(group.name.as_str());
+            // Flowlet state made before a spell of ECMP must not steer
+            // flows ECMP has been forwarding since.
+            let generation = match old {
+                Some(old) if old.entry.mode != Mode::Ecmp.code() || group.mode == Mode::Ecmp => {
+                    old.entry.generation
+                }
+                _ => {
+                    let g = next_generation;
+                    next_generation = next_generation.checked_add(1).unwrap_or(1);
+                    g
+                }
+            };
+            let mut entry = GroupEntry {
+                in_use: 1,
+                hash_fields: group.hash_fields.0,
+                hash_seed: config.switch.hash_seed,
+                mode: group.mode.code(),
+                spray: group.spray.code(),
+                generation,
+                flowlet_gap_ns: u64::from(group.flowlet_gap_us) * 1000,
+                member_count: members.len() as u32,
+                ..GroupEntry::default()
+            };
+            entry.members[..members.len()].copy_from_slice(&members);
+            let mut table = GroupTable {
+                id,
+                name: group.name.clone(),
+                entry,
+                members,
+                specs: group.next_hops.clone(),
+                // Starting from the old buckets keeps flows where they were.
+                buckets: old.map_or_else(
+                    || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
+                    |o| o.buckets.clone(),
+                ),
+                spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
+            };
+            table.rebalance(&nexthops, &quality);
+            groups.push(table);
+        }
         let routes = config
             .routes
             .iter()
-            .map(|r| (r.prefix, r.group as u32))
+            .map(|r| (r.prefix, groups[r.group].id))
             .collect();
-        Self {
+        Ok(Self {
             nexthops,
+            quality,
             groups,
             routes,
-        }
+            next_generation,
+        })
     }
 
     /// Replaces next hop `id` and moves only the buckets that must move.
@@ -76,9 +217,9 @@ impl Tables {
             return false;
         }
         *slot = nexthop;
-        let nexthops = &self.nexthops;
+        let (nexthops, quality) = (&self.nexthops, &self.quality);
         for group in self.groups.iter_mut().filter(|g| g.members.contains(&id)) {
-            group.rebalance(nexthops);
+            group.rebalance(nexthops, quality);
         }
         true
     }
@@ -93,30 +234,43 @@ impl Tables {
     }
 
     /// Writes every entry that differs from `previous` (everything when
-    /// `None`), in an order that never exposes a half-built path: next hops
-    /// and ports first, then buckets, groups, and routes last.
+    /// `None`), in an order that never exposes a half-built path: next hops,
+    /// qualities and ports first, then buckets, spray sequences and groups,
+    /// routes after them, and what the new config dropped last.
     pub fn write(
         &self,
         dp: &mut Dataplane,
         previous: Option<&Tables>,
     ) -> Result<(), DataplaneError> {
+        let old_nexthop = |id: usize| previous.and_then(|p| p.nexthops.get(id));
         for (id, nexthop) in (0u32..).zip(&self.nexthops) {
-            if previous.and_then(|p| p.nexthops.get(id as usize)) != Some(nexthop) {
+            if old_nexthop(id as usize) != Some(nexthop) {
                 dp.set_nexthop(id, *nexthop)?;
+            }
+        }
+        for (id, &quality) in (0u32..).zip(&self.quality) {
+            if previous.and_then(|p| p.quality.get(id as usize)) != Some(&quality) {
+                dp.set_path_quality(id, quality)?;
             }
         }
         let old_ports = previous.map(Tables::ports).unwrap_or_default();
         for port in self.ports().difference(&old_ports) {
             dp.add_port(*port)?;
         }
-        for (id, group) in (0u32..).zip(&self.groups) {
-            let old = previous.and_then(|p| p.groups.get(id as usize));
-            dp.write_buckets(id, old.map(|g| g.buckets.as_slice()), &group.buckets)?;
+        let old_group = |id: u32| previous.and_then(|p| p.groups.iter().find(|g| g.id == id));
+        for group in &self.groups {
+            let old = old_group(group.id);
+            dp.write_buckets(group.id, old.map(|g| g.buckets.as_slice()), &group.buckets)?;
+            dp.write_spray(group.id, old.map(|g| g.spray.as_slice()), &group.spray)?;
             if old.map(|g| g.entry) != Some(group.entry) {
-                dp.set_group(id, group.entry)?;
+                dp.set_group(group.id, group.entry)?;
             }
         }
         for (prefix, group) in &self.routes {
+            let old = previous.and_then(|p| p.routes.iter().find(|(q, _)| q == prefix));
+            if old.map(|(_, g)| g) == Some(group) {
+                continue;
+            }
             match prefix.addr {
                 IpAddr::V4(a) => dp.set_route_v4(a.octets(), prefix.len, *group)?,
                 IpAddr::V6(a) => dp.set_route_v6(a.octets(), prefix.len, *group)?,
@@ -133,6 +287,15 @@ impl Tables {
                 }
             }
         }
+        for old in &previous.groups {
+            if !self.groups.iter().any(|g| g.id == old.id) {
+                dp.set_group(old.id, GroupEntry::default())?;
+            }
+        }
+        for id in self.nexthops.len()..previous.nexthops.len() {
+            dp.set_nexthop(id as u32, NextHop::default())?;
+            dp.set_path_quality(id as u32, 0)?;
+        }
         for port in old_ports.difference(&self.ports()) {
             dp.remove_port(*port)?;
         }
@@ -144,30 +307,23 @@ impl Tables {
 /// through `ifindex` with source MAC `src_mac`, all usable: the data plane
 /// without a kernel to resolve anything, for tests and benchmarks run with
 /// BPF_PROG_TEST_RUN (which transmits nothing).
-pub fn static_nexthops(config: &Config, ifindex: u32, src_mac: [u8; 6]) -> Vec<NextHop> {
-    config
-        .groups
-        .iter()
-        .flat_map(|g| &g.next_hops)
-        .map(|spec| NextHop {
-            ifindex,
-            vlan: spec.vlan.unwrap_or(0),
-            flags: if matches!(spec.addr, NextHopAddr::Mac(_)) {
-                NEXTHOP_USABLE
-            } else {
-                0
-            },
-            dst_mac: match spec.addr {
-                NextHopAddr::Mac(mac) => mac,
-                NextHopAddr::Ip(_) => [0; 6],
-            },
-            src_mac,
-        })
-        .collect()
+pub fn static_nexthop(spec: &NextHopSpec, ifindex: u32, src_mac: [u8; 6]) -> NextHop {
+    let mac = match spec.addr {
+        NextHopAddr::Mac(mac) => Some(mac),
+        NextHopAddr::Ip(_) => None,
+    };
+    NextHop {
+        ifindex,
+        vlan: spec.vlan.unwrap_or(0),
+        flags: if mac.is_some() { NEXTHOP_USABLE } else { 0 },
+        dst_mac: mac.unwrap_or_default(),
+        src_mac,
+    }
 }
 
 impl GroupTable {
-    fn rebalance(&mut self, nexthops: &[NextHop]) {
+    /// Fits the bucket table and spray sequence to the usable members.
+    fn rebalance(&mut self, nexthops: &[NextHop], quality: &[u32]) {
         let live: Vec<u32> = self
             .members
             .iter()
@@ -175,5 +331,7 @@ impl GroupTable {
             .filter(|&id| nexthops[id as usize].flags & NEXTHOP_USABLE != 0)
             .collect();
         rebalance(&mut self.buckets, &live);
+        let weighted: Vec<(u32, u32)> = live.iter().map(|&id| (id, quality[id as usize])).collect();
+        spray_sequence(&mut self.spray, &weighted);
     }
 }

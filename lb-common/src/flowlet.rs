@@ -1,0 +1,262 @@
+//! Flowlet switching and per-packet spraying: when a packet may take a
+//! different next hop than the one before it, and which one it takes.
+//!
+//! A flow may change path only after an idle gap longer than the group's
+//! flowlet timer: by then its earlier packets have left every queue, so the
+//! move cannot reorder it. Each new flowlet takes the next hop with the least
+//! recent load per unit of path quality, unless its current next hop is
+//! within [`HYSTERESIS_NUM`]/[`HYSTERESIS_DEN`] of that (a move for a marginal
+//! gain only churns). Per-packet mode sprays the packets that carry their own
+//! placement and keeps the rest on flowlets.
+
+use crate::hash::{HASH_INPUT_MAX, HashInput};
+use crate::parse::Bth;
+use crate::roce;
+
+/// [`crate::maps::GroupEntry::mode`]: hash every packet of a flow to one
+/// next hop.
+pub const MODE_ECMP: u32 = 0;
+/// Flows move between next hops only at flowlet boundaries.
+pub const MODE_FLOWLET: u32 = 1;
+/// Sprayable packets pick a next hop each; the rest follow flowlets.
+pub const MODE_PER_PACKET: u32 = 2;
+
+/// [`crate::maps::GroupEntry::spray`]: spray only self-contained RoCEv2
+/// packets ([`roce::self_contained`]).
+pub const SPRAY_SELF_CONTAINED: u32 = 0;
+/// Spray every RoCEv2 packet, for receivers that place out-of-order
+/// packets themselves.
+pub const SPRAY_ALL: u32 = 1;
+
+/// Path quality a next hop has with no telemetry: all equal.
+pub const PATH_QUALITY_DEFAULT: u32 = 1024;
+/// Largest path quality; keeps `load * quality` within 64 bits.
+pub const PATH_QUALITY_MAX: u32 = 1 << 16;
+/// Recent loads saturate here (1 TiB), far above what a half-life holds;
+/// with [`PATH_QUALITY_MAX`] and the hysteresis factor, products stay
+/// under 2^63.
+const LOAD_MAX: u64 = 1 << 40;
+
+/// A recent load halves every `1 << LOAD_HALF_LIFE_SHIFT` bytes this CPU
+/// forwards in dynamic groups (1 MiB). Counting age in traffic rather than
+/// time keeps the memory across the idle phases between collectives, which
+/// is exactly when flowlets start: a clock-based average would have decayed
+/// to nothing and left every choice a tie.
+pub const LOAD_HALF_LIFE_SHIFT: u32 = 20;
+
+/// A new flowlet moves only if the best next hop's cost, with the flow's
+/// own load added, is below `NUM/DEN` of the current one's.
+pub const HYSTERESIS_NUM: u64 = 7;
+pub const HYSTERESIS_DEN: u64 = 8;
+
+/// The load epoch for a CPU that has forwarded `bytes` in dynamic groups.
+#[inline(always)]
+pub const fn load_epoch(bytes: u64) -> u64 {
+    bytes >> LOAD_HALF_LIFE_SHIFT
+}
+
+/// Bytes seen recently, halved once per load epoch since.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecentLoad {
+    pub bytes: u64,
+    pub epoch: u64,
+}
+
+impl RecentLoad {
+    /// The load as of `epoch`.
+    #[inline(always)]
+    pub fn at(&self, epoch: u64) -> u64 {
+        let age = epoch.saturating_sub(self.epoch);
+        if age >= 64 { 0 } else { self.bytes >> age }
+    }
+
+    #[inline(always)]
+    pub fn add(&mut self, epoch: u64, bytes: u64) {
+        self.bytes = (self.at(epoch) + bytes).min(LOAD_MAX);
+        self.epoch = epoch;
+    }
+
+    #[inline(always)]
+    pub fn remove(&mut self, epoch: u64, bytes: u64) {
+        self.bytes = self.at(epoch).saturating_sub(bytes);
+        self.epoch = epoch;
+    }
+}
+
+/// Flowlet table key: the group and the bytes its hash covers, so two
+/// flows share state exactly when they share a hash input.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowletKey {
+    pub group: u16,
+    /// Hash input length: tells IPv4 (16) from IPv6 (40).
+    pub len: u16,
+    pub fields: [u8; HASH_INPUT_MAX],
+}
+
+impl FlowletKey {
+    #[inline(always)]
+    pub fn new(group: u32, input: &HashInput) -> Self {
+        Self {
+            group: group as u16,
+            len: input.len as u16,
+            fields: input.bytes,
+        }
+    }
+}
+
+/// One flow's state on one CPU. All zeros (a CPU that never saw the flow)
+/// reads as no state, because group generations start at 1.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowletState {
+    pub last_seen_ns: u64,
+    /// The flow's own share of its next hop's recent load, moved with it.
+    pub load: RecentLoad,
+    /// Index into the group's members, not a next-hop id: a slot always
+    /// names a next hop of this group, however the config changed.
+    pub slot: u32,
+    /// The group generation the state was made in; see
+    /// [`crate::maps::GroupEntry::generation`].
+    pub generation: u32,
+}
+
+/// What a flow's next packet does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowletStep {
+    /// Inside a flowlet: same slot as the packet before.
+    Continue(u32),
+    /// A gap passed (or the slot went away): a new flowlet, which may move
+    /// from `current`.
+    Choose { current: Option<u32> },
+    /// No state from this generation: start where ECMP would put the flow,
+    /// so switching a group to flowlet mode moves no flow mid-burst.
+    Start,
+}
+
+/// Decides a packet's step from its flow's state at `now_ns`.
+#[inline(always)]
+pub fn step(
+    state: Option<&FlowletState>,
+    now_ns: u64,
+    gap_ns: u64,
+    generation: u32,
+    members: u32,
+) -> FlowletStep {
+    let Some(state) = state.filter(|s| s.generation == generation) else {
+        return FlowletStep::Start;
+    };
+    if state.slot >= members {
+        return FlowletStep::Choose { current: None };
+    }
+    if now_ns.wrapping_sub(state.last_seen_ns) > gap_ns {
+        FlowletStep::Choose {
+            current: Some(state.slot),
+        }
+    } else {
+        FlowletStep::Continue(state.slot)
+    }
+}
+
+/// A usable next hop as a flowlet choice sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub slot: u32,
+    /// Recent load of the next hop, bytes.
+    pub load: u64,
+    /// Path quality; 0 reads as 1 (avoid, but still a path).
+    pub quality: u32,
+}
+
+impl Candidate {
+    #[inline(always)]
+    fn quality(&self) -> u64 {
+        self.quality.clamp(1, PATH_QUALITY_MAX) as u64
+    }
+}
+
+/// Load every path is charged on top of its recent load, so quality still
+/// ranks paths that are all idle, and quality 0 really means "avoid".
+pub const LOAD_BIAS: u64 = 4096;
+
+/// `(a_load + bias) / a_quality < (b_load + bias) / b_quality * num / den`,
+/// without division.
+#[inline(always)]
+fn cheaper(a_load: u64, a_quality: u64, b_load: u64, b_quality: u64, num: u64, den: u64) -> bool {
+    (a_load + LOAD_BIAS) * b_quality * den < (b_load + LOAD_BIAS) * a_quality * num
+}
+
+/// The cheapest usable next hop, built one candidate at a time (the data
+/// plane walks the group's members in a bounded loop).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PathChoice {
+    best: Option<Candidate>,
+}
+
+impl PathChoice {
+    /// Takes `candidate` if it is cheaper than the best so far; the earlier
+    /// slot wins ties, so a choice is deterministic.
+    #[inline(always)]
+    pub fn consider(&mut self, candidate: Candidate) {
+        let better = match self.best {
+            None => true,
+            Some(best) => cheaper(
+                candidate.load,
+                candidate.quality(),
+                best.load,
+                best.quality(),
+                1,
+                1,
+            ),
+        };
+        if better {
+            self.best = Some(candidate);
+        }
+    }
+
+    pub fn best(&self) -> Option<Candidate> {
+        self.best
+    }
+
+    /// The slot a new flowlet takes: the best one, unless the flow's
+    /// `current` next hop (still usable) costs less than the best's with
+    /// the flow's `own` load added, by the hysteresis margin. `None` when
+    /// no next hop is usable.
+    #[inline(always)]
+    pub fn decide(&self, current: Option<Candidate>, own: u64) -> Option<u32> {
+        let best = self.best?;
+        let Some(current) = current else {
+            return Some(best.slot);
+        };
+        if best.slot == current.slot {
+            return Some(current.slot);
+        }
+        let moves = cheaper(
+            best.load + own,
+            best.quality(),
+            current.load,
+            current.quality(),
+            HYSTERESIS_NUM,
+            HYSTERESIS_DEN,
+        );
+        Some(if moves { best.slot } else { current.slot })
+    }
+}
+
+/// Whether a packet of a group in `mode` with `spray` is sprayed: only in
+/// per-packet mode, only RoCEv2, and with [`SPRAY_SELF_CONTAINED`] only
+/// packets a receiver can place without those before them. Everything
+/// else, non-RoCE traffic included, follows flowlets.
+#[inline(always)]
+pub fn sprays(mode: u32, spray: u32, bth: Option<&Bth>) -> bool {
+    match bth {
+        Some(bth) if mode == MODE_PER_PACKET => {
+            spray == SPRAY_ALL || roce::self_contained(bth.opcode)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

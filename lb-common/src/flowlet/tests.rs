@@ -1,0 +1,218 @@
+use super::*;
+use crate::roce::*;
+
+const GAP: u64 = 256_000;
+
+fn state(slot: u32, last_seen_ns: u64) -> FlowletState {
+    FlowletState {
+        last_seen_ns,
+        slot,
+        generation: 3,
+        ..FlowletState::default()
+    }
+}
+
+#[test]
+fn packets_inside_the_gap_continue_on_their_slot() {
+    let s = state(2, 1_000_000);
+    assert_eq!(
+        step(Some(&s), 1_000_000, GAP, 3, 4),
+        FlowletStep::Continue(2)
+    );
+    assert_eq!(
+        step(Some(&s), 1_000_000 + GAP, GAP, 3, 4),
+        FlowletStep::Continue(2)
+    );
+}
+
+#[test]
+fn a_packet_after_the_gap_starts_a_new_flowlet_from_its_slot() {
+    let s = state(2, 1_000_000);
+    assert_eq!(
+        step(Some(&s), 1_000_001 + GAP, GAP, 3, 4),
+        FlowletStep::Choose { current: Some(2) }
+    );
+}
+
+#[test]
+fn a_slot_the_group_no_longer_has_forces_a_choice() {
+    let s = state(5, 1_000_000);
+    assert_eq!(
+        step(Some(&s), 1_000_001, GAP, 3, 4),
+        FlowletStep::Choose { current: None }
+    );
+}
+
+#[test]
+fn no_state_or_another_generation_starts_where_ecmp_would() {
+    assert_eq!(step(None, 5, GAP, 3, 4), FlowletStep::Start);
+    assert_eq!(step(Some(&state(1, 4)), 5, GAP, 4, 4), FlowletStep::Start);
+    // A CPU that never saw the flow holds zeros: generation 0 never matches.
+    assert_eq!(
+        step(Some(&FlowletState::default()), 5, GAP, 1, 4),
+        FlowletStep::Start
+    );
+}
+
+#[test]
+fn recent_load_halves_per_epoch_and_saturates() {
+    let mut l = RecentLoad::default();
+    l.add(10, 4096);
+    assert_eq!(l.at(10), 4096);
+    assert_eq!(l.at(11), 2048);
+    assert_eq!(l.at(22), 1);
+    assert_eq!(l.at(200), 0);
+    l.add(12, 100);
+    assert_eq!(
+        l,
+        RecentLoad {
+            bytes: 1124,
+            epoch: 12
+        }
+    );
+    l.remove(12, 2000);
+    assert_eq!(l.at(12), 0);
+    l.add(13, u64::MAX / 2);
+    assert_eq!(l.at(13), LOAD_MAX);
+    assert_eq!(load_epoch(3 << LOAD_HALF_LIFE_SHIFT), 3);
+}
+
+fn cand(slot: u32, load: u64) -> Candidate {
+    Candidate {
+        slot,
+        load,
+        quality: PATH_QUALITY_DEFAULT,
+    }
+}
+
+fn choice(candidates: &[Candidate]) -> PathChoice {
+    let mut c = PathChoice::default();
+    for &x in candidates {
+        c.consider(x);
+    }
+    c
+}
+
+#[test]
+fn the_least_loaded_wins_and_the_first_wins_ties() {
+    let c = choice(&[cand(0, 500), cand(1, 100), cand(2, 100), cand(3, 900)]);
+    assert_eq!(c.best().map(|b| b.slot), Some(1));
+    assert_eq!(c.decide(None, 0), Some(1));
+    assert_eq!(PathChoice::default().decide(None, 0), None);
+}
+
+#[test]
+fn quality_scales_cost() {
+    // Cost is (load + bias) / quality: twice the cost-bearing load on a
+    // path of twice the quality is a tie, which the earlier slot keeps.
+    let half = Candidate {
+        quality: PATH_QUALITY_DEFAULT / 2,
+        ..cand(0, 0)
+    };
+    assert_eq!(
+        choice(&[half, cand(1, LOAD_BIAS)]).best().map(|b| b.slot),
+        Some(0)
+    );
+    assert_eq!(
+        choice(&[half, cand(1, LOAD_BIAS - 1)])
+            .best()
+            .map(|b| b.slot),
+        Some(1)
+    );
+    // Idle paths rank by quality.
+    assert_eq!(choice(&[half, cand(1, 0)]).best().map(|b| b.slot), Some(1));
+    // Quality 0 is avoided even when idle.
+    let zero = Candidate {
+        quality: 0,
+        ..cand(2, 0)
+    };
+    assert_eq!(
+        choice(&[zero, cand(3, 100_000)]).best().map(|b| b.slot),
+        Some(3)
+    );
+}
+
+#[test]
+fn hysteresis_keeps_a_flowlet_unless_the_gain_is_real() {
+    // Two flows of 64k on slot 0, nothing on slot 1: one moves.
+    let c = choice(&[cand(0, 131_072), cand(1, 0)]);
+    assert_eq!(c.decide(Some(cand(0, 131_072)), 65_536), Some(1));
+    // One flow alone on slot 0: moving gains nothing.
+    let c = choice(&[cand(0, 65_536), cand(1, 0)]);
+    assert_eq!(c.decide(Some(cand(0, 65_536)), 65_536), Some(0));
+    // 100k vs 90k with a flow of 1k: 91k (+bias) is not below 7/8 of
+    // 100k (+bias).
+    let c = choice(&[cand(0, 100_000), cand(1, 90_000)]);
+    assert_eq!(c.decide(Some(cand(0, 100_000)), 1000), Some(0));
+    // 100k vs 80k: 81k is.
+    let c = choice(&[cand(0, 100_000), cand(1, 80_000)]);
+    assert_eq!(c.decide(Some(cand(0, 100_000)), 1000), Some(1));
+    // Idle paths are a tie: nobody moves.
+    let c = choice(&[cand(0, 0), cand(1, 0)]);
+    assert_eq!(c.decide(Some(cand(1, 0)), 0), Some(1));
+    // A current next hop that is down is not offered: the best is taken.
+    assert_eq!(c.decide(None, 5000), Some(0));
+}
+
+#[test]
+fn only_self_contained_roce_is_sprayed_by_default() {
+    let bth = |opcode| Bth {
+        opcode,
+        dest_qp: 1,
+        psn: 0,
+    };
+    for op in [
+        WRITE_ONLY,
+        WRITE_ONLY_IMM,
+        SEND_ONLY,
+        SEND_ONLY_IMM,
+        READ_RESPONSE_ONLY,
+        ACKNOWLEDGE,
+    ] {
+        assert!(
+            sprays(MODE_PER_PACKET, SPRAY_SELF_CONTAINED, Some(&bth(op))),
+            "{op:#x}"
+        );
+        assert!(
+            !sprays(MODE_FLOWLET, SPRAY_SELF_CONTAINED, Some(&bth(op))),
+            "{op:#x}"
+        );
+        assert!(!sprays(MODE_ECMP, SPRAY_ALL, Some(&bth(op))), "{op:#x}");
+    }
+    for op in [
+        WRITE_FIRST,
+        WRITE_MIDDLE,
+        WRITE_LAST,
+        WRITE_LAST_IMM,
+        SEND_FIRST,
+        SEND_MIDDLE,
+        SEND_LAST,
+        READ_RESPONSE_MIDDLE,
+        READ_REQUEST,
+    ] {
+        assert!(
+            !sprays(MODE_PER_PACKET, SPRAY_SELF_CONTAINED, Some(&bth(op))),
+            "{op:#x}"
+        );
+        assert!(
+            sprays(MODE_PER_PACKET, SPRAY_ALL, Some(&bth(op))),
+            "{op:#x}"
+        );
+    }
+    assert!(!sprays(MODE_PER_PACKET, SPRAY_ALL, None));
+}
+
+#[test]
+fn flowlet_keys_tell_families_and_groups_apart() {
+    let mut input = HashInput {
+        bytes: [0; HASH_INPUT_MAX],
+        len: 16,
+    };
+    input.bytes[0] = 10;
+    let v4 = FlowletKey::new(1, &input);
+    input.len = 40;
+    assert_ne!(v4, FlowletKey::new(1, &input));
+    input.len = 16;
+    assert_ne!(v4, FlowletKey::new(2, &input));
+    assert_eq!(v4, FlowletKey::new(1, &input));
+}
