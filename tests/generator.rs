@@ -20,6 +20,8 @@ fn frames() -> Vec<Vec<u8>> {
         message_bytes: 9000,
         mtu: 4096,
         messages: 3,
+        source_port_per_qp: false,
+        small_messages: 0,
     };
     let sender = Sender {
         ip: Ipv4Addr::new(198, 18, 101, 1),

@@ -162,6 +162,7 @@ pub struct SinkKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SinkQp {
     pub order: crate::roce::PsnOrder,
+    pub message: crate::roce::MessageOrder,
     pub bytes: u64,
 }
 
@@ -271,7 +272,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<crate::flowlet::FlowletKey>(), 44);
         assert_eq!(core::mem::size_of::<crate::flowlet::FlowletState>(), 32);
         assert_eq!(core::mem::size_of::<SinkKey>(), 20);
-        assert_eq!(core::mem::size_of::<SinkQp>(), 32);
+        assert_eq!(core::mem::size_of::<SinkQp>(), 48);
     }
 
     #[test]

@@ -123,9 +123,66 @@ impl PsnOrder {
     }
 }
 
+/// Order inside multi-packet messages at a receiver: whether each MIDDLE
+/// and LAST packet follows the packet before it in its message. Packets
+/// between messages (ONLY, ACK) may overtake each other without counting:
+/// this is the order that spraying self-contained packets must keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct MessageOrder {
+    /// 1 between a FIRST and its LAST.
+    pub in_message: u32,
+    /// The PSN the message's next packet must carry.
+    pub next_psn: u32,
+    /// MIDDLE/LAST packets that did not follow their predecessor.
+    pub out_of_order: u64,
+}
+
+impl MessageOrder {
+    #[inline(always)]
+    pub fn observe(&mut self, opcode: u8, psn: u32) {
+        let psn = psn & PSN_MASK;
+        match position(opcode) {
+            Position::First => {
+                self.in_message = 1;
+                self.next_psn = (psn + 1) & PSN_MASK;
+            }
+            Position::Middle | Position::Last => {
+                if self.in_message == 0 || psn != self.next_psn {
+                    self.out_of_order += 1;
+                }
+                self.next_psn = (psn + 1) & PSN_MASK;
+                self.in_message = u32::from(position(opcode) == Position::Middle);
+            }
+            Position::Only | Position::Other => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_order_ignores_single_packets_between_messages() {
+        let mut o = MessageOrder::default();
+        let arrivals = [
+            (WRITE_FIRST, 1),
+            (WRITE_ONLY, 5), // overtook the LAST: fine
+            (WRITE_MIDDLE, 2),
+            (WRITE_LAST, 3),
+            (WRITE_ONLY, 4),
+        ];
+        for (op, psn) in arrivals {
+            o.observe(op, psn);
+        }
+        assert_eq!(o.out_of_order, 0);
+        // A MIDDLE before its FIRST, and a LAST that skipped a MIDDLE.
+        o.observe(WRITE_MIDDLE, 7);
+        o.observe(WRITE_FIRST, 6);
+        o.observe(WRITE_LAST, 9);
+        assert_eq!(o.out_of_order, 2);
+    }
 
     #[test]
     fn positions_cover_rc_send_write_read() {

@@ -156,6 +156,7 @@ pub fn fabriclb_sink(ctx: XdpContext) -> u32 {
         // SAFETY: map value pointer; one sender per QP, so one writer.
         Some(qp) => unsafe {
             (*qp).order.observe(bth.psn);
+            (*qp).message.observe(bth.opcode, bth.psn);
             (*qp).bytes += len;
         },
         None => {
@@ -164,6 +165,7 @@ pub fn fabriclb_sink(ctx: XdpContext) -> u32 {
                 ..SinkQp::default()
             };
             qp.order.observe(bth.psn);
+            qp.message.observe(bth.opcode, bth.psn);
             let _ = FL_SINK_QPS.insert(&key, &qp, 0);
         }
     }

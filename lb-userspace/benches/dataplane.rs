@@ -384,7 +384,9 @@ fn forwarding_rate(report: &mut String) -> Result<()> {
         ("sender alone (leaf drops in XDP)", Leaf::Drop),
         (
             "fabriclb (XDP) on the leaf",
-            Leaf::Fabriclb { hash_fields: None },
+            Leaf::Fabriclb {
+                group: String::new(),
+            },
         ),
         ("kernel multipath on the leaf", Leaf::KernelMultipath),
     ];
@@ -402,6 +404,8 @@ fn forwarding_rate(report: &mut String) -> Result<()> {
                     rate_pps: None,
                     gap: Duration::ZERO,
                 },
+                source_port_per_qp: false,
+                small_messages: 0,
                 senders: 1,
                 leaf: leaf.clone(),
             };

@@ -129,6 +129,12 @@ struct GenArgs {
     /// Messages per connection.
     #[arg(long, default_value_t = 100)]
     messages: u32,
+    /// Give every QP its own UDP source port (default: one per connection).
+    #[arg(long)]
+    port_per_qp: bool,
+    /// Single-packet WRITE ONLY messages sent after each message, same QP.
+    #[arg(long, default_value_t = 0)]
+    small_messages: u32,
     /// Idle gap after each round of messages, in microseconds.
     #[arg(long, default_value_t = 0)]
     gap_us: u64,
@@ -211,7 +217,7 @@ fn testbed_command(command: TestbedCommand) -> anyhow::Result<()> {
                 shape.name,
                 testbed::namespaces(&shape.name)?.len()
             );
-            println!("leaf config for fabriclb:\n\n{}", bed.leaf_config(None));
+            println!("leaf config for fabriclb:\n\n{}", bed.leaf_config(""));
             println!(
                 "run it with: ip netns exec {} fabriclb run --config LEAF.toml",
                 bed.ns("leaf")
@@ -248,6 +254,8 @@ fn generate(args: GenArgs) -> anyhow::Result<()> {
         message_bytes: args.message_bytes,
         mtu: args.mtu,
         messages: args.messages,
+        source_port_per_qp: args.port_per_qp,
+        small_messages: args.small_messages,
     };
     anyhow::ensure!(
         workload.rank < workload.ranks.len(),
@@ -285,60 +293,70 @@ fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
     );
     testbed::tear_down_on_signal(&shape.name)?;
     let bed = testbed::Testbed::up(&shape.name, s)?;
+    let flowlet = format!("mode = \"flowlet\"\n{}", testbed::FIVE_TUPLE);
     let modes = [
+        ("ecmp, five-tuple", testbed::FIVE_TUPLE.to_owned()),
+        ("ecmp + dest QP", String::new()),
+        ("flowlet, five-tuple", flowlet),
+        ("per-packet", "mode = \"per-packet\"".to_owned()),
         (
-            "ecmp, five-tuple",
-            Some(r#"["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#),
+            "per-packet, spray all",
+            "mode = \"per-packet\"\nspray = \"all\"".to_owned(),
         ),
-        ("ecmp + dest QP", None),
     ];
     println!(
-        "workload: ring all-reduce, {} ranks, 16 QPs per connection, {messages} messages of 64 KiB per connection, {} B RoCE MTU\n",
+        "workload: ring all-reduce, {} ranks, 4 QPs per connection with a UDP source port each, \
+         {messages} messages of 64 KiB per connection, each followed by 2 single-packet WRITEs; \
+         1 ms between rounds; {} B RoCE MTU\n",
         s.hosts,
         testbed::ROCE_MTU
     );
-    let mut header = format!("{:<18}", "mode");
+    let mut header = format!("{:<22}", "mode");
     for j in 1..=s.spines {
-        header.push_str(&format!(" {:>7}", format!("s{j}")));
+        header.push_str(&format!(" {:>6}", format!("s{j}")));
     }
     println!(
-        "{header} {:>6} {:>8} {:>10} {:>9}",
-        "MMR", "sent", "received", "reordered"
+        "{header} {:>6} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
+        "MMR", "sprayed", "moves", "sent", "received", "reordered", "in-message"
     );
     let mut result = Ok(());
-    for (mode, hash_fields) in modes {
+    for (mode, group) in modes {
         let collective = testbed::Collective {
             pattern: traffic::Pattern::Ring,
-            qps_per_connection: 16,
+            qps_per_connection: 4,
             message_bytes: 65536,
             mtu: testbed::ROCE_MTU,
             messages,
-            // Gaps between rounds of messages, as collectives have.
+            // Gaps between rounds of messages, as collectives have: what
+            // lets flowlets move.
             pace: traffic::Pace {
                 rate_pps: None,
-                gap: std::time::Duration::from_micros(200),
+                gap: std::time::Duration::from_millis(1),
             },
+            source_port_per_qp: true,
+            small_messages: 2,
             senders: s.hosts,
-            leaf: testbed::Leaf::Fabriclb {
-                hash_fields: hash_fields.map(str::to_owned),
-            },
+            leaf: testbed::Leaf::Fabriclb { group },
         };
         match testbed::run_collective(&bed, &exe, &workdir, &collective) {
             Ok(report) => {
-                let total: u64 = report.leaf.nexthops.iter().map(|n| n.2).sum();
-                let mut line = format!("{mode:<18}");
-                for (_, _, bytes) in &report.leaf.nexthops {
+                let total: u64 = report.leaf.spines.iter().map(|n| n.bytes).sum();
+                let mut line = format!("{mode:<22}");
+                for spine in &report.leaf.spines {
                     line.push_str(&format!(
-                        " {:>6.1}%",
-                        100.0 * *bytes as f64 / total.max(1) as f64
+                        " {:>5.1}%",
+                        100.0 * spine.bytes as f64 / total.max(1) as f64
                     ));
                 }
                 println!(
-                    "{line} {:>6.3} {:>8} {:>10} {:>9}",
+                    "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
                     report.leaf.byte_mmr(),
+                    report.leaf.sprayed,
+                    report.leaf.flowlet_moves,
                     report.sent_packets,
                     report.received.packets,
-                    report.received.out_of_order
+                    report.received.out_of_order,
+                    report.received.message_out_of_order
                 );
             }
             Err(e) => {
@@ -350,7 +368,10 @@ fn demo(shape: &ShapeArgs, messages: u32) -> anyhow::Result<()> {
     drop(bed);
     let _ = std::fs::remove_dir_all(&workdir);
     println!(
-        "\nshares are of bytes per spine as fabriclb counted them; reordered = packets out of PSN order at the receivers"
+        "\nshares are of bytes per spine as fabriclb counted them; MMR = busiest spine over the mean; \
+         reordered = packets out of their QP's PSN order at the receivers (single-packet messages \
+         may overtake each other when sprayed); in-message = MIDDLE/LAST packets that did not \
+         follow their message's previous packet"
     );
     result
 }

@@ -15,7 +15,25 @@ pub struct SinkTotals {
     pub qps: u64,
     pub packets: u64,
     pub bytes: u64,
+    /// Packets that broke their QP's PSN order.
     pub out_of_order: u64,
+    /// MIDDLE/LAST packets that did not follow their message's previous
+    /// packet: reordering a receiver cannot place.
+    pub message_out_of_order: u64,
+}
+
+impl std::ops::Add for SinkTotals {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            qps: self.qps + other.qps,
+            packets: self.packets + other.packets,
+            bytes: self.bytes + other.bytes,
+            out_of_order: self.out_of_order + other.out_of_order,
+            message_out_of_order: self.message_out_of_order + other.message_out_of_order,
+        }
+    }
 }
 
 /// Attached while it lives; dropping it detaches.
@@ -53,11 +71,14 @@ impl Sink {
         Ok(self
             .qps()?
             .iter()
-            .fold(SinkTotals::default(), |t, (_, qp)| SinkTotals {
-                qps: t.qps + 1,
-                packets: t.packets + qp.order.packets,
-                bytes: t.bytes + qp.bytes,
-                out_of_order: t.out_of_order + qp.order.out_of_order,
+            .fold(SinkTotals::default(), |t, (_, qp)| {
+                t + SinkTotals {
+                    qps: 1,
+                    packets: qp.order.packets,
+                    bytes: qp.bytes,
+                    out_of_order: qp.order.out_of_order,
+                    message_out_of_order: qp.message.out_of_order,
+                }
             }))
     }
 }

@@ -246,11 +246,11 @@ impl Testbed {
         Ok(())
     }
 
-    /// fabriclb's config for the leaf: XDP on the host ports, one ECMP
-    /// group over the spines (next hops by IP, resolved from ARP), the
-    /// receivers' /16 routed over it. `hash_fields` as in the config file
-    /// (`None` for the default, all six).
-    pub fn leaf_config(&self, hash_fields: Option<&str>) -> String {
+    /// fabriclb's config for the leaf: XDP on the host ports, one group
+    /// over the spines (next hops by IP, resolved from ARP) with the TOML
+    /// keys `group` adds (mode, hash fields, ...; empty for defaults), the
+    /// receivers' /16 routed over it.
+    pub fn leaf_config(&self, group: &str) -> String {
         let interfaces: Vec<String> = (1..=self.shape.hosts)
             .map(|i| format!("\"h{i}\""))
             .collect();
@@ -258,8 +258,9 @@ impl Testbed {
             "[switch]\nhash_seed = 0x5eed\ninterfaces = [{}]\n\n[[group]]\nname = \"spines\"\n",
             interfaces.join(", ")
         );
-        if let Some(fields) = hash_fields {
-            text.push_str(&format!("hash_fields = {fields}\n"));
+        for line in group.lines().filter(|l| !l.trim().is_empty()) {
+            text.push_str(line.trim());
+            text.push('\n');
         }
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {
@@ -422,18 +423,34 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
 }
 
+/// One spine as the leaf's fabriclb counted it.
+#[derive(Clone, Debug, Default)]
+pub struct SpineCount {
+    pub label: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Of `packets`, those sprayed (per-packet mode).
+    pub sprayed: u64,
+}
+
 /// What the leaf's fabriclb counted, from its metrics file.
 #[derive(Clone, Debug, Default)]
 pub struct LeafCounters {
-    /// Per spine: (label, packets, bytes).
-    pub nexthops: Vec<(String, u64, u64)>,
+    pub spines: Vec<SpineCount>,
     pub forwarded: u64,
     pub passed_to_kernel: u64,
+    /// The spine group's counters.
+    pub new_flowlets: u64,
+    pub flowlet_moves: u64,
+    pub sprayed: u64,
+    pub pinned: u64,
+    /// The mode the group runs in.
+    pub mode: Option<String>,
 }
 
 impl LeafCounters {
-    fn from_metrics(bed: &Testbed, text: &str) -> Result<Self> {
-        let nexthops = (1..=bed.shape.spines)
+    pub fn from_metrics(bed: &Testbed, text: &str) -> Result<Self> {
+        let spines = (1..=bed.shape.spines)
             .map(|j| {
                 let label = bed.spine_label(j);
                 let filter = format!("nexthop=\"{label}\"");
@@ -441,11 +458,12 @@ impl LeafCounters {
                     metrics::sample(text, metric, &filter)
                         .with_context(|| format!("no {metric} for {label}"))
                 };
-                Ok((
-                    label.clone(),
-                    read("fabriclb_nexthop_packets_total")?,
-                    read("fabriclb_nexthop_bytes_total")?,
-                ))
+                Ok(SpineCount {
+                    packets: read("fabriclb_nexthop_packets_total")?,
+                    bytes: read("fabriclb_nexthop_bytes_total")?,
+                    sprayed: read("fabriclb_nexthop_sprayed_packets_total")?,
+                    label,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         let count = |reason: Reason| {
@@ -455,23 +473,46 @@ impl LeafCounters {
                 &format!("\"{}\"", reason.name()),
             )
         };
+        let group = |metric| metrics::sample(text, metric, "group=\"spines\"").unwrap_or(0);
         Ok(Self {
-            nexthops,
+            spines,
             forwarded: count(Reason::Forwarded).unwrap_or(0),
             passed_to_kernel: Reason::ALL
                 .into_iter()
                 .filter(|r| *r != Reason::Forwarded)
                 .filter_map(count)
                 .sum(),
+            new_flowlets: group("fabriclb_group_new_flowlets_total"),
+            flowlet_moves: group("fabriclb_group_flowlet_moves_total"),
+            sprayed: group("fabriclb_group_sprayed_packets_total"),
+            pinned: group("fabriclb_group_pinned_packets_total"),
+            mode: crate::config::Mode::NAMES
+                .iter()
+                .map(|(name, _)| *name)
+                .find(|name| {
+                    metrics::sample(text, "fabriclb_group_mode", &format!("mode=\"{name}\""))
+                        == Some(1)
+                })
+                .map(str::to_owned),
         })
     }
 
     /// Busiest spine's bytes over the mean.
     pub fn byte_mmr(&self) -> f64 {
-        let bytes: Vec<u64> = self.nexthops.iter().map(|n| n.2).collect();
-        let mean = bytes.iter().sum::<u64>() as f64 / bytes.len().max(1) as f64;
-        bytes.iter().copied().max().unwrap_or(0) as f64 / mean.max(1.0)
+        mmr(self.spines.iter().map(|s| s.bytes))
     }
+
+    /// Busiest spine's sprayed packets over the mean.
+    pub fn sprayed_mmr(&self) -> f64 {
+        mmr(self.spines.iter().map(|s| s.sprayed))
+    }
+}
+
+/// Max over mean; 0 for nothing.
+pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> f64 {
+    let n = values.clone().count().max(1) as f64;
+    let mean = values.clone().sum::<u64>() as f64 / n;
+    values.max().unwrap_or(0) as f64 / mean.max(1.0)
 }
 
 /// What a UDP traffic run saw.
@@ -494,7 +535,7 @@ pub fn run_traffic(
     flows: u16,
     packets: u32,
 ) -> Result<TrafficReport> {
-    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(None))?;
+    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(""))?;
     let receiver = Receiver::start(&bed.ns("r1"))?;
     let sent = in_netns(&bed.ns("h1"), move || send_flows(flows, packets))??;
     let (received, ttls) = receiver.finish(sent)?;
@@ -507,6 +548,10 @@ pub fn run_traffic(
     })
 }
 
+/// Group keys for hashing on the five-tuple alone (no BTH destination QP).
+pub const FIVE_TUPLE: &str =
+    r#"hash_fields = ["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#;
+
 /// A collective workload for every sender host.
 #[derive(Clone, Debug)]
 pub struct Collective {
@@ -516,6 +561,10 @@ pub struct Collective {
     pub mtu: u32,
     pub messages: u32,
     pub pace: traffic::Pace,
+    /// See [`traffic::Workload::source_port_per_qp`].
+    pub source_port_per_qp: bool,
+    /// See [`traffic::Workload::small_messages`].
+    pub small_messages: u32,
     /// Hosts 1..=senders send; all receive.
     pub senders: usize,
     pub leaf: Leaf,
@@ -524,9 +573,9 @@ pub struct Collective {
 /// What forwards at the leaf.
 #[derive(Clone, Debug)]
 pub enum Leaf {
-    /// fabriclb, its group hashing `hash_fields` as in the config file
-    /// (`None`: the default, all six).
-    Fabriclb { hash_fields: Option<String> },
+    /// fabriclb, its group configured by the TOML keys `group` (see
+    /// [`Testbed::leaf_config`]).
+    Fabriclb { group: String },
     /// No fabriclb: the leaf kernel's own multipath route.
     KernelMultipath,
     /// The sink on the leaf's host ports: everything dropped at the first
@@ -551,14 +600,26 @@ pub fn run_collective(
     workdir: &Path,
     collective: &Collective,
 ) -> Result<CollectiveReport> {
+    run_collective_with(bed, fabriclb, workdir, collective, |_| Ok(())).map(|(report, ())| report)
+}
+
+/// [`run_collective`], calling `during` with the leaf's daemon (if any)
+/// while the senders send.
+pub fn run_collective_with<T>(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    collective: &Collective,
+    during: impl FnOnce(Option<&Daemon>) -> Result<T>,
+) -> Result<(CollectiveReport, T)> {
     let hosts = bed.shape.hosts;
     let (daemon, _leaf_sinks) = match &collective.leaf {
-        Leaf::Fabriclb { hash_fields } => (
+        Leaf::Fabriclb { group } => (
             Some(Daemon::start(
                 bed,
                 fabriclb,
                 workdir,
-                &bed.leaf_config(hash_fields.as_deref()),
+                &bed.leaf_config(group),
             )?),
             Vec::new(),
         ),
@@ -584,6 +645,8 @@ pub fn run_collective(
                 message_bytes: collective.message_bytes,
                 mtu: collective.mtu,
                 messages: collective.messages,
+                source_port_per_qp: collective.source_port_per_qp,
+                small_messages: collective.small_messages,
             };
             let (ns, pace) = (bed.ns(&format!("h{i}")), collective.pace);
             let gateway = Ipv4Addr::new(198, 18, 100 + i as u8, 254);
@@ -600,6 +663,7 @@ pub fn run_collective(
             })
         })
         .collect();
+    let during = during(daemon.as_ref());
     let mut report = CollectiveReport {
         sent_packets: 0,
         sent_bytes: 0,
@@ -619,13 +683,7 @@ pub fn run_collective(
     let deadline = Instant::now() + RECEIVE_GRACE;
     loop {
         report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
-            let t = s.totals()?;
-            anyhow::Ok(SinkTotals {
-                qps: acc.qps + t.qps,
-                packets: acc.packets + t.packets,
-                bytes: acc.bytes + t.bytes,
-                out_of_order: acc.out_of_order + t.out_of_order,
-            })
+            anyhow::Ok(acc + s.totals()?)
         })?;
         if report.received.packets >= report.sent_packets
             || matches!(collective.leaf, Leaf::Drop)
@@ -638,7 +696,7 @@ pub fn run_collective(
     if let Some(daemon) = daemon {
         report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
     }
-    Ok(report)
+    Ok((report, during?))
 }
 
 fn pin_to_cpu(index: usize) -> Result<()> {
@@ -652,6 +710,7 @@ fn pin_to_cpu(index: usize) -> Result<()> {
 /// `fabriclb run` inside the leaf namespace, stopped with SIGTERM.
 pub struct Daemon {
     child: Child,
+    config_file: PathBuf,
     metrics_file: PathBuf,
 }
 
@@ -668,7 +727,7 @@ impl Daemon {
         command
             .args(["netns", "exec", &bed.ns("leaf")])
             .arg(fabriclb)
-            .args(["run", "--metrics-interval-ms", "200", "--config"])
+            .args(["run", "--metrics-interval-ms", "100", "--config"])
             .arg(&config_file)
             .arg("--metrics-file")
             .arg(&metrics_file)
@@ -695,6 +754,7 @@ impl Daemon {
         let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {
             child,
+            config_file,
             metrics_file,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -709,6 +769,22 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(daemon)
+    }
+
+    /// Replaces the config file (atomically, as an editor saving it would)
+    /// and sends SIGHUP; returns when the signal went out.
+    pub fn reconfigure(&self, config: &str) -> Result<Instant> {
+        let tmp = self.config_file.with_extension("toml.new");
+        std::fs::write(&tmp, config)?;
+        std::fs::rename(&tmp, &self.config_file)?;
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP)?;
+        Ok(Instant::now())
+    }
+
+    /// The daemon's latest metrics snapshot.
+    pub fn metrics(&self) -> Result<String> {
+        Ok(std::fs::read_to_string(&self.metrics_file)?)
     }
 
     /// Stops the daemon and returns its final metrics.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use lb_common::{
     craft::{self, Ipv4},
     parse::{IPPROTO_UDP, ROCEV2_UDP_PORT},
-    roce::{ICRC_LEN, PSN_MASK, has_reth, write_opcode},
+    roce::{ICRC_LEN, PSN_MASK, WRITE_ONLY, has_reth, write_opcode},
 };
 
 use crate::netlink::{self, Netlink};
@@ -64,6 +64,12 @@ pub struct Workload {
     pub mtu: u32,
     /// Messages per connection.
     pub messages: u32,
+    /// Give every QP its own UDP source port, as NICs that derive the port
+    /// from the QP do; otherwise a connection's QPs share one.
+    pub source_port_per_qp: bool,
+    /// Single-packet WRITE ONLY messages (one MTU each) a connection sends
+    /// on its QP after each of its messages.
+    pub small_messages: u32,
 }
 
 /// L2/L3 identity of the sending host.
@@ -79,7 +85,8 @@ pub struct Sender {
 #[derive(Clone, Debug)]
 struct Connection {
     dst: Ipv4Addr,
-    source_port: u16,
+    /// By QP index; all equal unless ports are per QP.
+    source_ports: Vec<u16>,
     qp_base: u32,
     next_psn: Vec<u32>,
     next_qp: usize,
@@ -100,6 +107,25 @@ fn qp_base(rank: usize, peer: usize, per_connection: u32) -> u32 {
     (0x100 + ((rank * 256 + peer) as u32) * block) & PSN_MASK
 }
 
+/// A connection's UDP source port for one of its QPs. Many NICs keep one
+/// per connection, so its QPs share a five-tuple and only the BTH tells
+/// them apart; others hash the QP into 0xc000..=0xffff, which this mimics
+/// with FNV-1a over (rank, connection, QP), folded to 14 bits.
+fn source_port(rank: usize, connection: usize, qp: u32, per_qp: bool) -> u16 {
+    if per_qp {
+        let mut id = [0u8; 6];
+        id[..4].copy_from_slice(&(rank as u32).to_be_bytes());
+        id[4] = connection as u8;
+        id[5] = qp as u8;
+        let h = id.iter().fold(0x811c_9dc5u32, |h, &b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        0xc000 | ((h ^ (h >> 16)) & 0x3fff) as u16
+    } else {
+        0xc000 | (rank as u16) << 6 | connection as u16
+    }
+}
+
 impl Generator {
     pub fn new(workload: Workload, sender: Sender) -> Self {
         let connections = workload
@@ -109,9 +135,9 @@ impl Generator {
             .enumerate()
             .map(|(i, peer)| Connection {
                 dst: workload.ranks[peer],
-                // A NIC typically keeps one UDP source port per connection,
-                // so its QPs share a five-tuple: only the BTH tells them apart.
-                source_port: 0xc000 | (workload.rank as u16) << 6 | i as u16,
+                source_ports: (0..workload.qps_per_connection.max(1))
+                    .map(|qp| source_port(workload.rank, i, qp, workload.source_port_per_qp))
+                    .collect(),
                 qp_base: qp_base(workload.rank, peer, workload.qps_per_connection),
                 next_psn: vec![0; workload.qps_per_connection.max(1) as usize],
                 next_qp: 0,
@@ -136,61 +162,80 @@ impl Generator {
     pub fn total_packets(&self) -> u64 {
         self.connections.len() as u64
             * u64::from(self.workload.messages)
-            * u64::from(self.packets_per_message())
+            * u64::from(self.packets_per_message() + self.workload.small_messages)
     }
 
     /// The next round: one message on every connection that has messages
     /// left, each on its connection's next QP (round-robin), its packets
-    /// back to back as a NIC sends them. Empty when the workload is done.
+    /// back to back as a NIC sends them, then the small messages on the
+    /// same QP. Empty when the workload is done.
     pub fn next_round(&mut self) -> Vec<Vec<u8>> {
         let count = self.packets_per_message();
         let Workload {
             message_bytes,
             mtu,
             messages,
+            small_messages,
             ..
         } = self.workload;
         let mut frames = Vec::new();
-        for conn in self
-            .connections
-            .iter_mut()
-            .filter(|c| c.sent_messages < messages)
-        {
+        for c in 0..self.connections.len() {
+            let conn = &mut self.connections[c];
+            if conn.sent_messages >= messages {
+                continue;
+            }
             let qp_index = conn.next_qp;
             conn.next_qp = (conn.next_qp + 1) % conn.next_psn.len();
             let message = conn.sent_messages;
             conn.sent_messages += 1;
+            let va = u64::from(message) * u64::from(message_bytes);
             for index in 0..count {
+                let payload = mtu.min(message_bytes - (index * mtu).min(message_bytes));
                 let opcode = write_opcode(index, count);
-                let psn = conn.next_psn[qp_index];
-                conn.next_psn[qp_index] = (psn + 1) & PSN_MASK;
-                let payload_len = mtu
-                    .min(message_bytes - (index * mtu).min(message_bytes))
-                    .max(1) as usize;
-                let mut rdma = Vec::with_capacity(16 + payload_len + ICRC_LEN);
-                if has_reth(opcode) {
-                    let va = u64::from(message) * u64::from(message_bytes);
-                    rdma.extend(craft::reth(va, 0x0001_2345, message_bytes));
-                }
-                rdma.resize(rdma.len() + payload_len, (psn & 0xff) as u8);
-                rdma.resize(rdma.len() + ICRC_LEN, 0);
-                let qp = conn.qp_base + qp_index as u32;
-                let l4 = craft::udp(
-                    conn.source_port,
-                    ROCEV2_UDP_PORT,
-                    &craft::bth(opcode, qp, psn, &rdma),
-                );
-                let ip = Ipv4 {
-                    src: self.sender.ip.octets(),
-                    dst: conn.dst.octets(),
-                    ..Ipv4::new(IPPROTO_UDP)
-                };
-                let mut frame = ip.frame(self.sender.gateway_mac, self.sender.mac, &[], &l4);
-                craft::fill_icrc(&mut frame);
-                frames.push(frame);
+                frames.push(self.frame(c, qp_index, opcode, payload, va, message_bytes));
+            }
+            for _ in 0..small_messages {
+                frames.push(self.frame(c, qp_index, WRITE_ONLY, mtu, va, mtu));
             }
         }
         frames
+    }
+
+    /// One packet on QP `qp_index` of connection `c`, with the QP's next
+    /// PSN; a RETH (`va`, `dma_len`) where the opcode has one.
+    fn frame(
+        &mut self,
+        c: usize,
+        qp_index: usize,
+        opcode: u8,
+        payload: u32,
+        va: u64,
+        dma_len: u32,
+    ) -> Vec<u8> {
+        let conn = &mut self.connections[c];
+        let psn = conn.next_psn[qp_index];
+        conn.next_psn[qp_index] = (psn + 1) & PSN_MASK;
+        let payload_len = payload.max(1) as usize;
+        let mut rdma = Vec::with_capacity(16 + payload_len + ICRC_LEN);
+        if has_reth(opcode) {
+            rdma.extend(craft::reth(va, 0x0001_2345, dma_len));
+        }
+        rdma.resize(rdma.len() + payload_len, (psn & 0xff) as u8);
+        rdma.resize(rdma.len() + ICRC_LEN, 0);
+        let qp = conn.qp_base + qp_index as u32;
+        let l4 = craft::udp(
+            conn.source_ports[qp_index],
+            ROCEV2_UDP_PORT,
+            &craft::bth(opcode, qp, psn, &rdma),
+        );
+        let ip = Ipv4 {
+            src: self.sender.ip.octets(),
+            dst: conn.dst.octets(),
+            ..Ipv4::new(IPPROTO_UDP)
+        };
+        let mut frame = ip.frame(self.sender.gateway_mac, self.sender.mac, &[], &l4);
+        craft::fill_icrc(&mut frame);
+        frame
     }
 }
 
@@ -311,6 +356,8 @@ mod tests {
             message_bytes,
             mtu: 1024,
             messages: 8,
+            source_port_per_qp: false,
+            small_messages: 0,
         }
     }
 
@@ -362,6 +409,50 @@ mod tests {
         assert_eq!(udp_len(&round[1]), 8 + 12 + 1024 + 4);
         assert_eq!(udp_len(&round[3]), 8 + 12 + 428 + 4);
         assert!(round.iter().all(|f| f.len() == 14 + 20 + udp_len(f)));
+    }
+
+    #[test]
+    fn small_messages_follow_on_the_same_qp_and_ports_can_be_per_qp() {
+        let w = Workload {
+            small_messages: 2,
+            source_port_per_qp: true,
+            ..workload(Pattern::Ring, 2048)
+        };
+        let mut g = Generator::new(w, SENDER);
+        assert_eq!(g.total_packets(), 8 * (2 + 2));
+        let mut ports = Vec::new();
+        for round in 0..4 {
+            let parsed: Vec<_> = g
+                .next_round()
+                .iter()
+                .map(|f| parse(&f[..]).expect("parses"))
+                .collect();
+            let ops: Vec<u8> = parsed.iter().map(|p| p.bth.expect("bth").opcode).collect();
+            assert_eq!(
+                ops,
+                [
+                    roce::WRITE_FIRST,
+                    roce::WRITE_LAST,
+                    roce::WRITE_ONLY,
+                    roce::WRITE_ONLY
+                ]
+            );
+            let psns: Vec<u32> = parsed.iter().map(|p| p.bth.expect("bth").psn).collect();
+            assert_eq!(psns, [0, 1, 2, 3], "round {round}: a fresh QP each round");
+            assert!(
+                parsed
+                    .iter()
+                    .all(|p| p.flow.dest_qp == parsed[0].flow.dest_qp)
+            );
+            assert!(
+                parsed
+                    .iter()
+                    .all(|p| p.flow.src_port == parsed[0].flow.src_port)
+            );
+            ports.push(parsed[0].flow.src_port);
+        }
+        ports.dedup();
+        assert_eq!(ports.len(), 4, "one source port per QP: {ports:?}");
     }
 
     #[test]
