@@ -1399,10 +1399,11 @@ group = "spines"
     #[test]
     fn flowlet_table_size() {
         let text = |size: &str| {
-            with_route(&format!(
-                "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
-            ))
-            .replacen(SWITCH, &format!("{SWITCH}flowlet_table_size = {size}\n"), 1)
+            with_route("[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n").replacen(
+                SWITCH,
+                &format!("{SWITCH}flowlet_table_size = {size}\n"),
+                1,
+            )
         };
         assert_eq!(ok(&text("1024")).switch.flowlet_table_size, 1024);
         assert_eq!(
