@@ -71,6 +71,22 @@ fn bench_config() -> String {
     text.push_str("\n[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"qp\"\n");
     text.push_str("\n[[route]]\nprefix = \"2001:db8::/32\"\ngroup = \"qp\"\n");
     text.push_str("\n[[route]]\nprefix = \"10.4.0.0/16\"\ngroup = \"five-tuple\"\n");
+    for (name, base, net) in [("flowlet", 0x30, 5), ("per-packet", 0x40, 6)] {
+        let _ = write!(
+            text,
+            "\n[[group]]\nname = \"{name}\"\nmode = \"{name}\"\nnext_hops = [\n"
+        );
+        for i in 0..SPINES {
+            let _ = writeln!(
+                text,
+                "  {{ interface = \"lo\", mac = \"02:00:00:00:{base:02x}:{i:02x}\" }},"
+            );
+        }
+        let _ = write!(
+            text,
+            "]\n\n[[route]]\nprefix = \"10.{net}.0.0/16\"\ngroup = \"{name}\"\n"
+        );
+    }
     text
 }
 
@@ -133,6 +149,36 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
             v4(
                 Ipv4::new(IPPROTO_UDP),
                 udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
+            ),
+        ),
+        (
+            "IPv4 RoCEv2 WRITE MIDDLE, flowlet",
+            v4(
+                Ipv4 {
+                    dst: [10, 5, 0, 2],
+                    ..Ipv4::new(IPPROTO_UDP)
+                },
+                udp(0xc000, ROCEV2_UDP_PORT, &bth(0x07, 77, 1, &pad())),
+            ),
+        ),
+        (
+            "IPv4 RoCEv2 WRITE ONLY, per-packet (sprayed)",
+            v4(
+                Ipv4 {
+                    dst: [10, 6, 0, 2],
+                    ..Ipv4::new(IPPROTO_UDP)
+                },
+                udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
+            ),
+        ),
+        (
+            "IPv4 RoCEv2 WRITE MIDDLE, per-packet (pinned)",
+            v4(
+                Ipv4 {
+                    dst: [10, 6, 0, 2],
+                    ..Ipv4::new(IPPROTO_UDP)
+                },
+                udp(0xc000, ROCEV2_UDP_PORT, &bth(0x07, 77, 1, &pad())),
             ),
         ),
         ("IPv6 UDP", v6(udp(1000, 2000, &pad()), IPPROTO_UDP)),
