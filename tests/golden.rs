@@ -152,27 +152,17 @@ impl Harness {
     /// the "down" group's only next hop is unusable.
     fn new() -> Self {
         let config = config::parse(CONFIG, "golden.toml".as_ref()).expect("golden config");
-        let mut tables = Tables::build(&config, None, |spec| {
+        let tables = Tables::build(&config, None, |spec| {
             tables::static_nexthop(spec, 1, LB_MAC)
         })
         .expect("tables");
-        // Take the "down" group's next hops down the way the daemon does
-        // when a link fails.
-        let down = config
-            .groups
-            .iter()
-            .position(|g| g.name == "down")
-            .expect("group");
-        for id in tables.groups[down].members.clone() {
-            let nexthop = NextHop {
-                flags: 0,
-                ..tables.nexthops[id as usize]
-            };
-            tables.update_nexthop(id, nexthop);
-        }
         let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
-        Self { dp, tables, config }
+        let mut harness = Self { dp, tables, config };
+        for id in harness.members("down") {
+            harness.take_down(id);
+        }
+        harness
     }
 
     fn group(&self, name: &str) -> usize {
@@ -198,6 +188,13 @@ impl Harness {
 
     /// Runs one frame; returns the verdict and the output frame.
     fn run(&mut self, frame: &[u8]) -> (u32, Vec<u8>) {
+        self.run_repeated(frame, 1)
+    }
+
+    /// Runs `repeat` copies back to back in the kernel (the program sees
+    /// its own output each time, so the TTL drops by `repeat`); returns the
+    /// last verdict and output frame.
+    fn run_repeated(&mut self, frame: &[u8], repeat: u32) -> (u32, Vec<u8>) {
         let mut out = vec![0u8; frame.len() + 64];
         let result = self
             .dp
@@ -206,6 +203,7 @@ impl Harness {
             .test_run(TestRunOptions {
                 data_in: Some(frame),
                 data_out: Some(&mut out),
+                repeat,
                 ..Default::default()
             })
             .expect("BPF_PROG_TEST_RUN");
@@ -311,14 +309,18 @@ fn v4(
         name.into(),
         group,
         input,
-        Box::new(move |nh| {
-            let out = Ipv4 {
-                ttl: ip.ttl - 1,
-                ..ip.clone()
-            };
-            out.frame(nh.dst_mac, nh.src_mac, &egress_tags(nh), &l4)
-        }),
+        Box::new(move |nh| forwarded_v4(&ip, &l4, nh)),
     )
+}
+
+/// What `ip` carrying `l4` leaves as for next hop `nh`: TTL - 1, the next
+/// hop's L2 header.
+fn forwarded_v4(ip: &Ipv4, l4: &[u8], nh: &NextHop) -> Vec<u8> {
+    Ipv4 {
+        ttl: ip.ttl - 1,
+        ..ip.clone()
+    }
+    .frame(nh.dst_mac, nh.src_mac, &egress_tags(nh), l4)
 }
 
 fn v6(
@@ -847,23 +849,6 @@ fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
 }
 
 impl Harness {
-    /// Runs `repeat` copies back to back in the kernel (the program sees
-    /// its own output each time, so the TTL drops by `repeat`).
-    fn run_repeated(&mut self, frame: &[u8], repeat: u32) -> u32 {
-        let mut out = vec![0u8; frame.len() + 64];
-        self.dp
-            .program()
-            .expect("program")
-            .test_run(TestRunOptions {
-                data_in: Some(frame),
-                data_out: Some(&mut out),
-                repeat,
-                ..Default::default()
-            })
-            .expect("BPF_PROG_TEST_RUN")
-            .return_value
-    }
-
     /// Runs one packet, checks it was forwarded with exactly the bytes a
     /// next hop would get, and returns that next hop's id.
     fn forward(&mut self, name: &str, (ip, l4): &(Ipv4, Vec<u8>)) -> u32 {
@@ -871,12 +856,7 @@ impl Harness {
         let (verdict, out) = self.run(&frame);
         assert_eq!(verdict, Reason::Forwarded.xdp_action(), "{name}: verdict");
         let id = nexthop_of(self, &out) as u32;
-        let nh = self.tables.nexthops[id as usize];
-        let expected = Ipv4 {
-            ttl: ip.ttl - 1,
-            ..ip.clone()
-        }
-        .frame(nh.dst_mac, nh.src_mac, &egress_tags(&nh), l4);
+        let expected = forwarded_v4(ip, l4, &self.tables.nexthops[id as usize]);
         assert_eq!(hex(&out), hex(&expected), "{name}: output bytes");
         id
     }
@@ -964,7 +944,7 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
     // 20 packets each, microseconds apart inside the kernel: one flowlet each.
     for (ip, l4) in [&fx, &fy] {
-        let verdict = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
+        let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
         assert_eq!(verdict, Reason::Forwarded.xdp_action());
     }
     let members = h.members("flowlet");
