@@ -45,20 +45,31 @@ const SPINES: usize = 16;
 
 fn bench_config() -> String {
     let mut text = String::from("[switch]\nhash_seed = 0x5eed\ninterfaces = [\"lo\"]\n");
-    for (name, fields) in [
+    let groups: [(&str, &str, u8, &[&str]); 4] = [
         (
             "qp",
-            "[\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\", \"rdma_bth_dest_qp\"]",
+            "hash_fields = [\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\", \"rdma_bth_dest_qp\"]",
+            0x10,
+            &["10.1.0.0/16", "2001:db8::/32"],
         ),
         (
             "five-tuple",
-            "[\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\"]",
+            "hash_fields = [\"src_ip\", \"dst_ip\", \"ip_protocol\", \"l4_src_port\", \"l4_dst_port\"]",
+            0x20,
+            &["10.4.0.0/16"],
         ),
-    ] {
-        let base = if name == "qp" { 0x10 } else { 0x20 };
+        ("flowlet", "mode = \"flowlet\"", 0x30, &["10.5.0.0/16"]),
+        (
+            "per-packet",
+            "mode = \"per-packet\"",
+            0x40,
+            &["10.6.0.0/16"],
+        ),
+    ];
+    for (name, keys, base, prefixes) in groups {
         let _ = write!(
             text,
-            "\n[[group]]\nname = \"{name}\"\nhash_fields = {fields}\nnext_hops = [\n"
+            "\n[[group]]\nname = \"{name}\"\n{keys}\nnext_hops = [\n"
         );
         for i in 0..SPINES {
             let _ = writeln!(
@@ -67,25 +78,12 @@ fn bench_config() -> String {
             );
         }
         text.push_str("]\n");
-    }
-    text.push_str("\n[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"qp\"\n");
-    text.push_str("\n[[route]]\nprefix = \"2001:db8::/32\"\ngroup = \"qp\"\n");
-    text.push_str("\n[[route]]\nprefix = \"10.4.0.0/16\"\ngroup = \"five-tuple\"\n");
-    for (name, base, net) in [("flowlet", 0x30, 5), ("per-packet", 0x40, 6)] {
-        let _ = write!(
-            text,
-            "\n[[group]]\nname = \"{name}\"\nmode = \"{name}\"\nnext_hops = [\n"
-        );
-        for i in 0..SPINES {
-            let _ = writeln!(
+        for prefix in prefixes {
+            let _ = write!(
                 text,
-                "  {{ interface = \"lo\", mac = \"02:00:00:00:{base:02x}:{i:02x}\" }},"
+                "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\"\n"
             );
         }
-        let _ = write!(
-            text,
-            "]\n\n[[route]]\nprefix = \"10.{net}.0.0/16\"\ngroup = \"{name}\"\n"
-        );
     }
     text
 }
