@@ -110,71 +110,70 @@ pub struct Switch {
     pub flowlet_table_size: u32,
 }
 
-/// How the XDP program is attached.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum XdpModeSetting {
-    /// Driver mode, falling back to generic mode with a warning.
-    #[default]
-    Auto,
-    /// Driver (native) mode only.
-    Driver,
-    /// Generic (SKB) mode only.
-    Generic,
-}
-
-impl XdpModeSetting {
-    /// Config names.
-    pub const NAMES: [(&'static str, Self); 3] = [
-        ("auto", Self::Auto),
-        ("driver", Self::Driver),
-        ("generic", Self::Generic),
-    ];
-
-    /// The config name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Driver => "driver",
-            Self::Generic => "generic",
+/// A config enum: its variants and their names in the file, which give
+/// `NAMES` (for parsing and error messages), `name()` and `Display` from
+/// one list.
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$variant_meta:meta])* $variant:ident => $text:literal,)+
         }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant,)+
+        }
+
+        impl $name {
+            /// Config names.
+            pub const NAMES: [(&'static str, Self); [$($text),+].len()] =
+                [$(($text, Self::$variant)),+];
+
+            /// The config name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// How the XDP program is attached.
+    pub enum XdpModeSetting {
+        /// Driver mode, falling back to generic mode with a warning.
+        #[default]
+        Auto => "auto",
+        /// Driver (native) mode only.
+        Driver => "driver",
+        /// Generic (SKB) mode only.
+        Generic => "generic",
     }
 }
 
-impl fmt::Display for XdpModeSetting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+named_enum! {
+    /// How a group spreads traffic over its next hops.
+    pub enum Mode {
+        /// Per-flow hashing over the group's hash fields.
+        #[default]
+        Ecmp => "ecmp",
+        /// Flows move to the least loaded next hop after idle gaps.
+        Flowlet => "flowlet",
+        /// Sprayable packets pick a next hop each; the rest follow flowlets.
+        PerPacket => "per-packet",
     }
-}
-
-/// How a group spreads traffic over its next hops.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Per-flow hashing over the group's hash fields.
-    #[default]
-    Ecmp,
-    /// Flows move to the least loaded next hop after idle gaps.
-    Flowlet,
-    /// Sprayable packets pick a next hop each; the rest follow flowlets.
-    PerPacket,
 }
 
 impl Mode {
-    /// Config names.
-    pub const NAMES: [(&'static str, Self); 3] = [
-        ("ecmp", Self::Ecmp),
-        ("flowlet", Self::Flowlet),
-        ("per-packet", Self::PerPacket),
-    ];
-
-    /// The config name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Ecmp => "ecmp",
-            Self::Flowlet => "flowlet",
-            Self::PerPacket => "per-packet",
-        }
-    }
-
     /// The data plane's code for it.
     pub const fn code(self) -> u32 {
         match self {
@@ -185,45 +184,25 @@ impl Mode {
     }
 }
 
-/// Which packets a per-packet group sprays.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Spray {
-    /// RoCEv2 packets that carry their own placement (ONLY opcodes,
-    /// acknowledgements); FIRST/MIDDLE/LAST stay on flowlets.
-    #[default]
-    SelfContained,
-    /// Every RoCEv2 packet: for receivers that reorder themselves.
-    All,
+named_enum! {
+    /// Which packets a per-packet group sprays.
+    pub enum Spray {
+        /// RoCEv2 packets that carry their own placement (ONLY opcodes,
+        /// acknowledgements); FIRST/MIDDLE/LAST stay on flowlets.
+        #[default]
+        SelfContained => "self-contained",
+        /// Every RoCEv2 packet: for receivers that reorder themselves.
+        All => "all",
+    }
 }
 
 impl Spray {
-    pub const NAMES: [(&'static str, Self); 2] =
-        [("self-contained", Self::SelfContained), ("all", Self::All)];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::SelfContained => "self-contained",
-            Self::All => "all",
-        }
-    }
-
+    /// The data plane's code for it.
     pub const fn code(self) -> u32 {
         match self {
             Self::SelfContained => flowlet::SPRAY_SELF_CONTAINED,
             Self::All => flowlet::SPRAY_ALL,
         }
-    }
-}
-
-impl fmt::Display for Spray {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
