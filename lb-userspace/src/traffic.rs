@@ -343,7 +343,10 @@ fn ipv4_of(interface: &str) -> anyhow::Result<Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lb_common::{parse::parse, roce};
+    use lb_common::{
+        parse::{Parsed, parse},
+        roce,
+    };
 
     fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
         Workload {
@@ -376,17 +379,25 @@ mod tests {
         assert!("mesh".parse::<Pattern>().is_err());
     }
 
+    /// A round's frames parsed, with their opcodes and PSNs.
+    fn decode(round: &[Vec<u8>]) -> (Vec<Parsed>, Vec<u8>, Vec<u32>) {
+        let parsed: Vec<Parsed> = round
+            .iter()
+            .map(|f| parse(&f[..]).expect("parses"))
+            .collect();
+        let bth = |p: &Parsed| p.bth.expect("bth");
+        let ops = parsed.iter().map(|p| bth(p).opcode).collect();
+        let psns = parsed.iter().map(|p| bth(p).psn).collect();
+        (parsed, ops, psns)
+    }
+
     #[test]
     fn a_message_is_first_middles_last_on_one_qp_with_consecutive_psns() {
         let mut g = Generator::new(workload(Pattern::Ring, 3500), SENDER);
         assert_eq!(g.packets_per_message(), 4);
         let round = g.next_round();
         assert_eq!(round.len(), 4);
-        let parsed: Vec<_> = round
-            .iter()
-            .map(|f| parse(&f[..]).expect("parses"))
-            .collect();
-        let ops: Vec<u8> = parsed.iter().map(|p| p.bth.expect("bth").opcode).collect();
+        let (parsed, ops, psns) = decode(&round);
         assert_eq!(
             ops,
             [
@@ -396,7 +407,6 @@ mod tests {
                 roce::WRITE_LAST
             ]
         );
-        let psns: Vec<u32> = parsed.iter().map(|p| p.bth.expect("bth").psn).collect();
         assert_eq!(psns, [0, 1, 2, 3]);
         let qp = parsed[0].flow.dest_qp;
         assert!(parsed.iter().all(|p| p.flow.dest_qp == qp));
@@ -422,12 +432,7 @@ mod tests {
         assert_eq!(g.total_packets(), 8 * (2 + 2));
         let mut ports = Vec::new();
         for round in 0..4 {
-            let parsed: Vec<_> = g
-                .next_round()
-                .iter()
-                .map(|f| parse(&f[..]).expect("parses"))
-                .collect();
-            let ops: Vec<u8> = parsed.iter().map(|p| p.bth.expect("bth").opcode).collect();
+            let (parsed, ops, psns) = decode(&g.next_round());
             assert_eq!(
                 ops,
                 [
@@ -437,7 +442,6 @@ mod tests {
                     roce::WRITE_ONLY
                 ]
             );
-            let psns: Vec<u32> = parsed.iter().map(|p| p.bth.expect("bth").psn).collect();
             assert_eq!(psns, [0, 1, 2, 3], "round {round}: a fresh QP each round");
             assert!(
                 parsed
