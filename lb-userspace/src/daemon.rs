@@ -117,7 +117,8 @@ pub async fn run(options: Options) -> Result<()> {
     Ok(())
 }
 
-/// A file's modification time and size: enough to notice an edit.
+/// A file's modification time, size and inode: enough to notice an edit,
+/// also one saved by renaming a new file over the old.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FileVersion {
     modified: std::time::SystemTime,
