@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use std::process::Command;
 
 use fabriclb::traffic::{Generator, Pattern, Sender, Workload};
-use lb_common::{parse::parse, roce};
+use lb_common::packet::{parse::parse, roce};
 
 fn frames() -> Vec<Vec<u8>> {
     let workload = Workload {

@@ -16,10 +16,12 @@ use fabriclb::{
     tables::{self, Tables},
 };
 use lb_common::{
-    craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
-    hash::{HashFields, hash_input},
-    maps::{BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, NO_NEXTHOP, NextHop, Reason},
-    parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
+    abi::NextHop,
+    limits::{BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, NO_NEXTHOP},
+    packet::craft::{self, Ipv4, Ipv6, bth, ipv6_ext, ipv6_frag, tcp, udp},
+    packet::parse::{ETH_P_8021AD, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT, parse},
+    select::hash::{HashFields, hash_input},
+    verdict::Reason,
 };
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
@@ -865,7 +867,7 @@ impl Harness {
         self.tables.groups[self.group(group)].members.clone()
     }
 
-    fn group_stats(&self, group: &str) -> lb_common::maps::GroupStats {
+    fn group_stats(&self, group: &str) -> lb_common::abi::GroupStats {
         let id = self.tables.groups[self.group(group)].id;
         self.dp.group_stats(id).expect("group stats")
     }
@@ -1013,7 +1015,7 @@ fn down_next_hops_are_never_chosen() {
 
 #[test]
 fn only_self_contained_packets_are_sprayed() {
-    use lb_common::roce::*;
+    use lb_common::packet::roce::*;
     pin_to_one_cpu();
     let mut h = Harness::new();
     // One QP: a multi-packet WRITE with single-packet messages between its

@@ -1,17 +1,21 @@
-//! fabriclb's pure data-plane logic: packet parsing, flow hashing, bucket
-//! assignment and header rewriting, shared by the XDP program (`no_std`) and
-//! the daemon, and unit-tested on the host.
+//! fabriclb's pure data-plane logic, shared by the XDP program (`no_std`)
+//! and the daemon, and unit-tested on the host.
+//!
+//! Dependency order, leaves first; nothing imports back up:
+//! - [`verdict`], [`limits`]: verdict reasons, table sizes (leaves);
+//! - [`packet`]: parsing, RoCEv2 semantics, checksum arithmetic, frame
+//!   building for the generator and tests (feature `craft`);
+//! - [`select`]: flow hash, resilient buckets, recent load, flowlet and
+//!   per-packet decisions;
+//! - [`abi`]: program and map names, map key/value types (`aya::Pod`
+//!   behind feature `user`).
 #![cfg_attr(not(test), no_std)]
 
 #[cfg(any(test, feature = "craft"))]
 extern crate alloc;
 
-pub mod buckets;
-pub mod checksum;
-#[cfg(any(test, feature = "craft"))]
-pub mod craft;
-pub mod flowlet;
-pub mod hash;
-pub mod maps;
-pub mod parse;
-pub mod roce;
+pub mod abi;
+pub mod limits;
+pub mod packet;
+pub mod select;
+pub mod verdict;

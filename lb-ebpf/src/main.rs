@@ -12,24 +12,29 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use lb_common::{
-    checksum::{L2_OUT_MAX, egress_l2_header, ipv4_csum_after_ttl_decrement},
-    flowlet::{
-        Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, load_epoch,
-        sprays, step,
+    abi::{
+        GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats,
+        bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
+        sink::{MAX_SINK_QPS, SinkKey, SinkQp},
     },
-    hash::{HashFields, HashInput, hash_input, input_hash},
-    maps::{
-        BASELINE_IFINDEX, BENCH_RESTORE_LEN, BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, GroupEntry,
-        GroupStats, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES,
-        MAX_SINK_QPS, NEXTHOP_USABLE, NO_NEXTHOP, NextHop, NextHopStats, Reason, SinkKey, SinkQp,
+    limits::{
+        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS,
+        MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES, NO_NEXTHOP,
     },
-    parse::{
+    packet::checksum::{L2_OUT_MAX, egress_l2_header, ipv4_csum_after_ttl_decrement},
+    packet::parse::{
         ETH_HLEN, ETH_P_IPV4, ETH_P_IPV6, IPV4_MIN_HLEN, IPV6_HLEN, PacketView, Parsed, parse,
         parse_into,
     },
+    select::flowlet::{
+        Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, sprays, step,
+    },
+    select::hash::{HashFields, HashInput, hash_input, input_hash},
+    select::load::load_epoch,
+    verdict::Reason,
 };
 
-// Static names must equal the constants in `lb_common::maps`.
+// Static names must equal the constants in `lb_common::abi`.
 #[map]
 static FL_ROUTES_V4: LpmTrie<[u8; 4], u32> = LpmTrie::with_max_entries(MAX_ROUTES, 0);
 #[map]
@@ -553,7 +558,8 @@ fn route(parsed: &Parsed) -> Option<u32> {
 #[inline(never)]
 fn rewrite(ctx: &XdpContext, parsed: &Parsed, nh: &NextHop) -> Result<(), Reason> {
     let is_ipv6 = parsed.flow.is_ipv6;
-    let (header, out_len) = egress_l2_header(nh, if is_ipv6 { ETH_P_IPV6 } else { ETH_P_IPV4 });
+    let ethertype = if is_ipv6 { ETH_P_IPV6 } else { ETH_P_IPV4 };
+    let (header, out_len) = egress_l2_header(&nh.dst_mac, &nh.src_mac, nh.vlan, ethertype);
     // Ingress tags go, the next hop's tag (if any) comes: move the start.
     let shrink = parsed.l3_offset as i32 - out_len as i32;
     // SAFETY: plain helper call on our own context.

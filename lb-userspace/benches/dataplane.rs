@@ -29,11 +29,11 @@ use fabriclb::{
     traffic::{Pace, Pattern},
 };
 use lb_common::{
-    craft::{Ipv4, Ipv6, bth, tcp, udp},
-    maps::{
-        BENCH_RESTORE_LEN, FLOWLET_TABLE_DEFAULT, PROGRAM_BASELINE, PROGRAM_BENCH, XDP_REDIRECT,
-    },
-    parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
+    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH},
+    limits::FLOWLET_TABLE_DEFAULT,
+    packet::craft::{Ipv4, Ipv6, bth, tcp, udp},
+    packet::parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
+    verdict::XDP_REDIRECT,
 };
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
@@ -96,7 +96,7 @@ fn main() -> Result<()> {
     let mut dp =
         Dataplane::load(FLOWLET_TABLE_DEFAULT).context("loading the XDP program (needs root)")?;
     tables.write(&mut dp, None)?;
-    dp.add_port(lb_common::maps::BASELINE_IFINDEX)?;
+    dp.add_port(BASELINE_IFINDEX)?;
 
     let mut report = String::from("# fabriclb data-plane benchmark\n\n");
     let costs = cost(&mut dp, &mut report)?;

@@ -41,12 +41,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use lb_common::flowlet;
-use lb_common::hash::HashFields;
-use lb_common::maps::{
+use lb_common::limits::{
     FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS_PER_GROUP,
     MAX_ROUTES,
 };
+use lb_common::select::flowlet;
+use lb_common::select::hash::HashFields;
 use serde::Deserialize;
 use toml::Spanned;
 

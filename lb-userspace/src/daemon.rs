@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use aya::programs::{XdpMode, xdp::XdpLinkId};
-use lb_common::maps::{NEXTHOP_USABLE, NextHop};
+use lb_common::abi::{NEXTHOP_USABLE, NextHop};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{error, info, warn};
 

@@ -7,9 +7,9 @@ use aya::{
     },
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
-use lb_common::maps::{
-    self as names, BUCKETS_PER_GROUP, GroupEntry, GroupStats, NextHop, NextHopStats, Reason,
-};
+use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::limits::BUCKETS_PER_GROUP;
+use lb_common::verdict::Reason;
 
 /// The XDP object built from lb-ebpf by the build script.
 pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lb_common::maps::{GroupStats, NextHopStats, Reason};
+use lb_common::abi::{GroupStats, NextHopStats};
+use lb_common::verdict::Reason;
 
 use crate::config::Mode;
 

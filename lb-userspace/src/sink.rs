@@ -6,7 +6,7 @@ use aya::{
     maps::{HashMap, MapData},
     programs::{Xdp, XdpMode},
 };
-use lb_common::maps::{PROGRAM_SINK, SINK_QPS, SinkKey, SinkQp};
+use lb_common::abi::sink::{PROGRAM_SINK, SINK_QPS, SinkKey, SinkQp};
 
 use crate::dataplane::OBJECT;
 

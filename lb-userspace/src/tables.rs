@@ -10,12 +10,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use lb_common::{
-    buckets::{rebalance, spray_sequence},
-    flowlet::PATH_QUALITY_DEFAULT,
-    maps::{
-        BUCKETS_PER_GROUP, GroupEntry, MAX_GROUPS, MAX_NEXTHOPS, NEXTHOP_USABLE, NO_NEXTHOP,
-        NextHop,
-    },
+    abi::{GroupEntry, NEXTHOP_USABLE, NextHop},
+    limits::{BUCKETS_PER_GROUP, MAX_GROUPS, MAX_NEXTHOPS, NO_NEXTHOP},
+    select::buckets::{rebalance, spray_sequence},
+    select::flowlet::PATH_QUALITY_DEFAULT,
 };
 
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};

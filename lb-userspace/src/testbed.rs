@@ -26,7 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use lb_common::maps::Reason;
+use lb_common::verdict::Reason;
 use nix::sched::{CloneFlags, setns};
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
 

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use lb_common::{
+use lb_common::packet::{
     craft::{self, Ipv4},
     parse::{IPPROTO_UDP, ROCEV2_UDP_PORT},
     roce::{ICRC_LEN, PSN_MASK, WRITE_ONLY, has_reth, write_opcode},
@@ -343,7 +343,7 @@ fn ipv4_of(interface: &str) -> anyhow::Result<Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lb_common::{
+    use lb_common::packet::{
         parse::{Parsed, parse},
         roce,
     };

@@ -1,5 +1,5 @@
 use super::*;
-use crate::craft::{self, Ipv4, Ipv6, ipv6_ext as ext, ipv6_frag as frag_hdr, tcp, udp};
+use crate::packet::craft::{self, Ipv4, Ipv6, ipv6_ext as ext, ipv6_frag as frag_hdr, tcp, udp};
 use std::vec::Vec;
 
 const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];

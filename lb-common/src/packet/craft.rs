@@ -6,7 +6,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::parse::{ETH_P_IPV4, ETH_P_IPV6};
+use crate::packet::parse::{ETH_P_IPV4, ETH_P_IPV6};
 
 pub const HOST_A: [u8; 4] = [10, 0, 0, 1];
 pub const HOST_B: [u8; 4] = [10, 1, 0, 2];
@@ -175,7 +175,7 @@ pub fn ipv6_frag(next: u8, offset_flags: u16) -> Vec<u8> {
 
 /// RETH: remote virtual address, R_Key, DMA length.
 pub fn reth(va: u64, rkey: u32, dma_len: u32) -> Vec<u8> {
-    let mut r = Vec::with_capacity(crate::roce::RETH_LEN);
+    let mut r = Vec::with_capacity(crate::packet::roce::RETH_LEN);
     r.extend_from_slice(&va.to_be_bytes());
     r.extend_from_slice(&rkey.to_be_bytes());
     r.extend_from_slice(&dma_len.to_be_bytes());
@@ -191,7 +191,7 @@ pub fn reth(va: u64, rkey: u32, dma_len: u32) -> Vec<u8> {
 /// traffic class, flow label and hop limit; UDP checksum; BTH reserved
 /// byte), stored least significant byte first like the Ethernet FCS.
 pub fn fill_icrc(frame: &mut [u8]) {
-    let icrc_at = frame.len() - crate::roce::ICRC_LEN;
+    let icrc_at = frame.len() - crate::packet::roce::ICRC_LEN;
     let mut masked: Vec<u8> = vec![0xff; 8];
     let l3 = &frame[14..icrc_at];
     masked.extend_from_slice(l3);

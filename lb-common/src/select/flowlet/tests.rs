@@ -1,5 +1,5 @@
 use super::*;
-use crate::roce::*;
+use crate::packet::roce::*;
 
 const GAP: u64 = 256_000;
 
@@ -52,29 +52,6 @@ fn no_state_or_another_generation_starts_where_ecmp_would() {
         step(Some(&FlowletState::default()), 5, GAP, 1, 4),
         FlowletStep::Start
     );
-}
-
-#[test]
-fn recent_load_halves_per_epoch_and_saturates() {
-    let mut l = RecentLoad::default();
-    l.add(10, 4096);
-    assert_eq!(l.at(10), 4096);
-    assert_eq!(l.at(11), 2048);
-    assert_eq!(l.at(22), 1);
-    assert_eq!(l.at(200), 0);
-    l.add(12, 100);
-    assert_eq!(
-        l,
-        RecentLoad {
-            bytes: 1124,
-            epoch: 12
-        }
-    );
-    l.remove(12, 2000);
-    assert_eq!(l.at(12), 0);
-    l.add(13, u64::MAX / 2);
-    assert_eq!(l.at(13), LOAD_MAX);
-    assert_eq!(load_epoch(3 << LOAD_HALF_LIFE_SHIFT), 3);
 }
 
 fn cand(slot: u32, load: u64) -> Candidate {

@@ -6,7 +6,7 @@
 //! the other next hops never move (the same contract as Linux resilient
 //! next-hop groups, without the idle timer).
 
-use crate::maps::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
+use crate::limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 
 /// Reassigns `buckets` (next-hop ids, [`NO_NEXTHOP`] for empty) to the
 /// next hops in `live`, each getting `len / live.len()` buckets, the

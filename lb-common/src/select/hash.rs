@@ -6,7 +6,7 @@
 //! switches with different seeds split the same flows differently, which
 //! breaks hash polarization across tiers.
 
-use crate::parse::FlowFields;
+use crate::packet::parse::FlowFields;
 
 /// Which header fields feed the hash; SONiC's field names.
 #[repr(transparent)]

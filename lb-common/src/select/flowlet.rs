@@ -9,11 +9,12 @@
 //! gain only churns). Per-packet mode sprays the packets that carry their own
 //! placement and keeps the rest on flowlets.
 
-use crate::hash::{HASH_INPUT_MAX, HashInput};
-use crate::parse::Bth;
-use crate::roce;
+use crate::packet::parse::Bth;
+use crate::packet::roce;
+use crate::select::hash::{HASH_INPUT_MAX, HashInput};
+use crate::select::load::RecentLoad;
 
-/// [`crate::maps::GroupEntry::mode`]: hash every packet of a flow to one
+/// [`crate::abi::GroupEntry::mode`]: hash every packet of a flow to one
 /// next hop.
 pub const MODE_ECMP: u32 = 0;
 /// Flows move between next hops only at flowlet boundaries.
@@ -21,7 +22,7 @@ pub const MODE_FLOWLET: u32 = 1;
 /// Sprayable packets pick a next hop each; the rest follow flowlets.
 pub const MODE_PER_PACKET: u32 = 2;
 
-/// [`crate::maps::GroupEntry::spray`]: spray only self-contained RoCEv2
+/// [`crate::abi::GroupEntry::spray`]: spray only self-contained RoCEv2
 /// packets ([`roce::self_contained`]).
 pub const SPRAY_SELF_CONTAINED: u32 = 0;
 /// Spray every RoCEv2 packet, for receivers that place out-of-order
@@ -32,57 +33,10 @@ pub const SPRAY_ALL: u32 = 1;
 pub const PATH_QUALITY_DEFAULT: u32 = 1024;
 /// Largest path quality; keeps `load * quality` within 64 bits.
 pub const PATH_QUALITY_MAX: u32 = 1 << 16;
-/// Recent loads saturate here (1 TiB), far above what a half-life holds;
-/// with [`PATH_QUALITY_MAX`] and the hysteresis factor, products stay
-/// under 2^63.
-const LOAD_MAX: u64 = 1 << 40;
-
-/// A recent load halves every `1 << LOAD_HALF_LIFE_SHIFT` bytes this CPU
-/// forwards in dynamic groups (1 MiB). Counting age in traffic rather than
-/// time keeps the memory across the idle phases between collectives, which
-/// is exactly when flowlets start: a clock-based average would have decayed
-/// to nothing and left every choice a tie.
-pub const LOAD_HALF_LIFE_SHIFT: u32 = 20;
-
 /// A new flowlet moves only if the best next hop's cost, with the flow's
 /// own load added, is below `NUM/DEN` of the current one's.
 pub const HYSTERESIS_NUM: u64 = 7;
 pub const HYSTERESIS_DEN: u64 = 8;
-
-/// The load epoch for a CPU that has forwarded `bytes` in dynamic groups.
-#[inline(always)]
-pub const fn load_epoch(bytes: u64) -> u64 {
-    bytes >> LOAD_HALF_LIFE_SHIFT
-}
-
-/// Bytes seen recently, halved once per load epoch since.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecentLoad {
-    pub bytes: u64,
-    pub epoch: u64,
-}
-
-impl RecentLoad {
-    /// The load as of `epoch`.
-    #[inline(always)]
-    pub fn at(&self, epoch: u64) -> u64 {
-        let age = epoch.saturating_sub(self.epoch);
-        if age >= 64 { 0 } else { self.bytes >> age }
-    }
-
-    #[inline(always)]
-    pub fn add(&mut self, epoch: u64, bytes: u64) {
-        self.bytes = (self.at(epoch) + bytes).min(LOAD_MAX);
-        self.epoch = epoch;
-    }
-
-    #[inline(always)]
-    pub fn remove(&mut self, epoch: u64, bytes: u64) {
-        self.bytes = self.at(epoch).saturating_sub(bytes);
-        self.epoch = epoch;
-    }
-}
 
 /// Flowlet table key: the group and the bytes its hash covers, so two
 /// flows share state exactly when they share a hash input.
@@ -118,7 +72,7 @@ pub struct FlowletState {
     /// names a next hop of this group, however the config changed.
     pub slot: u32,
     /// The group generation the state was made in; see
-    /// [`crate::maps::GroupEntry::generation`].
+    /// [`crate::abi::GroupEntry::generation`].
     pub generation: u32,
 }
 

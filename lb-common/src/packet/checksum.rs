@@ -1,8 +1,7 @@
 //! Incremental Internet checksum update (RFC 1624) and the L2 header a next
 //! hop gets.
 
-use crate::maps::NextHop;
-use crate::parse::{ETH_HLEN, ETH_P_8021Q, VLAN_HLEN};
+use crate::packet::parse::{ETH_HLEN, ETH_P_8021Q, VLAN_HLEN};
 
 /// New checksum after a 16-bit header word changes from `old` to `new`
 /// (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')). All values are the words as
@@ -27,15 +26,21 @@ pub const L2_OUT_MAX: usize = ETH_HLEN + VLAN_HLEN;
 
 /// The Ethernet header (and 802.1Q tag when the next hop has a VLAN) a
 /// routed packet leaves with; ingress tags never carry over, as in any
-/// router. Returns the header buffer and its length.
+/// router; `vlan` 0 sends untagged. Returns the header buffer and its
+/// length.
 #[inline(always)]
-pub fn egress_l2_header(nh: &NextHop, ethertype: u16) -> ([u8; L2_OUT_MAX], usize) {
+pub fn egress_l2_header(
+    dst_mac: &[u8; 6],
+    src_mac: &[u8; 6],
+    vlan: u16,
+    ethertype: u16,
+) -> ([u8; L2_OUT_MAX], usize) {
     let mut h = [0u8; L2_OUT_MAX];
-    h[..6].copy_from_slice(&nh.dst_mac);
-    h[6..12].copy_from_slice(&nh.src_mac);
-    if nh.vlan != 0 {
+    h[..6].copy_from_slice(dst_mac);
+    h[6..12].copy_from_slice(src_mac);
+    if vlan != 0 {
         h[12..14].copy_from_slice(&ETH_P_8021Q.to_be_bytes());
-        h[14..16].copy_from_slice(&(nh.vlan & 0x0fff).to_be_bytes());
+        h[14..16].copy_from_slice(&(vlan & 0x0fff).to_be_bytes());
         h[16..18].copy_from_slice(&ethertype.to_be_bytes());
         (h, ETH_HLEN + VLAN_HLEN)
     } else {
@@ -84,19 +89,12 @@ mod tests {
         }
     }
 
-    fn nh(vlan: u16) -> NextHop {
-        NextHop {
-            ifindex: 3,
-            vlan,
-            flags: 1,
-            dst_mac: [0x02, 0, 0, 0, 0, 0xaa],
-            src_mac: [0x02, 0, 0, 0, 0, 0xbb],
-        }
-    }
+    const DST: [u8; 6] = [0x02, 0, 0, 0, 0, 0xaa];
+    const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xbb];
 
     #[test]
     fn untagged_egress_header() {
-        let (h, len) = egress_l2_header(&nh(0), 0x0800);
+        let (h, len) = egress_l2_header(&DST, &SRC, 0, 0x0800);
         assert_eq!(len, 14);
         assert_eq!(
             &h[..len],
@@ -106,7 +104,7 @@ mod tests {
 
     #[test]
     fn tagged_egress_header() {
-        let (h, len) = egress_l2_header(&nh(100), 0x86dd);
+        let (h, len) = egress_l2_header(&DST, &SRC, 100, 0x86dd);
         assert_eq!(len, 18);
         assert_eq!(
             &h[..len],

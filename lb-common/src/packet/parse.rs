@@ -6,7 +6,7 @@
 //! implements over a slice, so the same code is unit-tested here and runs in
 //! the kernel.
 
-use crate::maps::Reason;
+use crate::verdict::Reason;
 
 pub const ETH_HLEN: usize = 14;
 pub const VLAN_HLEN: usize = 4;

@@ -1,0 +1,163 @@
+//! The forwarding program's name, its maps' names, and the `#[repr(C)]`
+//! types both sides of every map agree on.
+
+use crate::limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
+
+/// The XDP program's name in the object file.
+pub const PROGRAM: &str = "fabriclb";
+
+/// LPM trie: IPv4 destination prefix -> group id (`u32`).
+pub const ROUTES_V4: &str = "FL_ROUTES_V4";
+/// LPM trie: IPv6 destination prefix -> group id (`u32`).
+pub const ROUTES_V6: &str = "FL_ROUTES_V6";
+/// Array: group id -> [`GroupEntry`].
+pub const GROUPS: &str = "FL_GROUPS";
+/// Array: `group * BUCKETS_PER_GROUP + bucket` -> next-hop id (`u32`).
+pub const BUCKETS: &str = "FL_BUCKETS";
+/// Array: next-hop id -> [`NextHop`].
+pub const NEXTHOPS: &str = "FL_NEXTHOPS";
+/// Device hash map: egress ifindex -> itself, the redirect target.
+pub const DEVMAP: &str = "FL_DEVMAP";
+/// Per-CPU array: [`crate::verdict::Reason`] -> packets.
+pub const VERDICTS: &str = "FL_VERDICTS";
+/// Per-CPU array: next-hop id -> [`NextHopStats`].
+pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
+/// LRU hash, per-CPU values: [`crate::select::flowlet::FlowletKey`] ->
+/// [`crate::select::flowlet::FlowletState`]. Its size is set at load time.
+pub const FLOWLETS: &str = "FL_FLOWLETS";
+/// Array: next-hop id -> path quality (`u32`, higher is better), written
+/// by the daemon; see [`crate::select::flowlet::PATH_QUALITY_DEFAULT`].
+pub const PATH_QUALITY: &str = "FL_PATH_QUALITY";
+/// Array: `group * BUCKETS_PER_GROUP + i` -> next-hop id: per-packet
+/// mode's spray sequence, each next hop as often as its quality says,
+/// interleaved.
+pub const SPRAY: &str = "FL_SPRAY";
+/// Per-CPU array: group id -> [`GroupStats`].
+pub const GROUP_STATS: &str = "FL_GROUP_STATS";
+/// Per-CPU array, one slot: bytes this CPU forwarded in flowlet and
+/// per-packet groups, the clock recent loads age by.
+pub const LOAD_CLOCK: &str = "FL_LOAD_CLOCK";
+
+/// A group's data-plane settings.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupEntry {
+    /// Zero for a slot no config uses.
+    pub in_use: u32,
+    /// [`crate::select::hash::HashFields`] bits.
+    pub hash_fields: u32,
+    /// Per-switch CRC seed.
+    pub hash_seed: u32,
+    /// [`crate::select::flowlet::MODE_ECMP`], `MODE_FLOWLET` or `MODE_PER_PACKET`.
+    pub mode: u32,
+    /// [`crate::select::flowlet::SPRAY_SELF_CONTAINED`] or `SPRAY_ALL`.
+    pub spray: u32,
+    /// Flowlet state from another generation counts as none. The daemon
+    /// bumps it when the group enters a flowlet mode from ECMP, so state
+    /// left from an earlier flowlet period cannot move a flow that ECMP
+    /// has been forwarding, mid-burst. Never 0.
+    pub generation: u32,
+    pub flowlet_gap_ns: u64,
+    /// How many of `members` are in use.
+    pub member_count: u32,
+    pub _pad: u32,
+    /// The group's next-hop ids, usable or not, in config order; flowlet
+    /// state names them by index (slot).
+    pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
+}
+
+impl Default for GroupEntry {
+    fn default() -> Self {
+        Self {
+            in_use: 0,
+            hash_fields: 0,
+            hash_seed: 0,
+            mode: 0,
+            spray: 0,
+            generation: 0,
+            flowlet_gap_ns: 0,
+            member_count: 0,
+            _pad: 0,
+            members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
+        }
+    }
+}
+
+/// Next-hop flag: selectable (configured, link up, MAC known).
+pub const NEXTHOP_USABLE: u16 = 1;
+
+/// Everything needed to rewrite and send a packet to one next hop.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NextHop {
+    pub ifindex: u32,
+    /// 802.1Q tag pushed on egress; 0 sends untagged.
+    pub vlan: u16,
+    pub flags: u16,
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NextHopStats {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Of `packets`, those per-packet mode sprayed here.
+    pub sprayed: u64,
+    /// Recent bytes from flowlet and per-packet groups: what a new
+    /// flowlet compares next hops by.
+    pub load: crate::select::load::RecentLoad,
+}
+
+/// Per-CPU state and counters of one group.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    /// Position in the spray sequence; not a counter.
+    pub spray_cursor: u64,
+    /// Flowlets started, a flow's first included.
+    pub new_flowlets: u64,
+    /// New flowlets that took a different next hop than the flow had.
+    pub flowlet_moves: u64,
+    /// Packets that picked their own next hop (per-packet mode).
+    pub sprayed: u64,
+    /// Packets that followed their flowlet (flowlet and per-packet modes).
+    pub pinned: u64,
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: plain `#[repr(C)]` integers and byte arrays, no padding, every
+    // bit pattern valid.
+    unsafe impl aya::Pod for super::GroupEntry {}
+    unsafe impl aya::Pod for super::NextHop {}
+    unsafe impl aya::Pod for super::NextHopStats {}
+    unsafe impl aya::Pod for super::GroupStats {}
+    unsafe impl aya::Pod for crate::select::flowlet::FlowletKey {}
+    unsafe impl aya::Pod for crate::select::flowlet::FlowletState {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_have_no_padding() {
+        assert_eq!(
+            core::mem::size_of::<GroupEntry>(),
+            40 + 4 * MAX_NEXTHOPS_PER_GROUP
+        );
+        assert_eq!(core::mem::size_of::<NextHop>(), 20);
+        assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
+        assert_eq!(core::mem::size_of::<GroupStats>(), 40);
+        assert_eq!(
+            core::mem::size_of::<crate::select::flowlet::FlowletKey>(),
+            44
+        );
+        assert_eq!(
+            core::mem::size_of::<crate::select::flowlet::FlowletState>(),
+            32
+        );
+    }
+}

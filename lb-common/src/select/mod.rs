@@ -1,0 +1,7 @@
+//! Next-hop selection: the flow hash, resilient buckets, recent load and
+//! the flowlet/per-packet decisions.
+
+pub mod buckets;
+pub mod flowlet;
+pub mod hash;
+pub mod load;
