@@ -13,7 +13,7 @@ use aya::programs::{TestRun, TestRunOptions};
 use fabriclb::{
     config,
     dataplane::Dataplane,
-    tables::{self, Tables},
+    dataplane::tables::{self, Tables},
 };
 use lb_common::{
     abi::NextHop,

@@ -23,8 +23,7 @@ use anyhow::{Context, Result, ensure};
 use aya::programs::{TestRun, TestRunOptions, Xdp};
 use fabriclb::{
     config,
-    dataplane::Dataplane,
-    tables,
+    dataplane::{Dataplane, tables},
     testbed::{self, Leaf, Shape, Testbed},
     traffic::{Pace, Pattern},
 };

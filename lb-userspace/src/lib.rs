@@ -1,13 +1,15 @@
-//! fabriclb's userspace: config, loader, map programming, and the testbed
-//! with its RoCEv2 traffic generator.
+//! fabriclb's userspace.
+//!
+//! The product, what runs on a switch: [`config`], [`daemon`],
+//! [`dataplane`], [`metrics`], [`netlink`]. Test tooling, apart from it:
+//! [`testbed`] (namespace fabrics, scenarios, the receiver sink) and
+//! [`traffic`] (the RoCEv2 collective generator). Tooling may use the
+//! product; the product never imports tooling (`cargo xtask test` checks).
 
 pub mod config;
 pub mod daemon;
 pub mod dataplane;
 pub mod metrics;
 pub mod netlink;
-pub mod sink;
-pub mod tables;
 pub mod testbed;
 pub mod traffic;
-pub mod txring;

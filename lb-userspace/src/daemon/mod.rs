@@ -13,9 +13,9 @@ use tracing::{error, info, warn};
 
 use crate::config::{self, Config, NextHopAddr, NextHopSpec, XdpModeSetting};
 use crate::dataplane::Dataplane;
+use crate::dataplane::tables::Tables;
 use crate::metrics::{self, GroupSample, NextHopSample};
 use crate::netlink::{self, Link, Netlink};
-use crate::tables::Tables;
 
 pub struct Options {
     pub config: PathBuf,

@@ -15,8 +15,8 @@ use lb_common::packet::{
     roce::{ICRC_LEN, PSN_MASK, WRITE_ONLY, has_reth, write_opcode},
 };
 
+use super::txring::TxRing;
 use crate::netlink::{self, Netlink};
-use crate::txring::TxRing;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {

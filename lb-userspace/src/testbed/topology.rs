@@ -30,8 +30,8 @@ use lb_common::verdict::Reason;
 use nix::sched::{CloneFlags, setns};
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
 
+use super::sink::{Sink, SinkTotals};
 use crate::metrics;
-use crate::sink::{Sink, SinkTotals};
 use crate::traffic;
 
 /// The shape of a testbed.

@@ -16,8 +16,8 @@ use lb_common::{
     select::flowlet::PATH_QUALITY_DEFAULT,
 };
 
+use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
-use crate::dataplane::{Dataplane, DataplaneError};
 
 /// One group: its id, settings, next-hop ids (config order) and the
 /// bucket and spray tables over them.

@@ -1,0 +1,8 @@
+//! The loaded XDP program and what the daemon writes into it: typed map
+//! access ([`loader`]) and the tables built from a config ([`tables`]).
+
+mod loader;
+pub mod tables;
+
+pub(crate) use loader::OBJECT;
+pub use loader::{Dataplane, DataplaneError};
