@@ -1,0 +1,108 @@
+//! `fabriclb run`: load, program, attach, then react to signals, config
+//! changes, link and neighbour refreshes and metric ticks until told to
+//! stop; detach on the way out.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use lb_common::abi::NEXTHOP_USABLE;
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::{info, warn};
+
+use super::links::resolve_with_wait;
+use super::metrics_file::write_metrics;
+use super::reload::FileVersion;
+use super::state::{Running, attach};
+use crate::config;
+use crate::dataplane::Dataplane;
+use crate::dataplane::tables::Tables;
+use crate::netlink::Netlink;
+
+pub struct Options {
+    pub config: PathBuf,
+    pub metrics_file: Option<PathBuf>,
+    pub metrics_interval: Duration,
+    /// How often links and neighbours are re-read.
+    pub refresh_interval: Duration,
+    /// Reload when the config file changes, not only on SIGHUP.
+    pub watch_config: bool,
+}
+
+/// How often a watched config file is checked for changes.
+const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+
+pub async fn run(options: Options) -> Result<()> {
+    let version = FileVersion::of(&options.config);
+    let config = config::load(&options.config)?;
+    let netlink = Netlink::connect()?;
+    let mut dp =
+        Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
+
+    let snapshot = resolve_with_wait(&netlink, &config).await?;
+    let tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
+    tables
+        .write(&mut dp, None)
+        .context("programming the maps")?;
+    for group in &tables.groups {
+        for (spec, &id) in group.specs.iter().zip(&group.members) {
+            if tables.nexthops[id as usize].flags & NEXTHOP_USABLE == 0 {
+                warn!(next_hop = %spec, "not usable yet (interface down or MAC unknown); retrying");
+            }
+        }
+    }
+
+    let mut running = Running {
+        version,
+        tables,
+        links: Vec::new(),
+        config,
+    };
+    for interface in running.config.switch.interfaces.clone() {
+        let link = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
+        running.links.push((interface, link));
+    }
+    write_metrics(&options, &dp, &running.tables);
+    info!(
+        config = %options.config.display(),
+        groups = running.config.groups.len(),
+        routes = running.config.routes.len(),
+        "ready"
+    );
+
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut refresh = tokio::time::interval(options.refresh_interval);
+    let mut metrics_tick = tokio::time::interval(options.metrics_interval);
+    let mut watch = tokio::time::interval(WATCH_INTERVAL);
+    loop {
+        tokio::select! {
+            _ = sigint.recv() => break,
+            _ = sigterm.recv() => break,
+            _ = sighup.recv() => {
+                info!("SIGHUP: reloading {}", options.config.display());
+                running.reload(&options.config, &netlink, &mut dp).await;
+            }
+            _ = watch.tick(), if options.watch_config => {
+                let now = FileVersion::of(&options.config);
+                if now.is_some() && now != running.version {
+                    info!("{} changed: reloading", options.config.display());
+                    running.reload(&options.config, &netlink, &mut dp).await;
+                }
+            }
+            _ = refresh.tick() => {
+                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp).await {
+                    warn!("refreshing next hops: {e:#}");
+                }
+            }
+            _ = metrics_tick.tick() => write_metrics(&options, &dp, &running.tables),
+        }
+    }
+    write_metrics(&options, &dp, &running.tables);
+    for (_, link) in running.links {
+        dp.detach(link)?;
+    }
+    info!("detached; exiting");
+    Ok(())
+}
