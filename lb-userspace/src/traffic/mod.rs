@@ -2,6 +2,8 @@
 //! ring. Test tooling: no product module imports it.
 
 mod generator;
+mod send;
 pub mod txring;
 
-pub use generator::*;
+pub use generator::{Generator, Pattern, Sender, Workload};
+pub use send::{Pace, SendReport, resolve_sender, send};
