@@ -1,7 +1,23 @@
 //! A leaf-spine fabric in network namespaces, for tests, demos and
 //! benchmarks. Test tooling: no product module imports it.
 
+mod collective;
+mod counters;
+mod daemon;
+pub mod demo;
+mod netns;
 pub mod sink;
 mod topology;
+mod udp;
 
-pub use topology::*;
+pub use collective::{
+    Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
+};
+pub use counters::{LeafCounters, SpineCount, mmr};
+pub use daemon::Daemon;
+pub use netns::in_netns;
+pub use topology::{
+    FAR_PORT, LINK_MTU, ROCE_MTU, SENT_TTL, Shape, Testbed, host_addr, namespaces, receiver_addr,
+    remove_namespaces, tear_down_on_signal,
+};
+pub use udp::{TrafficReport, run_traffic};

@@ -1,0 +1,45 @@
+//! The `fabriclb` command line: one module per subcommand, each with its
+//! arguments and its body; this file only parses and dispatches.
+
+mod check_config;
+mod generate;
+mod run;
+mod testbed;
+
+use clap::{Parser, Subcommand};
+
+/// fabriclb: an XDP load balancer for AI-training fabrics.
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load the XDP program, program it from the config and forward until
+    /// SIGINT or SIGTERM.
+    Run(run::RunArgs),
+    /// Validate config files without touching the kernel.
+    CheckConfig(check_config::CheckConfigArgs),
+    /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
+    Testbed {
+        #[command(subcommand)]
+        command: testbed::TestbedCommand,
+    },
+    /// Send RoCEv2 traffic shaped like a collective (ring all-reduce or
+    /// all-to-all) through an AF_PACKET TX ring.
+    Gen(generate::GenArgs),
+}
+
+impl Cli {
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Run(args) => run::run(args),
+            Command::CheckConfig(args) => check_config::run(args),
+            Command::Testbed { command } => testbed::run(command),
+            Command::Gen(args) => generate::run(args),
+        }
+    }
+}

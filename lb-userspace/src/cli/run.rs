@@ -1,0 +1,37 @@
+//! `fabriclb run`: the daemon.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fabriclb::daemon;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Write a Prometheus text-format snapshot of the counters here.
+    #[arg(long)]
+    metrics_file: Option<PathBuf>,
+    /// How often the metrics file is rewritten, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    metrics_interval_ms: u64,
+    /// How often links and neighbours are re-read, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    refresh_interval_ms: u64,
+    /// Reload only on SIGHUP, not also when the config file changes.
+    #[arg(long)]
+    no_watch: bool,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(daemon::run(daemon::Options {
+        config: args.config,
+        metrics_file: args.metrics_file,
+        metrics_interval: Duration::from_millis(args.metrics_interval_ms.max(1)),
+        refresh_interval: Duration::from_millis(args.refresh_interval_ms.max(1)),
+        watch_config: !args.no_watch,
+    }))
+}

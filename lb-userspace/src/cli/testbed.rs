@@ -1,0 +1,97 @@
+//! `fabriclb testbed`: namespace fabrics for trying fabriclb out.
+
+use clap::Subcommand;
+use fabriclb::testbed;
+
+#[derive(Subcommand)]
+pub enum TestbedCommand {
+    /// Build a testbed and leave it running; prints how to use it.
+    Up {
+        #[command(flatten)]
+        shape: ShapeArgs,
+    },
+    /// Remove a testbed built by `up`.
+    Down {
+        #[arg(long, default_value = DEFAULT_TESTBED)]
+        name: String,
+    },
+    /// List a testbed's namespaces.
+    Status {
+        #[arg(long, default_value = DEFAULT_TESTBED)]
+        name: String,
+    },
+    /// Build a testbed, run a ring all-reduce through fabriclb once per
+    /// hashing mode, print per-spine shares, MMR and out-of-order counts,
+    /// tear down.
+    Demo {
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Messages per connection.
+        #[arg(long, default_value_t = 64)]
+        messages: u32,
+    },
+}
+
+const DEFAULT_TESTBED: &str = "fabriclb";
+
+#[derive(clap::Args)]
+pub struct ShapeArgs {
+    #[arg(long, default_value = DEFAULT_TESTBED)]
+    name: String,
+    /// Sender hosts (and as many receivers).
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    #[arg(long, default_value_t = 4)]
+    spines: usize,
+    /// Rate-limit each spine's link to the far leaf (TBF), in Mbit/s.
+    #[arg(long)]
+    spine_rate_mbit: Option<u32>,
+}
+
+impl ShapeArgs {
+    fn shape(&self) -> testbed::Shape {
+        testbed::Shape {
+            hosts: self.hosts,
+            spines: self.spines,
+            spine_rate_mbit: self.spine_rate_mbit,
+        }
+    }
+}
+
+pub fn run(command: TestbedCommand) -> anyhow::Result<()> {
+    match command {
+        TestbedCommand::Up { shape } => {
+            let bed = testbed::Testbed::up(&shape.name, shape.shape())?;
+            println!(
+                "testbed {} is up: {} namespaces",
+                shape.name,
+                testbed::namespaces(&shape.name)?.len()
+            );
+            println!("leaf config for fabriclb:\n\n{}", bed.leaf_config(""));
+            println!(
+                "run it with: ip netns exec {} fabriclb run --config LEAF.toml",
+                bed.ns("leaf")
+            );
+            bed.keep();
+            Ok(())
+        }
+        TestbedCommand::Down { name } => {
+            let removed = testbed::remove_namespaces(&name)?;
+            println!("removed {removed} namespaces of testbed {name}");
+            Ok(())
+        }
+        TestbedCommand::Status { name } => {
+            let namespaces = testbed::namespaces(&name)?;
+            if namespaces.is_empty() {
+                println!("testbed {name} is down");
+            }
+            for ns in namespaces {
+                println!("{ns}");
+            }
+            Ok(())
+        }
+        TestbedCommand::Demo { shape, messages } => {
+            testbed::demo::run(&shape.name, shape.shape(), messages)
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Collective traffic through the testbed: the generators on the sender
+//! hosts at once, a sink on every receiver, fabriclb (or the kernel, or a
+//! drop) on the leaf.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::netns::{in_netns, pin_to_cpu};
+use super::sink::{Sink, SinkTotals};
+use super::udp::RECEIVE_GRACE;
+use super::{Daemon, LeafCounters, Testbed, receiver_addr};
+use crate::traffic;
+
+/// Group keys for hashing on the five-tuple alone (no BTH destination QP).
+pub const FIVE_TUPLE: &str =
+    r#"hash_fields = ["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#;
+
+/// A collective workload for every sender host.
+#[derive(Clone, Debug)]
+pub struct Collective {
+    pub pattern: traffic::Pattern,
+    pub qps_per_connection: u32,
+    pub message_bytes: u32,
+    pub mtu: u32,
+    pub messages: u32,
+    pub pace: traffic::Pace,
+    /// See [`traffic::Workload::source_port_per_qp`].
+    pub source_port_per_qp: bool,
+    /// See [`traffic::Workload::small_messages`].
+    pub small_messages: u32,
+    /// Hosts 1..=senders send; all receive.
+    pub senders: usize,
+    pub leaf: Leaf,
+}
+
+/// What forwards at the leaf.
+#[derive(Clone, Debug)]
+pub enum Leaf {
+    /// fabriclb, its group configured by the TOML keys `group` (see
+    /// [`Testbed::leaf_config`]).
+    Fabriclb { group: String },
+    /// No fabriclb: the leaf kernel's own multipath route.
+    KernelMultipath,
+    /// The sink on the leaf's host ports: everything dropped at the first
+    /// hop, so a run measures the sender alone.
+    Drop,
+}
+
+#[derive(Debug)]
+pub struct CollectiveReport {
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub received: SinkTotals,
+    pub leaf: LeafCounters,
+    pub elapsed: Duration,
+}
+
+/// Runs `collective` with every host as a rank: the chosen leaf, a sink on
+/// every receiver, the generators on the senders at once.
+pub fn run_collective(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    collective: &Collective,
+) -> Result<CollectiveReport> {
+    run_collective_with(bed, fabriclb, workdir, collective, |_| Ok(())).map(|(report, ())| report)
+}
+
+/// [`run_collective`], calling `during` with the leaf's daemon (if any)
+/// while the senders send.
+pub fn run_collective_with<T>(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    collective: &Collective,
+    during: impl FnOnce(Option<&Daemon>) -> Result<T>,
+) -> Result<(CollectiveReport, T)> {
+    let hosts = bed.shape().hosts;
+    let (daemon, _leaf_sinks) = match &collective.leaf {
+        Leaf::Fabriclb { group } => (
+            Some(Daemon::start(
+                bed,
+                fabriclb,
+                workdir,
+                &bed.leaf_config(group),
+            )?),
+            Vec::new(),
+        ),
+        Leaf::KernelMultipath => (None, Vec::new()),
+        Leaf::Drop => (
+            None,
+            (1..=hosts)
+                .map(|i| in_netns(&bed.ns("leaf"), move || Sink::attach(&format!("h{i}")))?)
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    let sinks = (1..=hosts)
+        .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
+        .collect::<Result<Vec<_>>>()?;
+    let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
+    let senders: Vec<_> = (1..=collective.senders.min(hosts))
+        .map(|i| {
+            let workload = traffic::Workload {
+                pattern: collective.pattern,
+                ranks: ranks.clone(),
+                rank: i - 1,
+                qps_per_connection: collective.qps_per_connection,
+                message_bytes: collective.message_bytes,
+                mtu: collective.mtu,
+                messages: collective.messages,
+                source_port_per_qp: collective.source_port_per_qp,
+                small_messages: collective.small_messages,
+            };
+            let (ns, pace) = (bed.ns(&format!("h{i}")), collective.pace);
+            let gateway = Ipv4Addr::new(198, 18, 100 + i as u8, 254);
+            std::thread::spawn(move || {
+                in_netns(&ns, move || -> Result<traffic::SendReport> {
+                    // A veth hop runs on the sending CPU; a sender that
+                    // migrated mid-run would leave packets in two CPUs'
+                    // backlogs and reorder its own QPs, which is the
+                    // testbed's doing, not the fabric's.
+                    pin_to_cpu(i)?;
+                    let sender = traffic::resolve_sender("eth0", gateway)?;
+                    traffic::send("eth0", traffic::Generator::new(workload, sender), pace)
+                })?
+            })
+        })
+        .collect();
+    let during = during(daemon.as_ref());
+    let mut report = CollectiveReport {
+        sent_packets: 0,
+        sent_bytes: 0,
+        received: SinkTotals::default(),
+        leaf: LeafCounters::default(),
+        elapsed: Duration::ZERO,
+    };
+    for sender in senders {
+        let sent = sender
+            .join()
+            .map_err(|_| anyhow::anyhow!("sender thread panicked"))??;
+        report.sent_packets += sent.packets;
+        report.sent_bytes += sent.bytes;
+        report.elapsed = report.elapsed.max(sent.elapsed);
+    }
+    // Let queues (TBF) drain before counting.
+    let deadline = Instant::now() + RECEIVE_GRACE;
+    loop {
+        report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
+            anyhow::Ok(acc + s.totals()?)
+        })?;
+        if report.received.packets >= report.sent_packets
+            || matches!(collective.leaf, Leaf::Drop)
+            || Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(daemon) = daemon {
+        report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
+    }
+    Ok((report, during?))
+}

@@ -1,0 +1,103 @@
+//! `fabriclb testbed demo`: the same ring all-reduce through every mode,
+//! one table row per mode.
+
+use anyhow::{Context, Result};
+
+use super::{
+    Collective, FIVE_TUPLE, Leaf, ROCE_MTU, Shape, Testbed, run_collective, tear_down_on_signal,
+};
+use crate::traffic::{Pace, Pattern};
+
+/// Builds testbed `name`, runs the collective once per mode, prints the
+/// table, tears down (also on Ctrl-C).
+pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    println!(
+        "testbed: {} hosts -> leaf (fabriclb, XDP) -> {} spines -> far leaf -> {} receivers",
+        s.hosts, s.spines, s.hosts
+    );
+    tear_down_on_signal(name)?;
+    let bed = Testbed::up(name, s)?;
+    let flowlet = format!("mode = \"flowlet\"\n{}", FIVE_TUPLE);
+    let modes = [
+        ("ecmp, five-tuple", FIVE_TUPLE.to_owned()),
+        ("ecmp + dest QP", String::new()),
+        ("flowlet, five-tuple", flowlet),
+        ("per-packet", "mode = \"per-packet\"".to_owned()),
+        (
+            "per-packet, spray all",
+            "mode = \"per-packet\"\nspray = \"all\"".to_owned(),
+        ),
+    ];
+    println!(
+        "workload: ring all-reduce, {} ranks, 4 QPs per connection with a UDP source port each, \
+         {messages} messages of 64 KiB per connection, each followed by 2 single-packet WRITEs; \
+         1 ms between rounds; {} B RoCE MTU\n",
+        s.hosts, ROCE_MTU
+    );
+    let mut header = format!("{:<22}", "mode");
+    for j in 1..=s.spines {
+        header.push_str(&format!(" {:>6}", format!("s{j}")));
+    }
+    println!(
+        "{header} {:>6} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
+        "MMR", "sprayed", "moves", "sent", "received", "reordered", "in-message"
+    );
+    let mut result = Ok(());
+    for (mode, group) in modes {
+        let collective = Collective {
+            pattern: Pattern::Ring,
+            qps_per_connection: 4,
+            message_bytes: 65536,
+            mtu: ROCE_MTU,
+            messages,
+            // Gaps between rounds of messages, as collectives have: what
+            // lets flowlets move.
+            pace: Pace {
+                rate_pps: None,
+                gap: std::time::Duration::from_millis(1),
+            },
+            source_port_per_qp: true,
+            small_messages: 2,
+            senders: s.hosts,
+            leaf: Leaf::Fabriclb { group },
+        };
+        match run_collective(&bed, &exe, &workdir, &collective) {
+            Ok(report) => {
+                let total: u64 = report.leaf.spines.iter().map(|n| n.bytes).sum();
+                let mut line = format!("{mode:<22}");
+                for spine in &report.leaf.spines {
+                    line.push_str(&format!(
+                        " {:>5.1}%",
+                        100.0 * spine.bytes as f64 / total.max(1) as f64
+                    ));
+                }
+                println!(
+                    "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
+                    report.leaf.byte_mmr(),
+                    report.leaf.sprayed,
+                    report.leaf.flowlet_moves,
+                    report.sent_packets,
+                    report.received.packets,
+                    report.received.out_of_order,
+                    report.received.message_out_of_order
+                );
+            }
+            Err(e) => {
+                result = Err(e.context(format!("mode {mode}")));
+                break;
+            }
+        }
+    }
+    drop(bed);
+    let _ = std::fs::remove_dir_all(&workdir);
+    println!(
+        "\nshares are of bytes per spine as fabriclb counted them; MMR = busiest spine over the mean; \
+         reordered = packets out of their QP's PSN order at the receivers (single-packet messages \
+         may overtake each other when sprayed); in-message = MIDDLE/LAST packets that did not \
+         follow their message's previous packet"
+    );
+    result
+}

@@ -1,0 +1,57 @@
+//! Running commands in the testbed's namespaces, and threads inside them.
+
+use std::fs::File;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use nix::sched::{CloneFlags, setns};
+
+pub(super) fn run(cmd: &mut Command) -> Result<()> {
+    let output = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {cmd:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn ip(args: &[&str]) -> Result<()> {
+    run(Command::new("ip").args(args))
+}
+
+pub(super) fn ip_tc(ns: &str, args: &[&str]) -> Result<()> {
+    run(Command::new("tc").args(["-n", ns]).args(args))
+}
+
+pub(super) fn ethtool(ns: &str, args: &[&str]) -> Result<()> {
+    run(Command::new("ip")
+        .args(["netns", "exec", ns, "ethtool"])
+        .args(args))
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns`; sockets it
+/// opens live there.
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let file =
+        File::open(format!("/run/netns/{ns}")).with_context(|| format!("opening netns {ns}"))?;
+    std::thread::spawn(move || -> Result<T> {
+        setns(&file, CloneFlags::CLONE_NEWNET).context("setns")?;
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
+}
+
+/// Pins the calling thread to CPU `index` (modulo the CPUs there are).
+pub(super) fn pin_to_cpu(index: usize) -> Result<()> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut set = nix::sched::CpuSet::new();
+    set.set(index % cpus)?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+    Ok(())
+}

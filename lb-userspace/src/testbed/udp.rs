@@ -1,0 +1,151 @@
+//! Plain UDP flows over sockets from h1 to r1 through a running
+//! `fabriclb run`: arrival, TTLs and the daemon's counters.
+
+use std::collections::BTreeMap;
+use std::io::IoSliceMut;
+use std::net::{SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
+
+use super::netns::in_netns;
+use super::{Daemon, FAR_PORT, LeafCounters, SENT_TTL, Testbed, host_addr, receiver_addr};
+
+/// What a UDP traffic run saw.
+#[derive(Debug)]
+pub struct TrafficReport {
+    pub sent: u64,
+    pub received: u64,
+    /// TTL at the receiver -> datagrams.
+    pub ttls: BTreeMap<u8, u64>,
+    pub leaf: LeafCounters,
+}
+
+/// Starts `fabriclb run` on the leaf, sends `flows` UDP flows of `packets`
+/// datagrams each from h1 to r1 over plain sockets, and collects what
+/// arrived and what the daemon counted.
+pub fn run_traffic(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    flows: u16,
+    packets: u32,
+) -> Result<TrafficReport> {
+    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(""))?;
+    let receiver = Receiver::start(&bed.ns("r1"))?;
+    let sent = in_netns(&bed.ns("h1"), move || send_flows(flows, packets))??;
+    let (received, ttls) = receiver.finish(sent)?;
+    let text = daemon.stop()?;
+    Ok(TrafficReport {
+        sent,
+        received,
+        ttls,
+        leaf: LeafCounters::from_metrics(bed, &text)?,
+    })
+}
+
+/// One connected socket per flow (distinct source ports), `packets`
+/// datagrams each, interleaved across flows.
+fn send_flows(flows: u16, packets: u32) -> Result<u64> {
+    let sockets = (0..flows)
+        .map(|_| {
+            let s = UdpSocket::bind((host_addr(1), 0))?;
+            s.set_ttl(SENT_TTL.into())?;
+            s.connect(SocketAddrV4::new(receiver_addr(1), FAR_PORT))?;
+            Ok(s)
+        })
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let payload = [0x5au8; 64];
+    let mut sent = 0;
+    for _ in 0..packets {
+        for s in &sockets {
+            s.send(&payload)?;
+            sent += 1;
+        }
+        // Paced so the veth queues never overflow: loss here would be the
+        // testbed's, not fabriclb's.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(sent)
+}
+
+/// How long the receiver waits for stragglers once the sender is done.
+pub(super) const RECEIVE_GRACE: Duration = Duration::from_secs(10);
+
+/// Counts datagrams to r1 and their TTLs, on a thread in r1.
+struct Receiver {
+    handle: std::thread::JoinHandle<Result<(u64, BTreeMap<u8, u64>)>>,
+    /// How many datagrams to wait for; `u64::MAX` until the sender is done.
+    expected: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Receiver {
+    fn start(ns: &str) -> Result<Self> {
+        let expected = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+        let want = expected.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let ns = ns.to_owned();
+        let handle = std::thread::spawn(move || in_netns(&ns, move || receive(&want, ready_tx))?);
+        ready_rx
+            .recv_timeout(Duration::from_secs(5))
+            .context("receiver did not start")?;
+        Ok(Self { handle, expected })
+    }
+
+    /// Waits until `expected` datagrams arrived, or [`RECEIVE_GRACE`] passed.
+    fn finish(self, expected: u64) -> Result<(u64, BTreeMap<u8, u64>)> {
+        self.expected
+            .store(expected, std::sync::atomic::Ordering::Release);
+        self.handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("receiver panicked"))?
+    }
+}
+
+/// Counts datagrams to r1's [`FAR_PORT`] and their TTLs until `expected`
+/// arrived or [`RECEIVE_GRACE`] passed after it was set.
+fn receive(
+    expected: &std::sync::atomic::AtomicU64,
+    ready: std::sync::mpsc::Sender<()>,
+) -> Result<(u64, BTreeMap<u8, u64>)> {
+    let socket = UdpSocket::bind((receiver_addr(1), FAR_PORT))?;
+    setsockopt(&socket, sockopt::Ipv4RecvTtl, &true)?;
+    // Room for a whole run, so a slow reader never drops.
+    setsockopt(&socket, sockopt::RcvBufForce, &(32 << 20))?;
+    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let _ = ready.send(());
+    let (mut received, mut ttls) = (0u64, BTreeMap::new());
+    let mut deadline: Option<Instant> = None;
+    let mut buf = [0u8; 2048];
+    let mut cmsg = nix::cmsg_space!(i32);
+    loop {
+        let want = expected.load(std::sync::atomic::Ordering::Acquire);
+        if received >= want || deadline.is_some_and(|d| Instant::now() > d) {
+            return Ok((received, ttls));
+        }
+        if want != u64::MAX && deadline.is_none() {
+            deadline = Some(Instant::now() + RECEIVE_GRACE);
+        }
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        match recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::empty(),
+        ) {
+            Ok(msg) => {
+                received += 1;
+                for c in msg.cmsgs()? {
+                    if let ControlMessageOwned::Ipv4Ttl(ttl) = c {
+                        *ttls.entry(ttl as u8).or_insert(0) += 1;
+                    }
+                }
+            }
+            Err(nix::errno::Errno::EAGAIN) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
