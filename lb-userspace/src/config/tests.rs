@@ -1,3 +1,8 @@
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use lb_common::limits::{FLOWLET_TABLE_DEFAULT, MAX_GROUPS, MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES};
+use lb_common::select::hash::HashFields;
+
 use super::*;
 
 const FILE: &str = "configs/x.toml";
