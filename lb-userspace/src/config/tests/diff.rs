@@ -5,7 +5,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use lb_common::select::hash::HashFields;
 
 use super::{ok, with_groups};
-use crate::config::{Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, changes};
+use crate::config::{
+    Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, XdpModeSetting, changes,
+};
 
 #[test]
 fn changes_name_every_difference() {
@@ -48,6 +50,40 @@ fn changes_name_every_difference() {
             "group \"b\" removed",
             "route 10.2.0.0/16: group \"b\" -> \"a\"",
             "route 10.3.0.0/16 -> \"a\" added",
+        ]
+    );
+}
+
+/// The lines `changes_name_every_difference` does not reach: interfaces,
+/// xdp_mode, table size, a next hop removed, a group added, a route removed.
+#[test]
+fn changes_name_the_other_differences() {
+    let old = ok(&with_groups(
+        &[("a", "eth1", "10.0.0.1")],
+        "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"a\"\n\
+         [[route]]\nprefix = \"10.2.0.0/16\"\ngroup = \"a\"\n",
+    ));
+    let mut new = old.clone();
+    new.switch.interfaces = vec!["eth9".into()];
+    new.switch.xdp_mode = XdpModeSetting::Generic;
+    new.switch.flowlet_table_size = 1024;
+    new.groups[0].next_hops[0].vlan = Some(5);
+    let mut b = new.groups[0].clone();
+    b.name = "b".into();
+    b.mode = Mode::PerPacket;
+    new.groups.push(b);
+    new.routes.pop();
+    assert_eq!(
+        changes(&old, &new),
+        [
+            "switch.interfaces: \"eth9\" added",
+            "switch.interfaces: \"eth0\" removed",
+            "switch.xdp_mode auto -> generic",
+            "switch.flowlet_table_size 65536 -> 1024",
+            "group \"a\": next hop \"eth1 10.0.0.1 vlan 5\" added",
+            "group \"a\": next hop \"eth1 10.0.0.1\" removed",
+            "group \"b\" added: mode per-packet, 1 next hops",
+            "route 10.2.0.0/16 removed",
         ]
     );
 }
