@@ -1,5 +1,7 @@
 //! What a live reload changes, for the daemon's log.
 
+use std::fmt;
+
 use lb_common::select::hash::HashFields;
 
 use super::schema::{Config, Prefix};
@@ -9,27 +11,22 @@ use super::schema::{Config, Prefix};
 pub fn changes(old: &Config, new: &Config) -> Vec<String> {
     let mut out = Vec::new();
     let (a, b) = (&old.switch, &new.switch);
-    if a.hash_seed != b.hash_seed {
-        out.push(format!(
-            "switch.hash_seed {:#x} -> {:#x}",
-            a.hash_seed, b.hash_seed
-        ));
-    }
-    for name in b.interfaces.iter().filter(|i| !a.interfaces.contains(i)) {
-        out.push(format!("switch.interfaces: {name:?} added"));
-    }
-    for name in a.interfaces.iter().filter(|i| !b.interfaces.contains(i)) {
-        out.push(format!("switch.interfaces: {name:?} removed"));
-    }
-    if a.xdp_mode != b.xdp_mode {
-        out.push(format!("switch.xdp_mode {} -> {}", a.xdp_mode, b.xdp_mode));
-    }
-    if a.flowlet_table_size != b.flowlet_table_size {
-        out.push(format!(
-            "switch.flowlet_table_size {} -> {}",
-            a.flowlet_table_size, b.flowlet_table_size
-        ));
-    }
+    changed(
+        &mut out,
+        "switch.hash_seed",
+        Hex(a.hash_seed),
+        Hex(b.hash_seed),
+    );
+    added_removed(&mut out, &a.interfaces, &b.interfaces, |name, how| {
+        format!("switch.interfaces: {name:?} {how}")
+    });
+    changed(&mut out, "switch.xdp_mode", a.xdp_mode, b.xdp_mode);
+    changed(
+        &mut out,
+        "switch.flowlet_table_size",
+        a.flowlet_table_size,
+        b.flowlet_table_size,
+    );
     for group in &new.groups {
         let Some(was) = old.groups.iter().find(|g| g.name == group.name) else {
             out.push(format!(
@@ -41,45 +38,33 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             continue;
         };
         let name = &group.name;
-        if was.mode != group.mode {
-            out.push(format!(
-                "group {name:?}: mode {} -> {}",
-                was.mode, group.mode
-            ));
-        }
-        if was.flowlet_gap_us != group.flowlet_gap_us {
-            out.push(format!(
-                "group {name:?}: flowlet_gap_us {} -> {}",
-                was.flowlet_gap_us, group.flowlet_gap_us
-            ));
-        }
-        if was.spray != group.spray {
-            out.push(format!(
-                "group {name:?}: spray {} -> {}",
-                was.spray, group.spray
-            ));
-        }
-        if was.hash_fields != group.hash_fields {
-            out.push(format!(
-                "group {name:?}: hash_fields {} -> {}",
-                field_list(was.hash_fields),
-                field_list(group.hash_fields)
-            ));
-        }
-        for nh in group
-            .next_hops
-            .iter()
-            .filter(|n| !was.next_hops.contains(n))
-        {
-            out.push(format!("group {name:?}: next hop \"{nh}\" added"));
-        }
-        for nh in was
-            .next_hops
-            .iter()
-            .filter(|n| !group.next_hops.contains(n))
-        {
-            out.push(format!("group {name:?}: next hop \"{nh}\" removed"));
-        }
+        changed(
+            &mut out,
+            format_args!("group {name:?}: mode"),
+            was.mode,
+            group.mode,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: flowlet_gap_us"),
+            was.flowlet_gap_us,
+            group.flowlet_gap_us,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: spray"),
+            was.spray,
+            group.spray,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: hash_fields"),
+            FieldList(was.hash_fields),
+            FieldList(group.hash_fields),
+        );
+        added_removed(&mut out, &was.next_hops, &group.next_hops, |nh, how| {
+            format!("group {name:?}: next hop \"{nh}\" {how}")
+        });
     }
     for group in old
         .groups
@@ -114,12 +99,56 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
     out
 }
 
-/// `[src_ip, dst_ip]`.
-fn field_list(fields: HashFields) -> String {
-    let names: Vec<&str> = HashFields::NAMES
-        .iter()
-        .filter(|(_, f)| fields.contains(*f))
-        .map(|(n, _)| *n)
-        .collect();
-    format!("[{}]", names.join(", "))
+/// Adds "{what} {old} -> {new}" if the value changed.
+fn changed<T: PartialEq + fmt::Display>(
+    out: &mut Vec<String>,
+    what: impl fmt::Display,
+    old: T,
+    new: T,
+) {
+    if old != new {
+        out.push(format!("{what} {old} -> {new}"));
+    }
+}
+
+/// Adds `line(item, "added")` for each item only `new` has, then
+/// `line(item, "removed")` for each only `old` has; order within a list is
+/// not a change.
+fn added_removed<T: PartialEq>(
+    out: &mut Vec<String>,
+    old: &[T],
+    new: &[T],
+    line: impl Fn(&T, &str) -> String,
+) {
+    for item in new.iter().filter(|i| !old.contains(i)) {
+        out.push(line(item, "added"));
+    }
+    for item in old.iter().filter(|i| !new.contains(i)) {
+        out.push(line(item, "removed"));
+    }
+}
+
+/// A hash seed the way a config writes it: `0x5eed1234`.
+#[derive(PartialEq)]
+struct Hex(u32);
+
+impl fmt::Display for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Hash fields by name: `[src_ip, dst_ip]`.
+#[derive(PartialEq)]
+struct FieldList(HashFields);
+
+impl fmt::Display for FieldList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = HashFields::NAMES
+            .iter()
+            .filter(|(_, field)| self.0.contains(*field))
+            .map(|(n, _)| *n)
+            .collect();
+        write!(f, "[{}]", names.join(", "))
+    }
 }
