@@ -1,5 +1,9 @@
 //! What serde fills in from the TOML, before validation: the file's
 //! shape, with the source span of every value an error may point at.
+//!
+//! Bounded integers are read as i64, TOML's own integer type, so that a
+//! value out of bounds is reported by validation, naming the key and its
+//! range, instead of by serde as a mere type mismatch.
 
 use serde::Deserialize;
 use toml::Spanned;

@@ -35,14 +35,12 @@ impl Ctx<'_> {
                 format_args!("group name {name:?}"),
             )?;
 
-            let mode = group.mode.map_or(Ok(Mode::default()), |mode| {
-                self.lookup(
-                    &mode,
-                    &Mode::NAMES,
-                    "unsupported group mode",
-                    "supported modes",
-                )
-            })?;
+            let mode = self.lookup_or_default(
+                group.mode,
+                &Mode::NAMES,
+                "unsupported group mode",
+                "supported modes",
+            )?;
 
             let hash_fields = group
                 .hash_fields
@@ -53,14 +51,17 @@ impl Ctx<'_> {
                     .map_or(Ok(FLOWLET_GAP_DEFAULT_US), |gap| {
                         self.in_range(
                             &gap,
-                            FLOWLET_GAP_MIN_US,
-                            FLOWLET_GAP_MAX_US,
+                            FLOWLET_GAP_MIN_US..=FLOWLET_GAP_MAX_US,
                             &format!("group {name:?} flowlet_gap_us"),
+                            "",
                         )
                     })?;
-            let spray = group.spray.map_or(Ok(Spray::default()), |spray| {
-                self.lookup(&spray, &Spray::NAMES, "unknown spray", "valid values")
-            })?;
+            let spray = self.lookup_or_default(
+                group.spray,
+                &Spray::NAMES,
+                "unknown spray",
+                "valid values",
+            )?;
 
             let list = self.non_empty(
                 group.next_hops,

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::hash::Hash;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
 use toml::Spanned;
 
@@ -122,22 +122,44 @@ impl Ctx<'_> {
         }
     }
 
-    /// `value` as a u32 within `min..=max`, or an error naming `what`.
-    fn in_range(
+    /// [`Self::lookup`] for an optional key: the type's default when the
+    /// key is absent.
+    fn lookup_or_default<T: Copy + Default>(
+        &self,
+        name: Option<Spanned<String>>,
+        names: &[(&str, T)],
+        unknown: &str,
+        listed: &str,
+    ) -> Result<T, ConfigError> {
+        name.map_or(Ok(T::default()), |name| {
+            self.lookup(&name, names, unknown, listed)
+        })
+    }
+
+    /// `value` as a `T` within `range`, or an error
+    /// "{what} {value} is out of range {min}..={max}{hint}".
+    fn in_range<T>(
         &self,
         value: &Spanned<i64>,
-        min: u32,
-        max: u32,
+        range: RangeInclusive<T>,
         what: &str,
-    ) -> Result<u32, ConfigError> {
+        hint: &str,
+    ) -> Result<T, ConfigError>
+    where
+        T: TryFrom<i64> + PartialOrd + fmt::Display,
+    {
         let v = *value.get_ref();
-        u32::try_from(v)
+        T::try_from(v)
             .ok()
-            .filter(|v| (min..=max).contains(v))
+            .filter(|t| range.contains(t))
             .ok_or_else(|| {
                 self.error(
                     value.span(),
-                    format!("{what} {v} is out of range {min}..={max}"),
+                    format!(
+                        "{what} {v} is out of range {}..={}{hint}",
+                        range.start(),
+                        range.end()
+                    ),
                 )
             })
     }

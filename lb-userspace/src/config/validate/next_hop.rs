@@ -26,24 +26,17 @@ impl Ctx<'_> {
             (Some(mac), None) => NextHopAddr::Mac(self.mac(&mac)?),
             (None, Some(ip)) => NextHopAddr::Ip(self.neighbour_ip(&ip)?),
         };
-        let vlan = match nh.vlan {
-            None => None,
-            Some(vlan) => {
-                let value = *vlan.get_ref();
-                match u16::try_from(value) {
-                    Ok(v) if (VLAN_MIN..=VLAN_MAX).contains(&v) => Some(v),
-                    _ => {
-                        return Err(self.error(
-                            vlan.span(),
-                            format!(
-                                "vlan {value} is out of range {VLAN_MIN}..={VLAN_MAX} \
-                                 (omit vlan to send untagged)"
-                            ),
-                        ));
-                    }
-                }
-            }
-        };
+        let vlan = nh
+            .vlan
+            .map(|vlan| {
+                self.in_range(
+                    &vlan,
+                    VLAN_MIN..=VLAN_MAX,
+                    "vlan",
+                    " (omit vlan to send untagged)",
+                )
+            })
+            .transpose()?;
         Ok(NextHopSpec {
             interface,
             addr,

@@ -28,23 +28,21 @@ impl Ctx<'_> {
             interfaces.push(name);
         }
 
-        let xdp_mode = raw.xdp_mode.map_or(Ok(XdpModeSetting::default()), |mode| {
-            self.lookup(
-                &mode,
-                &XdpModeSetting::NAMES,
-                "unknown xdp_mode",
-                "valid modes",
-            )
-        })?;
+        let xdp_mode = self.lookup_or_default(
+            raw.xdp_mode,
+            &XdpModeSetting::NAMES,
+            "unknown xdp_mode",
+            "valid modes",
+        )?;
 
         let flowlet_table_size = raw
             .flowlet_table_size
             .map_or(Ok(FLOWLET_TABLE_DEFAULT), |n| {
                 self.in_range(
                     &n,
-                    FLOWLET_TABLE_MIN,
-                    FLOWLET_TABLE_MAX,
+                    FLOWLET_TABLE_MIN..=FLOWLET_TABLE_MAX,
                     "switch.flowlet_table_size",
+                    "",
                 )
             })?;
 
