@@ -50,6 +50,20 @@ fn with_group(group: &str) -> String {
     format!("{SWITCH}[[group]]\n{group}[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n")
 }
 
+/// `with_route` with one route, of `prefix` to "spines": a minimal valid
+/// config for a valid `prefix`. The prefix is on line 7, column 10.
+fn route_prefix(prefix: &str) -> String {
+    with_route(&format!(
+        "[[route]]\nprefix = \"{prefix}\"\ngroup = \"spines\"\n"
+    ))
+}
+
+/// `text`, which starts with `SWITCH`, with `key` added to the switch
+/// table on line 3 (column 1); the rest moves down a line.
+fn with_switch_key(text: &str, key: &str) -> String {
+    text.replacen(SWITCH, &format!("{SWITCH}{key}\n"), 1)
+}
+
 /// A group "g" whose only next hop is `{ interface = "eth1", <next_hop> }`
 /// on line 5, column 14.
 fn with_next_hop(next_hop: &str) -> String {

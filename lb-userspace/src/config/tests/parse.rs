@@ -7,7 +7,7 @@ use std::path::Path;
 use lb_common::limits::FLOWLET_TABLE_DEFAULT;
 use lb_common::select::hash::HashFields;
 
-use super::{ok, with_route};
+use super::{ok, route_prefix};
 use crate::config::{
     Config, ConfigError, FLOWLET_GAP_DEFAULT_US, Group, Mode, NextHopAddr, NextHopSpec, Prefix,
     Route, Spray, Switch, XdpModeSetting, load,
@@ -158,9 +158,7 @@ group = "spines"
 
 #[test]
 fn defaults() {
-    let config = ok(&with_route(
-        "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n",
-    ));
+    let config = ok(&route_prefix("10.1.0.0/16"));
     assert_eq!(
         config.switch,
         Switch {

@@ -1,13 +1,6 @@
 //! The `[[route]]` tables: prefixes and the groups they name.
 
-use super::{err, ok, with_groups, with_route};
-
-/// The route's prefix is on line 7, column 10.
-fn route_prefix(prefix: &str) -> String {
-    with_route(&format!(
-        "[[route]]\nprefix = \"{prefix}\"\ngroup = \"spines\"\n"
-    ))
-}
+use super::{err, ok, route_prefix, with_groups, with_route};
 
 #[test]
 fn bad_prefix() {

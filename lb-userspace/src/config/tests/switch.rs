@@ -1,6 +1,6 @@
 //! The `[switch]` table, and the interface names it shares with next hops.
 
-use super::{NEXT_HOPS, SWITCH, err, ok, with_group, with_next_hop, with_route};
+use super::{NEXT_HOPS, err, ok, route_prefix, with_group, with_next_hop, with_switch_key};
 use crate::config::XdpModeSetting;
 
 #[test]
@@ -10,10 +10,9 @@ fn xdp_modes() {
         ("driver", XdpModeSetting::Driver),
         ("generic", XdpModeSetting::Generic),
     ] {
-        let text = with_group(&format!("name = \"g\"\n{NEXT_HOPS}")).replacen(
-            SWITCH,
-            &format!("{SWITCH}xdp_mode = \"{name}\"\n"),
-            1,
+        let text = with_switch_key(
+            &with_group(&format!("name = \"g\"\n{NEXT_HOPS}")),
+            &format!("xdp_mode = \"{name}\""),
         );
         assert_eq!(ok(&text).switch.xdp_mode, mode);
         assert_eq!(mode.to_string(), name);
@@ -29,10 +28,9 @@ fn xdp_modes() {
 #[test]
 fn flowlet_table_size() {
     let text = |size: &str| {
-        with_route("[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n").replacen(
-            SWITCH,
-            &format!("{SWITCH}flowlet_table_size = {size}\n"),
-            1,
+        with_switch_key(
+            &route_prefix("10.1.0.0/16"),
+            &format!("flowlet_table_size = {size}"),
         )
     };
     assert_eq!(ok(&text("1024")).switch.flowlet_table_size, 1024);
