@@ -32,6 +32,11 @@
 //! their source spans ([`toml::Spanned`]), then validation turns it into the
 //! plain [`Config`], reporting the first problem as
 //! `{file}:{line}:{column}: {reason}` pointing at the offending value.
+//!
+//! The modules follow those steps: `raw` is the serde layer, `validate`
+//! checks it table by table, `diagnostics` renders where a problem is, and
+//! `schema` holds the validated types. `diff` compares two of them for the
+//! log of a live reload.
 
 mod diagnostics;
 mod diff;

@@ -1,6 +1,7 @@
 //! Turns the raw layer into a [`Config`], one table at a time, stopping at
-//! the first problem. The checks every table uses live here; each table's
-//! own rules live in its module.
+//! the first problem. The checks are methods of [`Ctx`], which knows where
+//! in the text each error points. Those several tables use live here; each
+//! table's own rules live in its module.
 
 mod group;
 mod next_hop;
@@ -20,6 +21,7 @@ use super::raw::RawConfig;
 use super::schema::{Config, IFNAME_MAX_LEN};
 
 impl Ctx<'_> {
+    /// Groups before routes: a route names its group, and gets its index.
     pub(super) fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let switch = self.switch(raw.switch)?;
         let groups = self.groups(raw.group)?;
