@@ -1,0 +1,154 @@
+//! What a live reload changes, for the daemon's log.
+
+use std::fmt;
+
+use lb_common::select::hash::HashFields;
+
+use super::schema::{Config, Prefix};
+
+/// What differs between two configs, one line per change, for the log of
+/// a live reload.
+pub fn changes(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let (a, b) = (&old.switch, &new.switch);
+    changed(
+        &mut out,
+        "switch.hash_seed",
+        Hex(a.hash_seed),
+        Hex(b.hash_seed),
+    );
+    added_removed(&mut out, &a.interfaces, &b.interfaces, |name, how| {
+        format!("switch.interfaces: {name:?} {how}")
+    });
+    changed(&mut out, "switch.xdp_mode", a.xdp_mode, b.xdp_mode);
+    changed(
+        &mut out,
+        "switch.flowlet_table_size",
+        a.flowlet_table_size,
+        b.flowlet_table_size,
+    );
+    for group in &new.groups {
+        let Some(was) = old.groups.iter().find(|g| g.name == group.name) else {
+            out.push(format!(
+                "group {:?} added: mode {}, {} next hops",
+                group.name,
+                group.mode,
+                group.next_hops.len()
+            ));
+            continue;
+        };
+        let name = &group.name;
+        changed(
+            &mut out,
+            format_args!("group {name:?}: mode"),
+            was.mode,
+            group.mode,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: flowlet_gap_us"),
+            was.flowlet_gap_us,
+            group.flowlet_gap_us,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: spray"),
+            was.spray,
+            group.spray,
+        );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: hash_fields"),
+            FieldList(was.hash_fields),
+            FieldList(group.hash_fields),
+        );
+        added_removed(&mut out, &was.next_hops, &group.next_hops, |nh, how| {
+            format!("group {name:?}: next hop \"{nh}\" {how}")
+        });
+    }
+    for group in old
+        .groups
+        .iter()
+        .filter(|g| !new.groups.iter().any(|n| n.name == g.name))
+    {
+        out.push(format!("group {:?} removed", group.name));
+    }
+    let target = |config: &Config, prefix: &Prefix| {
+        config
+            .routes
+            .iter()
+            .find(|r| r.prefix == *prefix)
+            .map(|r| config.groups[r.group].name.clone())
+    };
+    for route in &new.routes {
+        let group = &new.groups[route.group].name;
+        match target(old, &route.prefix) {
+            None => out.push(format!("route {} -> {group:?} added", route.prefix)),
+            Some(was) if was != *group => out.push(format!(
+                "route {}: group {was:?} -> {group:?}",
+                route.prefix
+            )),
+            Some(_) => {}
+        }
+    }
+    for route in &old.routes {
+        if target(new, &route.prefix).is_none() {
+            out.push(format!("route {} removed", route.prefix));
+        }
+    }
+    out
+}
+
+/// Adds "{what} {old} -> {new}" if the value changed.
+fn changed<T: PartialEq + fmt::Display>(
+    out: &mut Vec<String>,
+    what: impl fmt::Display,
+    old: T,
+    new: T,
+) {
+    if old != new {
+        out.push(format!("{what} {old} -> {new}"));
+    }
+}
+
+/// Adds `line(item, "added")` for each item only `new` has, then
+/// `line(item, "removed")` for each only `old` has; order within a list is
+/// not a change.
+fn added_removed<T: PartialEq>(
+    out: &mut Vec<String>,
+    old: &[T],
+    new: &[T],
+    line: impl Fn(&T, &str) -> String,
+) {
+    for item in new.iter().filter(|i| !old.contains(i)) {
+        out.push(line(item, "added"));
+    }
+    for item in old.iter().filter(|i| !new.contains(i)) {
+        out.push(line(item, "removed"));
+    }
+}
+
+/// A hash seed the way a config writes it: `0x5eed1234`.
+#[derive(PartialEq)]
+struct Hex(u32);
+
+impl fmt::Display for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Hash fields by name: `[src_ip, dst_ip]`.
+#[derive(PartialEq)]
+struct FieldList(HashFields);
+
+impl fmt::Display for FieldList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = HashFields::NAMES
+            .iter()
+            .filter(|(_, field)| self.0.contains(*field))
+            .map(|(n, _)| *n)
+            .collect();
+        write!(f, "[{}]", names.join(", "))
+    }
+}

@@ -1,0 +1,77 @@
+//! fabriclb's TOML configuration: parsing and validation.
+//!
+//! Pure: [`parse`] looks at nothing but the text it is given and [`load`]
+//! only reads the file, so `fabriclb check-config` can run anywhere. Interface
+//! names are checked for shape only, not for existence, and next-hop IPs are
+//! resolved later by the daemon.
+//!
+//! ```toml
+//! [switch]
+//! hash_seed = 0x5eed1234     # u32, default 0
+//! interfaces = ["eth0"]      # non-empty, unique
+//! xdp_mode = "auto"          # "auto" (default) | "driver" | "generic"
+//! flowlet_table_size = 65536 # flows the flowlet table holds (LRU)
+//!
+//! [[group]]
+//! name = "spines"            # unique, non-empty
+//! mode = "ecmp"              # "ecmp" (default) | "flowlet" | "per-packet"
+//! hash_fields = ["src_ip", "dst_ip"]   # default: all six
+//! flowlet_gap_us = 256       # idle gap that ends a flowlet, default 256
+//! spray = "self-contained"   # per-packet: "self-contained" (default) | "all"
+//! next_hops = [
+//!   { interface = "eth1", mac = "02:00:00:00:01:02" },
+//!   { interface = "eth2", ip = "10.0.2.2", vlan = 100 },
+//! ]
+//!
+//! [[route]]
+//! prefix = "10.1.0.0/16"
+//! group = "spines"
+//! ```
+//!
+//! Parsing happens in two layers: serde fills a raw layer whose fields carry
+//! their source spans ([`toml::Spanned`]), then validation turns it into the
+//! plain [`Config`], reporting the first problem as
+//! `{file}:{line}:{column}: {reason}` pointing at the offending value.
+//!
+//! The modules follow those steps: `raw` is the serde layer, `validate`
+//! checks it table by table, `diagnostics` renders where a problem is, and
+//! `schema` holds the validated types. `diff` compares two of them for the
+//! log of a live reload.
+
+mod diagnostics;
+mod diff;
+mod raw;
+mod schema;
+mod validate;
+
+use std::path::Path;
+
+use diagnostics::Ctx;
+use raw::RawConfig;
+
+pub use diagnostics::ConfigError;
+pub use diff::changes;
+pub use schema::{
+    Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX,
+    FLOWLET_TABLE_MIN, Group, IFNAME_MAX_LEN, Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
+    Switch, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+};
+
+/// Reads and validates the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses and validates config `text`; `file` is only used in errors.
+pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+    let ctx = Ctx::new(text, file);
+    let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    ctx.validate(raw)
+}
+
+#[cfg(test)]
+mod tests;

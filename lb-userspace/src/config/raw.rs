@@ -1,0 +1,56 @@
+//! What serde fills in from the TOML, before validation: the file's
+//! shape, with the source span of every value an error may point at.
+//!
+//! Bounded integers are read as i64, TOML's own integer type, so that a
+//! value out of bounds is reported by validation, naming the key and its
+//! range, instead of by serde as a mere type mismatch.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) switch: RawSwitch,
+    #[serde(default)]
+    pub(super) group: Vec<Spanned<RawGroup>>,
+    #[serde(default)]
+    pub(super) route: Vec<Spanned<RawRoute>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSwitch {
+    #[serde(default)]
+    pub(super) hash_seed: u32,
+    pub(super) interfaces: Spanned<Vec<Spanned<String>>>,
+    pub(super) xdp_mode: Option<Spanned<String>>,
+    pub(super) flowlet_table_size: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    pub(super) name: Spanned<String>,
+    pub(super) mode: Option<Spanned<String>>,
+    pub(super) hash_fields: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) flowlet_gap_us: Option<Spanned<i64>>,
+    pub(super) spray: Option<Spanned<String>>,
+    pub(super) next_hops: Spanned<Vec<Spanned<RawNextHop>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNextHop {
+    pub(super) interface: Spanned<String>,
+    pub(super) mac: Option<Spanned<String>>,
+    pub(super) ip: Option<Spanned<String>>,
+    pub(super) vlan: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRoute {
+    pub(super) prefix: Spanned<String>,
+    pub(super) group: Spanned<String>,
+}

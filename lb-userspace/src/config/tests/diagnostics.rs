@@ -1,0 +1,90 @@
+//! Errors from the TOML layer (syntax, types, unknown and missing keys) and
+//! the line:column they point at.
+
+use super::{SWITCH, err, with_group_key, with_next_hop, with_route};
+
+#[test]
+fn syntax_error() {
+    assert_eq!(
+        err("[switch\ninterfaces = [\"eth0\"]\n"),
+        "configs/x.toml:1:8: unclosed table, expected `]`"
+    );
+    assert_eq!(
+        err("[switch]\ninterfaces = [\"eth0\"\n"),
+        "configs/x.toml:2:21: unclosed array, expected `]`"
+    );
+}
+
+#[test]
+fn type_errors() {
+    assert_eq!(
+        err("[switch]\nhash_seed = -1\ninterfaces = [\"eth0\"]\n"),
+        "configs/x.toml:2:13: invalid value: integer `-1`, expected u32"
+    );
+    assert_eq!(
+        err("[switch]\nhash_seed = 0x1_0000_0000\ninterfaces = [\"eth0\"]\n"),
+        "configs/x.toml:2:13: invalid value: integer `4294967296`, expected u32"
+    );
+    assert_eq!(
+        err(&with_next_hop("ip = \"10.0.0.1\", vlan = \"100\"")),
+        "configs/x.toml:5:60: invalid type: string \"100\", expected i64"
+    );
+}
+
+#[test]
+fn unknown_key() {
+    assert_eq!(
+        err("[switch]\ninterfaces = [\"eth0\"]\nhash_sead = 1\n"),
+        "configs/x.toml:3:1: unknown field `hash_sead`, \
+         expected one of `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`"
+    );
+    assert_eq!(
+        err(&with_group_key("weight = 2")),
+        "configs/x.toml:5:1: unknown field `weight`, \
+         expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, \
+         `next_hops`"
+    );
+    assert_eq!(
+        err(&with_next_hop("ip = \"10.0.0.1\", vlna = 5")),
+        "configs/x.toml:5:53: unknown field `vlna`, \
+         expected one of `interface`, `mac`, `ip`, `vlan`"
+    );
+    assert_eq!(
+        err(&with_route(
+            "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"spines\"\nmetric = 1\n"
+        )),
+        "configs/x.toml:9:1: unknown field `metric`, expected `prefix` or `group`"
+    );
+    assert_eq!(
+        err(&format!("{}[routes]\n", with_route(""))),
+        "configs/x.toml:6:2: unknown field `routes`, expected one of `switch`, `group`, `route`"
+    );
+}
+
+#[test]
+fn missing_switch() {
+    assert_eq!(
+        err("# empty\n"),
+        "configs/x.toml:1:1: missing field `switch`"
+    );
+    assert_eq!(
+        err(&with_route("").replacen(SWITCH, "", 1)),
+        "configs/x.toml:1:1: missing field `switch`"
+    );
+}
+
+#[test]
+fn columns_count_characters_and_lines_survive_crlf() {
+    let text = with_route("[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spïnes\"\n")
+        .replace('\n', "\r\n");
+    assert_eq!(
+        err(&text),
+        "configs/x.toml:8:9: unknown group \"spïnes\" (defined groups: \"spines\")"
+    );
+    let text = "[switch]\r\ninterfaces = [\"ü\", \"ü\"]\r\n";
+    assert_eq!(
+        err(text),
+        "configs/x.toml:2:20: duplicate interface \"ü\" in switch.interfaces \
+         (first at line 2, column 15)"
+    );
+}

@@ -1,0 +1,158 @@
+//! The `[[group]]` tables, and the limits on next hops across them.
+
+use std::collections::{HashMap, HashSet};
+
+use lb_common::limits::{MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS_PER_GROUP};
+use lb_common::select::hash::HashFields;
+use toml::Spanned;
+
+use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
+use crate::config::raw::RawGroup;
+use crate::config::schema::{
+    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, Group, Mode, Spray,
+};
+
+impl Ctx<'_> {
+    pub(super) fn groups(&self, raw: Vec<Spanned<RawGroup>>) -> Result<Vec<Group>, ConfigError> {
+        self.table_count(&raw, "group", MAX_GROUPS)?;
+
+        let mut names = HashMap::new();
+        let mut egress: HashSet<String> = HashSet::new();
+        let mut total_next_hops = 0usize;
+        let mut groups = Vec::with_capacity(raw.len());
+        for group in raw {
+            let group = group.into_inner();
+
+            let name_span = group.name.span();
+            let name = group.name.into_inner();
+            if name.is_empty() {
+                return Err(self.error(name_span, "group name is empty"));
+            }
+            self.unique(
+                &mut names,
+                name.clone(),
+                name_span,
+                format_args!("group name {name:?}"),
+            )?;
+
+            let mode = self.lookup_or_default(
+                group.mode,
+                &Mode::NAMES,
+                "unsupported group mode",
+                "supported modes",
+            )?;
+
+            let hash_fields = group
+                .hash_fields
+                .map_or(Ok(HashFields::ALL), |list| self.hash_fields(&name, list))?;
+            let flowlet_gap_us =
+                group
+                    .flowlet_gap_us
+                    .map_or(Ok(FLOWLET_GAP_DEFAULT_US), |gap| {
+                        self.in_range(
+                            &gap,
+                            FLOWLET_GAP_MIN_US..=FLOWLET_GAP_MAX_US,
+                            &format!("group {name:?} flowlet_gap_us"),
+                            "",
+                        )
+                    })?;
+            let spray = self.lookup_or_default(
+                group.spray,
+                &Spray::NAMES,
+                "unknown spray",
+                "valid values",
+            )?;
+
+            let list = self.non_empty(
+                group.next_hops,
+                format_args!("group {name:?} has no next hops"),
+            )?;
+            self.at_most(
+                &list,
+                MAX_NEXTHOPS_PER_GROUP,
+                format_args!(
+                    "group {name:?} has too many next hops: at most \
+                     {MAX_NEXTHOPS_PER_GROUP} are allowed per group"
+                ),
+            )?;
+            let mut seen = HashMap::new();
+            let mut next_hops = Vec::with_capacity(list.len());
+            for nh in list {
+                let span = nh.span();
+                total_next_hops += 1;
+                if total_next_hops > MAX_NEXTHOPS as usize {
+                    return Err(self.error(
+                        span,
+                        format!(
+                            "too many next hops: at most {MAX_NEXTHOPS} are allowed \
+                             across all groups"
+                        ),
+                    ));
+                }
+                let if_span = nh.get_ref().interface.span();
+                let spec = self.next_hop(nh)?;
+                if !egress.contains(&spec.interface) {
+                    if egress.len() >= MAX_EGRESS_PORTS as usize {
+                        return Err(self.error(
+                            if_span,
+                            format!(
+                                "too many egress interfaces: at most {MAX_EGRESS_PORTS} \
+                                 distinct next-hop interfaces are allowed"
+                            ),
+                        ));
+                    }
+                    egress.insert(spec.interface.clone());
+                }
+                self.unique(
+                    &mut seen,
+                    spec.clone(),
+                    span,
+                    format_args!("next hop \"{spec}\" in group {name:?}"),
+                )?;
+                next_hops.push(spec);
+            }
+
+            groups.push(Group {
+                name,
+                mode,
+                hash_fields,
+                flowlet_gap_us,
+                spray,
+                next_hops,
+            });
+        }
+        Ok(groups)
+    }
+
+    fn hash_fields(
+        &self,
+        group: &str,
+        list: Spanned<Vec<Spanned<String>>>,
+    ) -> Result<HashFields, ConfigError> {
+        let list = self.non_empty(
+            list,
+            format_args!(
+                "group {group:?} has empty hash_fields; list at least one of {} \
+                 or omit the key to hash on all of them",
+                Quoted(&HashFields::NAMES)
+            ),
+        )?;
+        let mut fields = HashFields(0);
+        for name in list {
+            let field = self.lookup(
+                &name,
+                &HashFields::NAMES,
+                "unknown hash field",
+                "valid fields",
+            )?;
+            if fields.contains(field) {
+                return Err(self.error(
+                    name.span(),
+                    format!("duplicate hash field {:?}", name.get_ref()),
+                ));
+            }
+            fields = fields.union(field);
+        }
+        Ok(fields)
+    }
+}

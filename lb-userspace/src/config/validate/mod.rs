@@ -1,0 +1,202 @@
+//! Turns the raw layer into a [`Config`], one table at a time, stopping at
+//! the first problem. The checks are methods of [`Ctx`], which knows where
+//! in the text each error points. Those several tables use live here; each
+//! table's own rules live in its module.
+
+mod group;
+mod next_hop;
+mod route;
+mod switch;
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::hash::Hash;
+use std::ops::{Range, RangeInclusive};
+
+use toml::Spanned;
+
+use super::diagnostics::{ConfigError, Ctx, Quoted};
+use super::raw::RawConfig;
+use super::schema::{Config, IFNAME_MAX_LEN};
+
+impl Ctx<'_> {
+    /// Groups before routes: a route names its group, and gets its index.
+    pub(super) fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let switch = self.switch(raw.switch)?;
+        let groups = self.groups(raw.group)?;
+        let routes = self.routes(raw.route, &groups)?;
+        Ok(Config {
+            switch,
+            groups,
+            routes,
+        })
+    }
+
+    /// The items of `list`; an error `empty` at the list if it has none.
+    fn non_empty<T>(
+        &self,
+        list: Spanned<Vec<T>>,
+        empty: fmt::Arguments<'_>,
+    ) -> Result<Vec<T>, ConfigError> {
+        let span = list.span();
+        let list = list.into_inner();
+        if list.is_empty() {
+            return Err(self.error(span, empty.to_string()));
+        }
+        Ok(list)
+    }
+
+    /// An error `too_many` at the first item past `max`, if there is one.
+    fn at_most<T>(
+        &self,
+        list: &[Spanned<T>],
+        max: usize,
+        too_many: fmt::Arguments<'_>,
+    ) -> Result<(), ConfigError> {
+        match list.get(max) {
+            Some(extra) => Err(self.error(extra.span(), too_many.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that there are `1..=max` `[[kind]]` tables: none is an error
+    /// at the top of the file, too many one at the first past `max`.
+    fn table_count<T>(
+        &self,
+        tables: &[Spanned<T>],
+        kind: &str,
+        max: u32,
+    ) -> Result<(), ConfigError> {
+        if tables.is_empty() {
+            return Err(self.error(
+                0..0,
+                format!("no [[{kind}]] defined; at least one {kind} is required"),
+            ));
+        }
+        self.at_most(
+            tables,
+            max as usize,
+            format_args!("too many {kind}s: at most {max} are allowed"),
+        )
+    }
+
+    /// Records that `key` is defined at `span`, or, if `seen` already has
+    /// it, an error "duplicate {what} (first at ...)" at `span`.
+    fn unique<K: Eq + Hash>(
+        &self,
+        seen: &mut HashMap<K, Range<usize>>,
+        key: K,
+        span: Range<usize>,
+        what: fmt::Arguments<'_>,
+    ) -> Result<(), ConfigError> {
+        match seen.entry(key) {
+            Entry::Occupied(first) => Err(self.error(
+                span,
+                format!("duplicate {what} (first at {})", self.at(first.get())),
+            )),
+            Entry::Vacant(slot) => {
+                slot.insert(span);
+                Ok(())
+            }
+        }
+    }
+
+    /// The value `names` gives `name`, or an error
+    /// "{unknown} \"name\" ({listed}: \"a\", \"b\")" listing the valid names.
+    fn lookup<T: Copy>(
+        &self,
+        name: &Spanned<String>,
+        names: &[(&str, T)],
+        unknown: &str,
+        listed: &str,
+    ) -> Result<T, ConfigError> {
+        match names.iter().find(|(n, _)| n == name.get_ref()) {
+            Some(&(_, value)) => Ok(value),
+            None => Err(self.error(
+                name.span(),
+                format!(
+                    "{unknown} {:?} ({listed}: {})",
+                    name.get_ref(),
+                    Quoted(names)
+                ),
+            )),
+        }
+    }
+
+    /// [`Self::lookup`] for an optional key: the type's default when the
+    /// key is absent.
+    fn lookup_or_default<T: Copy + Default>(
+        &self,
+        name: Option<Spanned<String>>,
+        names: &[(&str, T)],
+        unknown: &str,
+        listed: &str,
+    ) -> Result<T, ConfigError> {
+        name.map_or(Ok(T::default()), |name| {
+            self.lookup(&name, names, unknown, listed)
+        })
+    }
+
+    /// `value` as a `T` within `range`, or an error
+    /// "{what} {value} is out of range {min}..={max}{hint}".
+    fn in_range<T>(
+        &self,
+        value: &Spanned<i64>,
+        range: RangeInclusive<T>,
+        what: &str,
+        hint: &str,
+    ) -> Result<T, ConfigError>
+    where
+        T: TryFrom<i64> + PartialOrd + fmt::Display,
+    {
+        let v = *value.get_ref();
+        T::try_from(v)
+            .ok()
+            .filter(|t| range.contains(t))
+            .ok_or_else(|| {
+                self.error(
+                    value.span(),
+                    format!(
+                        "{what} {v} is out of range {}..={}{hint}",
+                        range.start(),
+                        range.end()
+                    ),
+                )
+            })
+    }
+
+    /// Checks a name the way the kernel's `dev_valid_name` does.
+    fn ifname(&self, name: Spanned<String>) -> Result<String, ConfigError> {
+        let span = name.span();
+        let name = name.into_inner();
+        if name.is_empty() {
+            return Err(self.error(span, "interface name is empty"));
+        }
+        if name.len() > IFNAME_MAX_LEN {
+            return Err(self.error(
+                span,
+                format!(
+                    "interface name {name:?} is {} bytes long; at most {IFNAME_MAX_LEN} are allowed",
+                    name.len()
+                ),
+            ));
+        }
+        let bad_byte = |b: &u8| {
+            matches!(
+                b,
+                0 | b'/' | b':' | b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0xa0
+            )
+        };
+        if name == "." || name == ".." || name.as_bytes().iter().any(bad_byte) {
+            return Err(self.error(
+                span,
+                format!(
+                    "invalid interface name {name:?}: it must not be \".\" or \"..\" \
+                     or contain '/', ':', whitespace or NUL"
+                ),
+            ));
+        }
+        Ok(name)
+    }
+}

@@ -1,0 +1,116 @@
+//! One next hop of a group.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use toml::Spanned;
+
+use crate::config::diagnostics::{ConfigError, Ctx};
+use crate::config::raw::RawNextHop;
+use crate::config::schema::{NextHopAddr, NextHopSpec, VLAN_MAX, VLAN_MIN, format_mac};
+
+impl Ctx<'_> {
+    pub(super) fn next_hop(&self, nh: Spanned<RawNextHop>) -> Result<NextHopSpec, ConfigError> {
+        let span = nh.span();
+        let nh = nh.into_inner();
+        let interface = self.ifname(nh.interface)?;
+        let addr = match (nh.mac, nh.ip) {
+            (Some(_), Some(_)) => {
+                return Err(self.error(span, "next hop has both `mac` and `ip`; give exactly one"));
+            }
+            (None, None) => {
+                return Err(self.error(
+                    span,
+                    "next hop has neither `mac` nor `ip`; give exactly one",
+                ));
+            }
+            (Some(mac), None) => NextHopAddr::Mac(self.mac(&mac)?),
+            (None, Some(ip)) => NextHopAddr::Ip(self.neighbour_ip(&ip)?),
+        };
+        let vlan = nh
+            .vlan
+            .map(|vlan| {
+                self.in_range(
+                    &vlan,
+                    VLAN_MIN..=VLAN_MAX,
+                    "vlan",
+                    " (omit vlan to send untagged)",
+                )
+            })
+            .transpose()?;
+        Ok(NextHopSpec {
+            interface,
+            addr,
+            vlan,
+        })
+    }
+
+    fn mac(&self, text: &Spanned<String>) -> Result<[u8; 6], ConfigError> {
+        let Some(mac) = parse_mac(text.get_ref()) else {
+            return Err(self.error(
+                text.span(),
+                format!(
+                    "invalid MAC address {:?}: expected 6 hex octets separated by ':', \
+                     e.g. \"02:00:00:00:01:02\"",
+                    text.get_ref()
+                ),
+            ));
+        };
+        let kind = if mac == [0xff; 6] {
+            "broadcast"
+        } else if mac[0] & 1 != 0 {
+            "multicast"
+        } else if mac == [0; 6] {
+            "all-zero"
+        } else {
+            return Ok(mac);
+        };
+        Err(self.error(
+            text.span(),
+            format!(
+                "MAC address {} is {kind}; a next hop needs a unicast MAC",
+                format_mac(mac)
+            ),
+        ))
+    }
+
+    fn neighbour_ip(&self, text: &Spanned<String>) -> Result<IpAddr, ConfigError> {
+        let Ok(ip) = text.get_ref().parse::<IpAddr>() else {
+            return Err(self.error(
+                text.span(),
+                format!("invalid IP address {:?}", text.get_ref()),
+            ));
+        };
+        let kind = if ip.is_unspecified() {
+            "unspecified"
+        } else if ip.is_loopback() {
+            "loopback"
+        } else if ip.is_multicast() {
+            "multicast"
+        } else if ip == IpAddr::V4(Ipv4Addr::BROADCAST) {
+            "broadcast"
+        } else {
+            return Ok(ip);
+        };
+        Err(self.error(
+            text.span(),
+            format!("next-hop IP {ip} is {kind}; a next hop needs a unicast neighbour address"),
+        ))
+    }
+}
+
+/// Six two-digit hex octets separated by ':', either case.
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for octet in &mut mac {
+        let part = parts.next()?;
+        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        *octet = u8::from_str_radix(part, 16).ok()?;
+    }
+    match parts.next() {
+        Some(_) => None,
+        None => Some(mac),
+    }
+}
