@@ -17,7 +17,7 @@ use lb_common::{
 use crate::expected::{self, forwarded_v4};
 use crate::fixtures::Fixture;
 use crate::packets::PEER_MAC;
-use crate::switch::{CONFIG, LB_MAC};
+use crate::switch::{self, LB_MAC};
 
 pub struct Harness {
     pub dp: Dataplane,
@@ -30,7 +30,8 @@ impl Harness {
     /// every next hop leaves through `lo` (test runs transmit nothing) and
     /// the "down" group's only next hop is unusable.
     pub fn new() -> Self {
-        let config = config::parse(CONFIG, "golden.toml".as_ref()).expect("golden config");
+        let config =
+            config::parse(&switch::config(), "golden.toml".as_ref()).expect("golden config");
         let tables = Tables::build(&config, None, |spec| {
             tables::static_nexthop(spec, 1, LB_MAC)
         })

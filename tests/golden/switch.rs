@@ -1,120 +1,112 @@
 //! The switch every golden test programs: its seed, its own MAC and its
-//! groups and routes.
+//! groups and routes, written out as the daemon's TOML so that it goes
+//! through the daemon's own parser.
+
+use std::fmt::Write;
 
 /// Frames arrive addressed to this MAC and leave from it.
 pub const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
 pub const SEED: u32 = 0x5eed_1234;
 
-pub const CONFIG: &str = r#"
-[switch]
-hash_seed = 0x5eed1234
-interfaces = ["lo"]
+/// Each group's next hops have MACs of their own (`02:00:00:00:<mac>:01`
+/// and up), so an output frame tells which one it left for. All of them
+/// leave through `lo`: test runs transmit nothing.
+pub fn config() -> String {
+    let groups = [
+        Group::new("spines", 0x0a, 4)
+            .route("10.1.0.0/16")
+            .route("2001:db8:1::/48"),
+        Group::new("five-tuple", 0x0b, 4)
+            .set(r#"hash_fields = ["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#)
+            .route("10.4.0.0/16"),
+        Group::new("tagged", 0x0c, 1).vlan(100).route("10.2.0.0/16"),
+        Group::new("down", 0x0d, 1).route("10.3.0.0/16"),
+        Group::new("flowlet-sticky", 0x0e, 4)
+            .set(r#"mode = "flowlet""#)
+            .set("flowlet_gap_us = 1000000")
+            .route("10.5.0.0/16"),
+        Group::new("flowlet", 0x0f, 4)
+            .set(r#"mode = "flowlet""#)
+            .set("flowlet_gap_us = 2000")
+            .route("10.6.0.0/16"),
+        Group::new("per-packet", 0x10, 4)
+            .set(r#"mode = "per-packet""#)
+            .set("flowlet_gap_us = 1000000")
+            .route("10.7.0.0/16"),
+        Group::new("spray-all", 0x11, 4)
+            .set(r#"mode = "per-packet""#)
+            .set(r#"spray = "all""#)
+            .set("flowlet_gap_us = 1000000")
+            .route("10.8.0.0/16"),
+    ];
+    let mut toml = format!("[switch]\nhash_seed = {SEED:#x}\ninterfaces = [\"lo\"]\n");
+    for group in &groups {
+        group.write(&mut toml);
+    }
+    toml
+}
 
-[[group]]
-name = "spines"
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:0a:01" },
-  { interface = "lo", mac = "02:00:00:00:0a:02" },
-  { interface = "lo", mac = "02:00:00:00:0a:03" },
-  { interface = "lo", mac = "02:00:00:00:0a:04" },
-]
+struct Group {
+    name: &'static str,
+    mac: u8,
+    next_hops: u8,
+    vlan: Option<u16>,
+    settings: Vec<&'static str>,
+    prefixes: Vec<&'static str>,
+}
 
-[[group]]
-name = "five-tuple"
-hash_fields = ["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:0b:01" },
-  { interface = "lo", mac = "02:00:00:00:0b:02" },
-  { interface = "lo", mac = "02:00:00:00:0b:03" },
-  { interface = "lo", mac = "02:00:00:00:0b:04" },
-]
+impl Group {
+    fn new(name: &'static str, mac: u8, next_hops: u8) -> Self {
+        Self {
+            name,
+            mac,
+            next_hops,
+            vlan: None,
+            settings: Vec::new(),
+            prefixes: Vec::new(),
+        }
+    }
 
-[[group]]
-name = "tagged"
-next_hops = [{ interface = "lo", mac = "02:00:00:00:0c:01", vlan = 100 }]
+    /// One TOML line of the group's own settings.
+    fn set(mut self, line: &'static str) -> Self {
+        self.settings.push(line);
+        self
+    }
 
-[[group]]
-name = "down"
-next_hops = [{ interface = "lo", mac = "02:00:00:00:0d:01" }]
+    fn vlan(mut self, vlan: u16) -> Self {
+        self.vlan = Some(vlan);
+        self
+    }
 
-[[route]]
-prefix = "10.1.0.0/16"
-group = "spines"
+    fn route(mut self, prefix: &'static str) -> Self {
+        self.prefixes.push(prefix);
+        self
+    }
 
-[[route]]
-prefix = "2001:db8:1::/48"
-group = "spines"
-
-[[route]]
-prefix = "10.4.0.0/16"
-group = "five-tuple"
-
-[[route]]
-prefix = "10.2.0.0/16"
-group = "tagged"
-
-[[route]]
-prefix = "10.3.0.0/16"
-group = "down"
-
-[[group]]
-name = "flowlet-sticky"
-mode = "flowlet"
-flowlet_gap_us = 1000000
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:0e:01" },
-  { interface = "lo", mac = "02:00:00:00:0e:02" },
-  { interface = "lo", mac = "02:00:00:00:0e:03" },
-  { interface = "lo", mac = "02:00:00:00:0e:04" },
-]
-
-[[group]]
-name = "flowlet"
-mode = "flowlet"
-flowlet_gap_us = 2000
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:0f:01" },
-  { interface = "lo", mac = "02:00:00:00:0f:02" },
-  { interface = "lo", mac = "02:00:00:00:0f:03" },
-  { interface = "lo", mac = "02:00:00:00:0f:04" },
-]
-
-[[group]]
-name = "per-packet"
-mode = "per-packet"
-flowlet_gap_us = 1000000
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:10:01" },
-  { interface = "lo", mac = "02:00:00:00:10:02" },
-  { interface = "lo", mac = "02:00:00:00:10:03" },
-  { interface = "lo", mac = "02:00:00:00:10:04" },
-]
-
-[[group]]
-name = "spray-all"
-mode = "per-packet"
-spray = "all"
-flowlet_gap_us = 1000000
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:11:01" },
-  { interface = "lo", mac = "02:00:00:00:11:02" },
-  { interface = "lo", mac = "02:00:00:00:11:03" },
-  { interface = "lo", mac = "02:00:00:00:11:04" },
-]
-
-[[route]]
-prefix = "10.5.0.0/16"
-group = "flowlet-sticky"
-
-[[route]]
-prefix = "10.6.0.0/16"
-group = "flowlet"
-
-[[route]]
-prefix = "10.7.0.0/16"
-group = "per-packet"
-
-[[route]]
-prefix = "10.8.0.0/16"
-group = "spray-all"
-"#;
+    /// Appends the group and its routes; TOML keeps each array of tables
+    /// in order however `[[group]]` and `[[route]]` interleave.
+    fn write(&self, toml: &mut String) {
+        let name = self.name;
+        writeln!(toml, "\n[[group]]\nname = \"{name}\"").unwrap();
+        for line in &self.settings {
+            writeln!(toml, "{line}").unwrap();
+        }
+        let vlan = self
+            .vlan
+            .map(|v| format!(", vlan = {v}"))
+            .unwrap_or_default();
+        writeln!(toml, "next_hops = [").unwrap();
+        for i in 1..=self.next_hops {
+            let mac = format!("02:00:00:00:{:02x}:{i:02x}", self.mac);
+            writeln!(toml, "  {{ interface = \"lo\", mac = \"{mac}\"{vlan} }},").unwrap();
+        }
+        writeln!(toml, "]").unwrap();
+        for prefix in &self.prefixes {
+            writeln!(
+                toml,
+                "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\""
+            )
+            .unwrap();
+        }
+    }
+}
