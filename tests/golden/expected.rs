@@ -10,6 +10,7 @@ use lb_common::{
     select::hash::{HashFields, hash_input},
 };
 
+use crate::packets::Ip;
 use crate::switch::SEED;
 
 /// The next hop `group` sends `frame` to, with crc32fast standing in for
@@ -32,22 +33,18 @@ fn egress_tags(nh: &NextHop) -> Vec<(u16, u16)> {
     }
 }
 
-/// What `ip` carrying `l4` leaves as for next hop `nh`: TTL - 1, the next
-/// hop's L2 header.
-pub fn forwarded_v4(ip: &Ipv4, l4: &[u8], nh: &NextHop) -> Vec<u8> {
-    Ipv4 {
-        ttl: ip.ttl - 1,
-        ..ip.clone()
-    }
-    .frame(nh.dst_mac, nh.src_mac, &egress_tags(nh), l4)
-}
-
-/// What `ip` carrying `body` leaves as for next hop `nh`: hop limit - 1,
-/// the next hop's L2 header.
-pub fn forwarded_v6(ip: &Ipv6, body: &[u8], nh: &NextHop) -> Vec<u8> {
-    Ipv6 {
-        hop_limit: ip.hop_limit - 1,
-        ..ip.clone()
-    }
-    .frame(nh.dst_mac, nh.src_mac, &egress_tags(nh), body)
+/// What `ip` carrying `body` leaves as for next hop `nh`: TTL or hop
+/// limit - 1, the next hop's L2 header.
+pub fn forwarded(ip: &Ip, body: &[u8], nh: &NextHop) -> Vec<u8> {
+    let out = match ip {
+        Ip::V4(ip) => Ip::V4(Ipv4 {
+            ttl: ip.ttl - 1,
+            ..ip.clone()
+        }),
+        Ip::V6(ip) => Ip::V6(Ipv6 {
+            hop_limit: ip.hop_limit - 1,
+            ..ip.clone()
+        }),
+    };
+    out.frame(nh.dst_mac, nh.src_mac, &egress_tags(nh), body)
 }

@@ -1,16 +1,15 @@
 //! Flowlet and per-packet modes: flowlets that stay or move, next hops
 //! that go down, and which packets are sprayed. Every test pins itself to
-//! one CPU (see `pin_to_one_cpu`).
+//! one CPU (see `Harness::on_one_cpu`).
 
 use lb_common::{
-    abi::NextHop,
-    packet::craft::{Ipv4, bth, tcp, udp},
-    packet::parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
+    packet::craft::{Ipv4, tcp, udp},
+    packet::parse::{IPPROTO_TCP, IPPROTO_UDP},
     verdict::Reason,
 };
 
-use crate::harness::{Harness, pin_to_one_cpu};
-use crate::packets::{PEER_MAC, ipv4_to};
+use crate::harness::Harness;
+use crate::packets::{PEER_MAC, ipv4_to, rocev2_with_psn};
 use crate::switch::LB_MAC;
 
 const PAYLOAD: usize = 1000;
@@ -26,16 +25,12 @@ fn udp_packet(dst: [u8; 4], src_port: u16) -> (Ipv4, Vec<u8>) {
 /// A RoCEv2 packet of `opcode` on QP `qp` to `dst`; `psn` tells packets
 /// apart in the output.
 fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
-    (
-        ipv4_to(dst, IPPROTO_UDP),
-        udp(0xc001, ROCEV2_UDP_PORT, &bth(opcode, qp, psn, &[0xab; 64])),
-    )
+    (ipv4_to(dst, IPPROTO_UDP), rocev2_with_psn(opcode, qp, psn))
 }
 
 #[test]
 fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
-    pin_to_one_cpu();
-    let mut h = Harness::new();
+    let mut h = Harness::on_one_cpu();
     let packet = udp_packet([10, 5, 0, 2], 1000);
     let frame = packet.0.frame(LB_MAC, PEER_MAC, &[], &packet.1);
     // A new flow starts where ECMP would put it...
@@ -67,8 +62,7 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
 
 #[test]
 fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
-    pin_to_one_cpu();
-    let mut h = Harness::new();
+    let mut h = Harness::on_one_cpu();
     let dst = [10, 6, 0, 2];
     // Two flows ECMP puts on the same next hop.
     let predict = |h: &Harness, port| {
@@ -112,8 +106,7 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
 
 #[test]
 fn down_next_hops_are_never_chosen() {
-    pin_to_one_cpu();
-    let mut h = Harness::new();
+    let mut h = Harness::on_one_cpu();
     let members = h.members("per-packet");
     let dst = [10, 7, 0, 2];
 
@@ -127,11 +120,7 @@ fn down_next_hops_are_never_chosen() {
     // A next hop that went down before the daemon rewrote the sequence is
     // still skipped: the least loaded usable one stands in.
     let id = members[2];
-    let nexthop = NextHop {
-        flags: 0,
-        ..h.tables.nexthops[id as usize]
-    };
-    h.dp.set_nexthop(id, nexthop).expect("set next hop");
+    h.dp.set_nexthop(id, h.unusable(id)).expect("set next hop");
     for psn in 300..390 {
         h.forward("sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
     }
@@ -153,8 +142,7 @@ fn down_next_hops_are_never_chosen() {
 #[test]
 fn only_self_contained_packets_are_sprayed() {
     use lb_common::packet::roce::*;
-    pin_to_one_cpu();
-    let mut h = Harness::new();
+    let mut h = Harness::on_one_cpu();
     // One QP: a multi-packet WRITE with single-packet messages between its
     // packets, as a NIC interleaves a QP's work requests.
     let mut sequence = vec![WRITE_FIRST];

@@ -14,7 +14,7 @@ use lb_common::{
     verdict::Reason,
 };
 
-use crate::expected::{self, forwarded_v4};
+use crate::expected;
 use crate::fixtures::Fixture;
 use crate::packets::PEER_MAC;
 use crate::switch::{self, LB_MAC};
@@ -43,6 +43,12 @@ impl Harness {
             harness.take_down(id);
         }
         harness
+    }
+
+    /// A harness for tests of per-CPU state: see [`pin_to_one_cpu`].
+    pub fn on_one_cpu() -> Self {
+        pin_to_one_cpu();
+        Self::new()
     }
 
     pub fn group(&self, name: &str) -> usize {
@@ -126,7 +132,8 @@ impl Harness {
         let (verdict, out) = self.run(&frame);
         assert_eq!(verdict, Reason::Forwarded.xdp_action(), "{name}: verdict");
         let id = nexthop_of(self, &out) as u32;
-        let expected = forwarded_v4(ip, l4, &self.tables.nexthops[id as usize]);
+        let expected =
+            expected::forwarded(&ip.clone().into(), l4, &self.tables.nexthops[id as usize]);
         assert_eq!(hex(&out), hex(&expected), "{name}: output bytes");
         id
     }
@@ -148,22 +155,26 @@ impl Harness {
             .collect()
     }
 
+    /// Next hop `id` as link loss leaves it: the usable flag cleared.
+    pub fn unusable(&self, id: u32) -> NextHop {
+        NextHop {
+            flags: 0,
+            ..self.tables.nexthops[id as usize]
+        }
+    }
+
     /// Takes next hop `id` down the way the daemon does on link loss:
     /// flag cleared, buckets and spray sequence rewritten.
     pub fn take_down(&mut self, id: u32) {
         let previous = self.tables.clone();
-        let nexthop = NextHop {
-            flags: 0,
-            ..self.tables.nexthops[id as usize]
-        };
-        assert!(self.tables.update_nexthop(id, nexthop));
+        assert!(self.tables.update_nexthop(id, self.unusable(id)));
         self.tables
             .write(&mut self.dp, Some(&previous))
             .expect("rewrite maps");
     }
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+fn hex(bytes: &[u8]) -> String {
     bytes
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -183,7 +194,7 @@ pub fn nexthop_of(h: &Harness, out: &[u8]) -> usize {
 /// Flowlet state, recent loads and the spray cursor are per CPU, and
 /// BPF_PROG_TEST_RUN runs on the calling CPU: a test that depends on that
 /// state pins itself to one CPU so that every run sees the same state.
-pub fn pin_to_one_cpu() {
+fn pin_to_one_cpu() {
     let mut set = nix::sched::CpuSet::new();
     set.set(0).expect("cpu 0");
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin to cpu 0");
