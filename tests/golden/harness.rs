@@ -51,7 +51,7 @@ impl Harness {
         Self::new()
     }
 
-    pub fn group(&self, name: &str) -> usize {
+    fn group(&self, name: &str) -> usize {
         self.config
             .groups
             .iter()

@@ -48,7 +48,9 @@ fn truncated_frames_at_every_header_boundary() {
     check_all("truncation", fixtures::truncation::fixtures());
 }
 
-fn spread(h: &mut Harness, dst: [u8; 4]) -> Vec<usize> {
+/// Sends 256 RoCEv2 packets of one five-tuple to `dst`, each on its own
+/// QP; returns how many each member of `group` got, in member order.
+fn spread(h: &mut Harness, group: &str, dst: [u8; 4]) -> Vec<usize> {
     let mut per_nexthop = vec![0usize; h.tables.nexthops.len()];
     for qp in 0..256u32 {
         let frame =
@@ -57,18 +59,16 @@ fn spread(h: &mut Harness, dst: [u8; 4]) -> Vec<usize> {
         assert_eq!(verdict, Reason::Forwarded.xdp_action());
         per_nexthop[nexthop_of(h, &out)] += 1;
     }
-    per_nexthop
+    h.members(group)
+        .iter()
+        .map(|&id| per_nexthop[id as usize])
+        .collect()
 }
 
 #[test]
 fn destination_qp_spreads_one_five_tuple() {
     let mut h = Harness::new();
-    let spines = spread(&mut h, [10, 1, 0, 2]);
-    let with_qp: Vec<usize> = h.tables.groups[h.group("spines")]
-        .members
-        .iter()
-        .map(|&id| spines[id as usize])
-        .collect();
+    let with_qp = spread(&mut h, "spines", [10, 1, 0, 2]);
     eprintln!("256 QPs of one RoCEv2 five-tuple, hash with rdma_bth_dest_qp: {with_qp:?}");
     for (i, count) in with_qp.iter().enumerate() {
         assert!(
@@ -77,20 +77,11 @@ fn destination_qp_spreads_one_five_tuple() {
         );
     }
     // Kernel counters agree with what left.
-    for (&id, &count) in h.tables.groups[h.group("spines")]
-        .members
-        .iter()
-        .zip(&with_qp)
-    {
+    for (&id, &count) in h.members("spines").iter().zip(&with_qp) {
         assert_eq!(h.dp.nexthop_stats(id).expect("stats").packets, count as u64);
     }
 
-    let five = spread(&mut h, [10, 4, 0, 2]);
-    let without_qp: Vec<usize> = h.tables.groups[h.group("five-tuple")]
-        .members
-        .iter()
-        .map(|&id| five[id as usize])
-        .collect();
+    let without_qp = spread(&mut h, "five-tuple", [10, 4, 0, 2]);
     eprintln!("same packets, hash without rdma_bth_dest_qp: {without_qp:?}");
     assert_eq!(
         without_qp.iter().filter(|&&c| c == 256).count(),
