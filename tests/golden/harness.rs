@@ -26,9 +26,9 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Loads the program and programs it through the daemon's own tables;
-    /// every next hop leaves through `lo` (test runs transmit nothing) and
-    /// the "down" group's only next hop is unusable.
+    /// Loads the program and programs it with the switch config through
+    /// the daemon's own tables; the "down" group's only next hop is
+    /// unusable.
     pub fn new() -> Self {
         let config =
             config::parse(&switch::config(), "golden.toml".as_ref()).expect("golden config");

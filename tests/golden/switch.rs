@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use fabriclb::testbed::FIVE_TUPLE;
+
 /// Frames arrive addressed to this MAC and leave from it.
 pub const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
 pub const SEED: u32 = 0x5eed_1234;
@@ -17,7 +19,7 @@ pub fn config() -> String {
             .route("10.1.0.0/16")
             .route("2001:db8:1::/48"),
         Group::new("five-tuple", 0x0b, 4)
-            .set(r#"hash_fields = ["src_ip", "dst_ip", "ip_protocol", "l4_src_port", "l4_dst_port"]"#)
+            .set(FIVE_TUPLE)
             .route("10.4.0.0/16"),
         Group::new("tagged", 0x0c, 1).vlan(100).route("10.2.0.0/16"),
         Group::new("down", 0x0d, 1).route("10.3.0.0/16"),
