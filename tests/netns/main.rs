@@ -4,43 +4,24 @@
 //!
 //! Needs root; every testbed is removed even when an assertion fails.
 
-use std::path::{Path, PathBuf};
+mod bed;
 
-use fabriclb::testbed::{self, Leaf, Shape, Testbed};
-use fabriclb::traffic::{Pace, Pattern};
+use std::time::{Duration, Instant};
 
-fn fabriclb() -> &'static Path {
-    env!("CARGO_BIN_EXE_fabriclb").as_ref()
-}
+use fabriclb::testbed::{self, Collective, Shape, Testbed};
 
-/// A testbed and a scratch directory named after this process and `tag`.
-fn setup(tag: &str, shape: Shape) -> (Testbed, PathBuf) {
-    let name = format!("fl{}{tag}", std::process::id() % 100_000);
-    let bed = Testbed::up(&name, shape).expect("testbed");
-    let workdir = std::env::temp_dir().join(format!("{name}-work"));
-    std::fs::create_dir_all(&workdir).expect("workdir");
-    (bed, workdir)
-}
+use bed::{Bed, gaps, rate, ring};
 
 /// h1 sends real UDP frames over sockets; checks the per-next-hop
 /// counters, arrival at r1, the TTL, and that SIGTERM detached XDP.
 #[test]
 fn udp_flows_cross_the_leaf_over_every_spine() {
-    let (bed, workdir) = setup(
-        "u",
-        Shape {
-            hosts: 1,
-            spines: 4,
-            spine_rate_mbit: None,
-        },
-    );
+    let bed = Bed::up("u", 1);
     let (flows, packets) = (64u16, 32u32);
-    let report = testbed::run_traffic(&bed, fabriclb(), &workdir, flows, packets);
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = report.expect("traffic run");
+    let report = bed.traffic(flows, packets).expect("traffic run");
     eprintln!("{report:#?}");
     let link = std::process::Command::new("ip")
-        .args(["-n", &bed.ns("leaf"), "-d", "link", "show", "h1"])
+        .args(["-n", &bed.testbed.ns("leaf"), "-d", "link", "show", "h1"])
         .output()
         .expect("ip link show");
     let link = String::from_utf8_lossy(&link.stdout);
@@ -80,34 +61,15 @@ fn udp_flows_cross_the_leaf_over_every_spine() {
 /// five-tuple per connection over the spines.
 #[test]
 fn rocev2_ring_all_reduce_arrives_in_order() {
-    let (bed, workdir) = setup(
-        "r",
-        Shape {
-            hosts: 4,
-            spines: 4,
-            spine_rate_mbit: None,
-        },
-    );
-    let collective = testbed::Collective {
-        pattern: Pattern::Ring,
+    let bed = Bed::up("r", 4);
+    let collective = Collective {
         qps_per_connection: 16,
         message_bytes: 4 * testbed::ROCE_MTU,
-        mtu: testbed::ROCE_MTU,
         messages: 32,
-        pace: Pace {
-            rate_pps: Some(200_000),
-            gap: std::time::Duration::ZERO,
-        },
-        source_port_per_qp: false,
-        small_messages: 0,
-        senders: 4,
-        leaf: Leaf::Fabriclb {
-            group: String::new(),
-        },
+        pace: rate(200_000),
+        ..ring(4, "")
     };
-    let report = testbed::run_collective(&bed, fabriclb(), &workdir, &collective);
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = report.expect("collective run");
+    let report = bed.collective(&collective).expect("collective run");
     eprintln!("{report:#?}");
     // 4 ranks x 1 connection x 32 messages x 4 packets.
     assert_eq!(report.sent_packets, 4 * 32 * 4);
@@ -128,35 +90,19 @@ fn rocev2_ring_all_reduce_arrives_in_order() {
 /// gaps, so nothing arrives out of order.
 #[test]
 fn flowlet_mode_balances_sixteen_flows_that_five_tuple_ecmp_cannot() {
-    let (bed, workdir) = setup(
-        "f",
-        Shape {
-            hosts: 4,
-            spines: 4,
-            spine_rate_mbit: None,
-        },
-    );
-    let run = |group: String| {
-        let collective = testbed::Collective {
-            pattern: Pattern::Ring,
+    let bed = Bed::up("f", 4);
+    let run = |group: &str| {
+        bed.collective(&Collective {
             qps_per_connection: 4,
             message_bytes: 65536,
-            mtu: testbed::ROCE_MTU,
             messages: 64,
-            pace: Pace {
-                rate_pps: None,
-                gap: std::time::Duration::from_millis(1),
-            },
+            pace: gaps(Duration::from_millis(1)),
             source_port_per_qp: true,
-            small_messages: 0,
-            senders: 4,
-            leaf: Leaf::Fabriclb { group },
-        };
-        testbed::run_collective(&bed, fabriclb(), &workdir, &collective)
+            ..ring(4, group)
+        })
     };
-    let ecmp = run(testbed::FIVE_TUPLE.to_owned());
-    let flowlet = run(format!("mode = \"flowlet\"\n{}", testbed::FIVE_TUPLE));
-    let _ = std::fs::remove_dir_all(&workdir);
+    let ecmp = run(testbed::FIVE_TUPLE);
+    let flowlet = run(&format!("mode = \"flowlet\"\n{}", testbed::FIVE_TUPLE));
     let (ecmp, flowlet) = (ecmp.expect("ecmp run"), flowlet.expect("flowlet run"));
     let shares = |r: &testbed::CollectiveReport| -> Vec<u64> {
         r.leaf.spines.iter().map(|s| s.bytes).collect()
@@ -197,34 +143,16 @@ fn flowlet_mode_balances_sixteen_flows_that_five_tuple_ecmp_cannot() {
 /// order.
 #[test]
 fn per_packet_mode_sprays_single_packet_messages_and_keeps_messages_in_order() {
-    let (bed, workdir) = setup(
-        "p",
-        Shape {
-            hosts: 4,
-            spines: 4,
-            spine_rate_mbit: None,
-        },
-    );
-    let collective = testbed::Collective {
-        pattern: Pattern::Ring,
+    let bed = Bed::up("p", 4);
+    let collective = Collective {
         qps_per_connection: 4,
         message_bytes: 8 * testbed::ROCE_MTU,
-        mtu: testbed::ROCE_MTU,
         messages: 64,
-        pace: Pace {
-            rate_pps: None,
-            gap: std::time::Duration::from_micros(200),
-        },
-        source_port_per_qp: false,
+        pace: gaps(Duration::from_micros(200)),
         small_messages: 4,
-        senders: 4,
-        leaf: Leaf::Fabriclb {
-            group: "mode = \"per-packet\"".into(),
-        },
+        ..ring(4, "mode = \"per-packet\"")
     };
-    let report = testbed::run_collective(&bed, fabriclb(), &workdir, &collective);
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = report.expect("collective run");
+    let report = bed.collective(&collective).expect("collective run");
     let sprayed: Vec<u64> = report.leaf.spines.iter().map(|s| s.sprayed).collect();
     eprintln!(
         "sprayed per spine {sprayed:?} (MMR {:.3}); PSN order breaks {}, in-message {}",
@@ -248,38 +176,21 @@ fn per_packet_mode_sprays_single_packet_messages_and_keeps_messages_in_order() {
 /// packet is lost.
 #[test]
 fn live_mode_changes_lose_nothing_and_apply_within_a_second() {
-    use std::time::{Duration, Instant};
-    let (bed, workdir) = setup(
-        "m",
-        Shape {
-            hosts: 2,
-            spines: 4,
-            spine_rate_mbit: None,
-        },
-    );
-    let collective = testbed::Collective {
-        pattern: Pattern::Ring,
+    let bed = Bed::up("m", 2);
+    let collective = Collective {
         qps_per_connection: 16,
         message_bytes: testbed::ROCE_MTU,
-        mtu: testbed::ROCE_MTU,
         // 8 single-packet WRITEs per round, 16k packets/s per sender: 6 s.
         messages: 12_000,
-        pace: Pace {
-            rate_pps: Some(16_000),
-            gap: Duration::ZERO,
-        },
-        source_port_per_qp: false,
+        pace: rate(16_000),
         small_messages: 7,
-        senders: 2,
-        leaf: Leaf::Fabriclb {
-            group: String::new(),
-        },
+        ..ring(2, "")
     };
-    let config = |group: &str| bed.leaf_config(group);
-    let result = testbed::run_collective_with(&bed, fabriclb(), &workdir, &collective, |daemon| {
+    let config = |group: &str| bed.testbed.leaf_config(group);
+    let result = bed.collective_with(&collective, |daemon| {
         let daemon = daemon.expect("fabriclb leaf");
         let counters = || -> anyhow::Result<testbed::LeafCounters> {
-            testbed::LeafCounters::from_metrics(&bed, &daemon.metrics()?)
+            testbed::LeafCounters::from_metrics(&bed.testbed, &daemon.metrics()?)
         };
         // Waits until `changed` holds of two snapshots taken 100 ms apart
         // (the metrics file is rewritten every 100 ms); returns how long
@@ -330,7 +241,6 @@ fn live_mode_changes_lose_nothing_and_apply_within_a_second() {
         ));
         Ok(took)
     });
-    let _ = std::fs::remove_dir_all(&workdir);
     let (report, took) = result.expect("run with mode changes");
     eprintln!(
         "mode changes took effect after {took:?}; sent {}, received {}, forwarded {}, to the kernel {}",
@@ -351,7 +261,7 @@ fn live_mode_changes_lose_nothing_and_apply_within_a_second() {
 /// behind, also when the code using it panics; spine links get their TBF.
 #[test]
 fn testbed_teardown_leaves_nothing_behind() {
-    let name = format!("fl{}t", std::process::id() % 100_000);
+    let name = bed::name("t");
     let shape = Shape {
         hosts: 2,
         spines: 2,

@@ -1,0 +1,108 @@
+//! What every namespace test sets up: a testbed with a scratch directory
+//! that go away with it, runs of the real `fabriclb` on it, and the ring
+//! collective the tests vary.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use fabriclb::testbed::{
+    self, Collective, CollectiveReport, Daemon, Leaf, Shape, Testbed, TrafficReport,
+};
+use fabriclb::traffic::{Pace, Pattern};
+
+fn fabriclb() -> &'static Path {
+    env!("CARGO_BIN_EXE_fabriclb").as_ref()
+}
+
+/// A testbed name of this process and `tag`, so that parallel tests and
+/// other runs do not collide.
+pub fn name(tag: &str) -> String {
+    format!("fl{}{tag}", std::process::id() % 100_000)
+}
+
+/// A testbed of `hosts` hosts and 4 unshaped spines, and a scratch
+/// directory for the daemon; the directory is removed when this drops and
+/// the testbed then removes itself, also when an assertion failed.
+pub struct Bed {
+    pub testbed: Testbed,
+    workdir: PathBuf,
+}
+
+impl Bed {
+    pub fn up(tag: &str, hosts: usize) -> Self {
+        let name = name(tag);
+        let shape = Shape {
+            hosts,
+            spines: 4,
+            spine_rate_mbit: None,
+        };
+        let testbed = Testbed::up(&name, shape).expect("testbed");
+        let workdir = std::env::temp_dir().join(format!("{name}-work"));
+        std::fs::create_dir_all(&workdir).expect("workdir");
+        Self { testbed, workdir }
+    }
+
+    /// See [`testbed::run_traffic`].
+    pub fn traffic(&self, flows: u16, packets: u32) -> Result<TrafficReport> {
+        testbed::run_traffic(&self.testbed, fabriclb(), &self.workdir, flows, packets)
+    }
+
+    /// See [`testbed::run_collective`].
+    pub fn collective(&self, collective: &Collective) -> Result<CollectiveReport> {
+        testbed::run_collective(&self.testbed, fabriclb(), &self.workdir, collective)
+    }
+
+    /// See [`testbed::run_collective_with`].
+    pub fn collective_with<T>(
+        &self,
+        collective: &Collective,
+        during: impl FnOnce(Option<&Daemon>) -> Result<T>,
+    ) -> Result<(CollectiveReport, T)> {
+        testbed::run_collective_with(&self.testbed, fabriclb(), &self.workdir, collective, during)
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.workdir);
+    }
+}
+
+/// A ring collective from hosts 1..=`senders` through fabriclb with the
+/// group keys `group`, in RoCE-MTU packets, one UDP source port per
+/// connection and no single-packet messages. The rest is the smallest
+/// workload (one single-packet message on one QP, unpaced); every test
+/// sets the sizes and pace it is about.
+pub fn ring(senders: usize, group: &str) -> Collective {
+    Collective {
+        pattern: Pattern::Ring,
+        qps_per_connection: 1,
+        message_bytes: testbed::ROCE_MTU,
+        mtu: testbed::ROCE_MTU,
+        messages: 1,
+        pace: gaps(Duration::ZERO),
+        source_port_per_qp: false,
+        small_messages: 0,
+        senders,
+        leaf: Leaf::Fabriclb {
+            group: group.to_owned(),
+        },
+    }
+}
+
+/// `rate_pps` packets per second from each sender, no gap between rounds.
+pub fn rate(rate_pps: u64) -> Pace {
+    Pace {
+        rate_pps: Some(rate_pps),
+        gap: Duration::ZERO,
+    }
+}
+
+/// As fast as the ring drains, idle for `gap` after each round.
+pub fn gaps(gap: Duration) -> Pace {
+    Pace {
+        rate_pps: None,
+        gap,
+    }
+}
