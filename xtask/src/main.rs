@@ -4,6 +4,7 @@
 //! build script needs the pinned nightly and bpf-linker, which `setup` installs,
 //! so xtask must compile before any of that exists.
 
+mod layout;
 mod setup;
 
 use std::{
@@ -99,6 +100,11 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     }
     setup::setup(root)?;
 
+    println!(
+        "xtask test: layout: at most {} lines a file; the product imports no test tooling",
+        layout::MAX_LINES
+    );
+    layout::check(root).context("step `layout` failed")?;
     step("fmt", cargo(root).args(["fmt", "--all", "--", "--check"]))?;
     // lb-ebpf is its own workspace, so `--all` skips it. Its rust-toolchain.toml
     // pins a minimal-profile nightly without rustfmt, hence `+stable`.

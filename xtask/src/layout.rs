@@ -1,0 +1,153 @@
+//! The house rules a reviewer would otherwise have to remember: no source
+//! file over [`MAX_LINES`], and the product never imports the test tooling
+//! (the testbed and the traffic generator), so what ships in a switch's
+//! data path can be read without them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// Longest source file, in lines: past it a file holds more than one concern.
+pub const MAX_LINES: usize = 700;
+
+/// Folders whose Rust sources are held to [`MAX_LINES`].
+const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xtask", "tests"];
+
+/// What ships: the daemon, its config, the data-plane programming, metrics,
+/// netlink, and the subcommands that run or check them.
+const PRODUCT: [&str; 7] = [
+    "lb-userspace/src/config",
+    "lb-userspace/src/daemon",
+    "lb-userspace/src/dataplane",
+    "lb-userspace/src/metrics.rs",
+    "lb-userspace/src/netlink.rs",
+    "lb-userspace/src/cli/run.rs",
+    "lb-userspace/src/cli/check_config.rs",
+];
+
+/// Modules of the test tooling, which the product must not name.
+const TOOLING: [&str; 2] = ["testbed", "traffic"];
+
+/// Checks the whole tree under `root`; the error lists every breach.
+pub fn check(root: &Path) -> Result<()> {
+    let mut breaches = Vec::new();
+    for dir in SOURCE_ROOTS {
+        for file in rust_files(&root.join(dir))? {
+            let text = read(&file)?;
+            let lines = text.lines().count();
+            if lines > MAX_LINES {
+                breaches.push(format!(
+                    "{}: {lines} lines, over {MAX_LINES}: split it by concern",
+                    relative(root, &file)
+                ));
+            }
+        }
+    }
+    for entry in PRODUCT {
+        for file in rust_files(&root.join(entry))? {
+            for tooling in tooling_imports(&read(&file)?) {
+                breaches.push(format!(
+                    "{}: product code imports the test tooling: `{tooling}`",
+                    relative(root, &file)
+                ));
+            }
+        }
+    }
+    if !breaches.is_empty() {
+        bail!("layout rules broken:\n  {}", breaches.join("\n  "));
+    }
+    Ok(())
+}
+
+fn read(file: &Path) -> Result<String> {
+    fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
+}
+
+fn relative(root: &Path, file: &Path) -> String {
+    file.strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
+/// `path` itself if it is a Rust file, else every Rust file below it
+/// (build output excluded).
+fn rust_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    let entries = fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                files.extend(rust_files(&path)?);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Every `use` declaration and inline path in `source` that names a
+/// tooling module, as written (comments ignored).
+fn tooling_imports(source: &str) -> Vec<String> {
+    let code: String = source
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let names_tooling = TOOLING.iter().any(|module| {
+            let is_use = statement.starts_with("use ") || statement.contains("\nuse ");
+            let as_segment = statement.contains(&format!("{module}::"));
+            let in_use_list = is_use
+                && statement
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|word| word == *module);
+            as_segment || in_use_list
+        });
+        if names_tooling {
+            found.push(statement.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tooling_paths_are_found_in_every_form() {
+        assert_eq!(
+            tooling_imports("use crate::testbed::Testbed;\nfn f() {}"),
+            ["use crate::testbed::Testbed"]
+        );
+        assert_eq!(
+            tooling_imports("use crate::{\n    config,\n    traffic,\n};"),
+            ["use crate::{ config, traffic, }"]
+        );
+        assert_eq!(
+            tooling_imports("fn f() { let _ = fabriclb::traffic::Pattern::Ring; }"),
+            ["fn f() { let _ = fabriclb::traffic::Pattern::Ring"]
+        );
+    }
+
+    #[test]
+    fn words_in_comments_and_plain_code_are_not_imports() {
+        assert!(
+            tooling_imports(
+                "// the testbed::Daemon drives this\nuse crate::config;\n\
+                 /// spread traffic over next hops\nfn traffic_share() {}"
+            )
+            .is_empty()
+        );
+    }
+}
