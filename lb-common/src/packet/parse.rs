@@ -183,7 +183,9 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
     parsed.ttl = ip[7];
     let mut next = ip[6];
     let mut l4_offset = off + IPV6_HLEN;
-    for _ in 0..MAX_IPV6_EXT_HEADERS {
+    // Up to MAX_IPV6_EXT_HEADERS extension headers, then the upper-layer
+    // header: one step more than there are extension headers.
+    for _ in 0..=MAX_IPV6_EXT_HEADERS {
         match next {
             // Hop-by-hop, routing, destination options: length in 8-octet
             // units, not counting the first eight.

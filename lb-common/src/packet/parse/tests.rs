@@ -310,15 +310,28 @@ fn ipv6_fragments() {
     assert_eq!(p.flow.dst_port, 2);
 }
 
-#[test]
-fn ipv6_long_chain_is_unsupported() {
+/// A chain of `headers` destination-options headers, then UDP.
+fn ipv6_chain(headers: usize) -> Vec<u8> {
     let mut body = Vec::new();
-    for _ in 0..MAX_IPV6_EXT_HEADERS {
-        body.extend(ext(60, 0));
+    for i in 0..headers {
+        let next = if i + 1 == headers { IPPROTO_UDP } else { 60 };
+        body.extend(ext(next, 0));
     }
     body.extend(udp(1, 2, &[]));
-    let f = frame(eth(ETH_P_IPV6), ipv6(60, &body));
-    assert_eq!(parse(&f[..]), Err(Reason::Unsupported));
+    frame(eth(ETH_P_IPV6), ipv6(60, &body))
+}
+
+#[test]
+fn ipv6_chain_of_the_limit_is_parsed_and_one_more_is_unsupported() {
+    let p = parse(&ipv6_chain(MAX_IPV6_EXT_HEADERS)[..]).unwrap();
+    assert_eq!(
+        (p.flow.protocol, p.flow.src_port, p.flow.dst_port),
+        (IPPROTO_UDP, 1, 2)
+    );
+    assert_eq!(
+        parse(&ipv6_chain(MAX_IPV6_EXT_HEADERS + 1)[..]),
+        Err(Reason::Unsupported)
+    );
 }
 
 #[test]
