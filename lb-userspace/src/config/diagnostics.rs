@@ -68,10 +68,80 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
-        let reason = e.message().trim().replace('\n', "; ");
-        self.error(e.span().unwrap_or(0..0), reason)
+        let span = e.span().unwrap_or(0..0);
+        let message = e.message().trim().replace('\n', "; ");
+        let reason = self.explain(&span, &message).unwrap_or(message);
+        self.error(span, reason)
+    }
+
+    /// serde's type errors name Rust types ("expected i64") and no key, and
+    /// a table written with the wrong brackets reads as a type error at its
+    /// header; say what the file should hold instead. `None` keeps serde's
+    /// message.
+    fn explain(&self, span: &Range<usize>, message: &str) -> Option<String> {
+        let line = self.line_of(span.start).trim();
+        if let Some(table) = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]")) {
+            let table = table.trim();
+            return SINGLE_TABLES.contains(&table).then(|| {
+                format!("there is one [{table}] table, not a list of them: write [{table}]")
+            });
+        }
+        if let Some(table) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let table = table.trim();
+            return ARRAYS_OF_TABLES.contains(&table).then(|| {
+                format!(
+                    "[{table}] is a single table, but a config lists {table}s: \
+                     write [[{table}]] above each one"
+                )
+            });
+        }
+        let key = self.key_before(span.start)?;
+        if let Some(found) = message.strip_prefix("invalid type: ").and_then(|m| {
+            m.strip_suffix(", expected i64")
+                .or(m.strip_suffix(", expected u32"))
+        }) {
+            return Some(format!(
+                "{key} takes a whole number, not the {found}: write it without quotes or a unit"
+            ));
+        }
+        if let Some(value) = message
+            .strip_prefix("invalid value: integer `")
+            .and_then(|m| m.strip_suffix("`, expected u32"))
+        {
+            return Some(format!(
+                "{key} = {value} is out of range: it takes 0..={}",
+                u32::MAX
+            ));
+        }
+        let found = message
+            .strip_prefix("invalid type: ")?
+            .strip_suffix(", expected a sequence")?;
+        Some(format!(
+            "{key} takes a list in brackets, not the {found}: e.g. {key} = [...]"
+        ))
+    }
+
+    /// The line holding byte `offset`, without its newline.
+    fn line_of(&self, offset: usize) -> &str {
+        let (line, _) = self.position(offset);
+        self.text.lines().nth(line - 1).unwrap_or("")
+    }
+
+    /// The key whose value starts at byte `offset`: `key = value`, also
+    /// inside an inline table.
+    fn key_before(&self, offset: usize) -> Option<&str> {
+        let before = self.text.get(..offset)?.trim_end().strip_suffix('=')?;
+        let key = before
+            .trim_end()
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .next()?;
+        (!key.is_empty()).then_some(key)
     }
 }
+
+/// Top-level tables a config has once, and those it lists; see [`super::raw`].
+const SINGLE_TABLES: [&str; 1] = ["switch"];
+const ARRAYS_OF_TABLES: [&str; 2] = ["group", "route"];
 
 /// A names table's names, as `"a", "b", "c"`.
 pub(super) struct Quoted<'a, T>(pub(super) &'a [(&'a str, T)]);

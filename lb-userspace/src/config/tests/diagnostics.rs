@@ -1,7 +1,7 @@
 //! Errors from the TOML layer (syntax, types, unknown and missing keys) and
 //! the line:column they point at.
 
-use super::{SWITCH, err, with_group_key, with_next_hop, with_route};
+use super::{SWITCH, err, route_prefix, with_group_key, with_next_hop, with_route};
 
 #[test]
 fn syntax_error() {
@@ -19,15 +19,51 @@ fn syntax_error() {
 fn type_errors() {
     assert_eq!(
         err("[switch]\nhash_seed = -1\ninterfaces = [\"eth0\"]\n"),
-        "configs/x.toml:2:13: invalid value: integer `-1`, expected u32"
+        "configs/x.toml:2:13: hash_seed = -1 is out of range: it takes 0..=4294967295"
     );
     assert_eq!(
         err("[switch]\nhash_seed = 0x1_0000_0000\ninterfaces = [\"eth0\"]\n"),
-        "configs/x.toml:2:13: invalid value: integer `4294967296`, expected u32"
+        "configs/x.toml:2:13: hash_seed = 4294967296 is out of range: it takes 0..=4294967295"
     );
     assert_eq!(
         err(&with_next_hop("ip = \"10.0.0.1\", vlan = \"100\"")),
-        "configs/x.toml:5:60: invalid type: string \"100\", expected i64"
+        "configs/x.toml:5:60: vlan takes a whole number, not the string \"100\": \
+         write it without quotes or a unit"
+    );
+    assert_eq!(
+        err(&with_group_key("flowlet_gap_us = \"256us\"")),
+        "configs/x.toml:5:18: flowlet_gap_us takes a whole number, not the string \"256us\": \
+         write it without quotes or a unit"
+    );
+    assert_eq!(
+        err(&with_group_key("flowlet_gap_us = 2.5")),
+        "configs/x.toml:5:18: flowlet_gap_us takes a whole number, not the floating point \
+         `2.5`: write it without quotes or a unit"
+    );
+    assert_eq!(
+        err("[switch]\ninterfaces = \"eth0\"\n"),
+        "configs/x.toml:2:14: interfaces takes a list in brackets, not the string \"eth0\": \
+         e.g. interfaces = [...]"
+    );
+}
+
+/// `[route]` for `[[route]]` (and the reverse for `[switch]`) reads as a
+/// type error at the header to serde; the message names the brackets.
+#[test]
+fn tables_with_the_wrong_brackets() {
+    assert_eq!(
+        err(&route_prefix("10.0.0.0/8").replace("[[route]]", "[route]")),
+        "configs/x.toml:6:1: [route] is a single table, but a config lists routes: \
+         write [[route]] above each one"
+    );
+    assert_eq!(
+        err(&with_group_key("").replace("[[group]]", "[group]")),
+        "configs/x.toml:3:1: [group] is a single table, but a config lists groups: \
+         write [[group]] above each one"
+    );
+    assert_eq!(
+        err(&SWITCH.replace("[switch]", "[[switch]]")),
+        "configs/x.toml:1:1: there is one [switch] table, not a list of them: write [switch]"
     );
 }
 

@@ -156,3 +156,16 @@ fn same_next_hop_in_two_groups_is_fine() {
     assert_eq!(config.groups[0].next_hops, config.groups[1].next_hops);
     assert_eq!(config.routes[0].group, 1);
 }
+
+#[test]
+fn vlan_on_a_vlan_subinterface_would_tag_twice() {
+    assert_eq!(
+        err(&with_next_hop("ip = \"10.0.0.1\", vlan = 100").replace("eth1", "eth4.100")),
+        "configs/x.toml:5:64: vlan = 100 on VLAN subinterface \"eth4.100\" would leave \
+         double-tagged: name the parent port (interface = \"eth4\", vlan = 100); fabriclb \
+         pushes the tag itself"
+    );
+    // A subinterface without `vlan`, and dots that are no VLAN id, are fine.
+    ok(&with_next_hop("ip = \"10.0.0.1\"").replace("eth1", "eth4.100"));
+    ok(&with_next_hop("ip = \"10.0.0.1\", vlan = 100").replace("eth1", "br.lan"));
+}

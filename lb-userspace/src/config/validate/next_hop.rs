@@ -29,12 +29,14 @@ impl Ctx<'_> {
         let vlan = nh
             .vlan
             .map(|vlan| {
-                self.in_range(
+                let id = self.in_range(
                     &vlan,
                     VLAN_MIN..=VLAN_MAX,
                     "vlan",
                     " (omit vlan to send untagged)",
-                )
+                )?;
+                self.not_double_tagged(&interface, id, vlan.span())?;
+                Ok(id)
             })
             .transpose()?;
         Ok(NextHopSpec {
@@ -42,6 +44,30 @@ impl Ctx<'_> {
             addr,
             vlan,
         })
+    }
+
+    /// fabriclb pushes the tag itself; on a VLAN subinterface (Linux names
+    /// them `parent.id`) the kernel would push a second one.
+    fn not_double_tagged(
+        &self,
+        interface: &str,
+        vlan: u16,
+        span: std::ops::Range<usize>,
+    ) -> Result<(), ConfigError> {
+        let Some((parent, id)) = interface.rsplit_once('.') else {
+            return Ok(());
+        };
+        if parent.is_empty() || id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(());
+        }
+        Err(self.error(
+            span,
+            format!(
+                "vlan = {vlan} on VLAN subinterface {interface:?} would leave double-tagged: \
+                 name the parent port (interface = {parent:?}, vlan = {vlan}); fabriclb \
+                 pushes the tag itself"
+            ),
+        ))
     }
 
     fn mac(&self, text: &Spanned<String>) -> Result<[u8; 6], ConfigError> {
