@@ -5,7 +5,7 @@ use lb_common::{
     verdict::Reason,
 };
 
-use crate::frame::Frame;
+use lb_ebpf_frame::Frame;
 
 /// Parses the frame `start..end` into `out`.
 // Not inlined: the parser's temporaries get a frame of their own, popped

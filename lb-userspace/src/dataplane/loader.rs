@@ -11,8 +11,9 @@ use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStat
 use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
 
-/// The XDP object built from lb-ebpf by the build script.
-pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
+/// The production XDP object, built from lb-ebpf by the build script: the
+/// forwarding program and its maps, nothing else.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {
@@ -98,13 +99,20 @@ fn write_table(
 }
 
 impl Dataplane {
-    /// Loads the object and the program into the kernel (verifier included)
-    /// without attaching it anywhere; the flowlet table holds
-    /// `flowlet_table_size` flows.
+    /// Loads the production object and the program into the kernel
+    /// (verifier included) without attaching it anywhere; the flowlet table
+    /// holds `flowlet_table_size` flows.
     pub fn load(flowlet_table_size: u32) -> Result<Self> {
+        Self::load_object(OBJECT, flowlet_table_size)
+    }
+
+    /// [`Self::load`] for another object with the forwarding program and
+    /// maps, such as the benchmark's, whose other programs
+    /// [`Self::load_program`] then loads onto the same maps.
+    pub fn load_object(object: &[u8], flowlet_table_size: u32) -> Result<Self> {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(names::FLOWLETS, flowlet_table_size)
-            .load(OBJECT)?;
+            .load(object)?;
         Self::program_of(&mut ebpf)?
             .load()
             .map_err(|source| DataplaneError::Program {

@@ -4,5 +4,4 @@
 mod loader;
 pub mod tables;
 
-pub(crate) use loader::OBJECT;
 pub use loader::{Dataplane, DataplaneError};

@@ -8,7 +8,9 @@ use aya::{
 };
 use lb_common::abi::sink::{PROGRAM_SINK, SINK_QPS, SinkKey, SinkQp};
 
-use crate::dataplane::OBJECT;
+/// The sink's own XDP object, built from lb-ebpf by the build script: the
+/// production object does not carry it.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_SINK_OBJECT"));
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SinkTotals {

@@ -1,4 +1,10 @@
-//! The packet as the parser reads it.
+//! What every fabriclb object links: the packet as the parser reads it,
+//! and the panic handler a `no_std` binary needs.
+//!
+//! A crate of its own, without maps: bpf-linker keeps every map a linked
+//! crate declares, used or not, so the testbed's receiver links this crate
+//! rather than `lb-ebpf` and carries no forwarding maps.
+#![no_std]
 
 use aya_ebpf::programs::XdpContext;
 use lb_common::packet::parse::PacketView;
@@ -36,4 +42,10 @@ impl PacketView for Frame {
         // SAFETY: `at..at + N` lies inside the packet, checked above.
         Some(unsafe { core::ptr::read_unaligned(at as *const [u8; N]) })
     }
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
 }

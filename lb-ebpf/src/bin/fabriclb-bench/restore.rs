@@ -8,7 +8,8 @@ use lb_common::{
     abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
     packet::parse::parse,
 };
-use lb_ebpf::{frame::Frame, maps::FL_DEVMAP};
+use lb_ebpf::maps::FL_DEVMAP;
+use lb_ebpf_frame::Frame;
 
 /// Where the benchmark programs keep the bytes they restore: the forwarding
 /// path leaves too little of the 512-byte stack for them.

@@ -5,7 +5,7 @@ use lb_common::{
     abi::sink::{MAX_SINK_QPS, SinkKey, SinkQp},
     packet::parse::{PacketView, Parsed, parse},
 };
-use lb_ebpf::frame::Frame;
+use lb_ebpf_frame::Frame;
 
 /// Each QP's packets, bytes and order judgements.
 #[map]
