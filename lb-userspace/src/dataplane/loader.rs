@@ -1,5 +1,8 @@
 //! The loaded XDP program and typed access to its maps.
 
+#[cfg(test)]
+use std::collections::BTreeSet;
+
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
     maps::{
@@ -314,5 +317,57 @@ impl Dataplane {
         self.routes_v6
             .remove(&Key::new(len.into(), addr))
             .map_err(map_err(names::ROUTES_V6))
+    }
+}
+
+/// The names of the programs and maps `object` declares, as aya reads them.
+/// Creates the maps (needs root) but loads no program.
+#[cfg(test)]
+pub(crate) fn declared(object: &[u8]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let ebpf = Ebpf::load(object).expect("create the object's maps (needs root)");
+    let programs = ebpf.programs().map(|(name, _)| name.to_owned()).collect();
+    let maps = ebpf
+        .maps()
+        .map(|(name, _)| name.to_owned())
+        // aya makes each data section (`.rodata`: constant tables) a map
+        // named after it; those are not maps the program declares.
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    (programs, maps)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{OBJECT, declared, names};
+
+    /// The program's per-CPU scratch space. Userspace never opens it, so
+    /// `lb_common::abi` names no constant for it.
+    const SCRATCH: &str = "FL_SCRATCH";
+
+    /// Production carries the forwarding program and its maps, nothing
+    /// else: the benchmark's and the testbed's live in objects of their own.
+    #[test]
+    fn production_object_holds_only_the_forwarding_program_and_maps() {
+        let (programs, maps) = declared(OBJECT);
+        assert_eq!(programs, BTreeSet::from([names::PROGRAM.to_owned()]));
+        let forwarding = [
+            names::ROUTES_V4,
+            names::ROUTES_V6,
+            names::GROUPS,
+            names::BUCKETS,
+            names::NEXTHOPS,
+            names::DEVMAP,
+            names::VERDICTS,
+            names::NEXTHOP_STATS,
+            names::FLOWLETS,
+            names::PATH_QUALITY,
+            names::SPRAY,
+            names::GROUP_STATS,
+            names::LOAD_CLOCK,
+            SCRATCH,
+        ];
+        assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
     }
 }

@@ -4,4 +4,6 @@
 mod loader;
 pub mod tables;
 
+#[cfg(test)]
+pub(crate) use loader::declared;
 pub use loader::{Dataplane, DataplaneError};

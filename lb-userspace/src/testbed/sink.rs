@@ -84,3 +84,22 @@ impl Sink {
             }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use lb_common::abi::sink::{PROGRAM_SINK, SINK_QPS};
+
+    use super::OBJECT;
+    use crate::dataplane::declared;
+
+    /// The sink's object carries none of the forwarding maps: a receiver
+    /// has no use for them, and loading it would create them all.
+    #[test]
+    fn sink_object_holds_only_the_sink() {
+        let (programs, maps) = declared(OBJECT);
+        assert_eq!(programs, BTreeSet::from([PROGRAM_SINK.to_owned()]));
+        assert_eq!(maps, BTreeSet::from([SINK_QPS.to_owned()]));
+    }
+}
