@@ -1,6 +1,8 @@
-//! Builds the XDP program (lb-ebpf) with its pinned nightly and exposes the
-//! object's path as `FABRICLB_BPF_OBJECT`, so the `fabriclb` binary carries
-//! it. `cargo xtask setup` installs the toolchain and bpf-linker this needs.
+//! Builds the XDP objects (lb-ebpf) with their pinned nightly and exposes
+//! each object's path for `include_bytes_aligned!`: `FABRICLB_BPF_OBJECT`
+//! (production, carried by the `fabriclb` binary), `FABRICLB_BPF_BENCH_OBJECT`
+//! (the benchmark's) and `FABRICLB_BPF_SINK_OBJECT` (the testbed's receiver).
+//! `cargo xtask setup` installs the toolchain and bpf-linker this needs.
 
 use std::{
     env,
@@ -17,6 +19,8 @@ fn main() {
     for watched in [
         "lb-ebpf/src",
         "lb-ebpf/Cargo.toml",
+        "lb-ebpf/frame/src",
+        "lb-ebpf/frame/Cargo.toml",
         "lb-ebpf/Cargo.lock",
         "lb-ebpf/.cargo/config.toml",
         "lb-ebpf/rust-toolchain.toml",
@@ -69,14 +73,21 @@ fn main() {
         .unwrap_or_else(|e| panic!("running cargo for lb-ebpf: {e}"));
     if !status.success() {
         panic!(
-            "building the XDP program failed ({status}); `cargo xtask setup` installs the pinned nightly and bpf-linker it needs"
+            "building the XDP objects failed ({status}); `cargo xtask setup` installs the pinned nightly and bpf-linker it needs"
         );
     }
-    let object = target_dir.join("bpfel-unknown-none/release/fabriclb");
-    assert!(
-        Path::new(&object).exists(),
-        "no eBPF object at {}",
-        object.display()
-    );
-    println!("cargo:rustc-env=FABRICLB_BPF_OBJECT={}", object.display());
+    // lb-ebpf's bins, one object each.
+    for (env, bin) in [
+        ("FABRICLB_BPF_OBJECT", "fabriclb"),
+        ("FABRICLB_BPF_BENCH_OBJECT", "fabriclb-bench"),
+        ("FABRICLB_BPF_SINK_OBJECT", "fabriclb-sink"),
+    ] {
+        let object = target_dir.join("bpfel-unknown-none/release").join(bin);
+        assert!(
+            Path::new(&object).exists(),
+            "no eBPF object at {}",
+            object.display()
+        );
+        println!("cargo:rustc-env={env}={}", object.display());
+    }
 }

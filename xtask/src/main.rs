@@ -107,7 +107,9 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     layout::check(root).context("step `layout` failed")?;
     step("fmt", cargo(root).args(["fmt", "--all", "--", "--check"]))?;
     // lb-ebpf is its own workspace, so `--all` skips it. Its rust-toolchain.toml
-    // pins a minimal-profile nightly without rustfmt, hence `+stable`.
+    // pins a minimal-profile nightly without rustfmt, hence `+stable`. Its
+    // packages are named: `--all` there would reach the host workspace too,
+    // through lb-common.
     step(
         "fmt (lb-ebpf)",
         Command::new("cargo").current_dir(root).args([
@@ -115,6 +117,10 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
             "fmt",
             "--manifest-path",
             "lb-ebpf/Cargo.toml",
+            "--package",
+            "lb-ebpf",
+            "--package",
+            "lb-ebpf-frame",
             "--",
             "--check",
         ]),

@@ -1,5 +1,8 @@
 //! The loaded XDP program and typed access to its maps.
 
+#[cfg(test)]
+use std::collections::BTreeSet;
+
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
     maps::{
@@ -11,8 +14,9 @@ use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStat
 use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
 
-/// The XDP object built from lb-ebpf by the build script.
-pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
+/// The production XDP object, built from lb-ebpf by the build script: the
+/// forwarding program and its maps, nothing else.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {
@@ -98,13 +102,20 @@ fn write_table(
 }
 
 impl Dataplane {
-    /// Loads the object and the program into the kernel (verifier included)
-    /// without attaching it anywhere; the flowlet table holds
-    /// `flowlet_table_size` flows.
+    /// Loads the production object and the program into the kernel
+    /// (verifier included) without attaching it anywhere; the flowlet table
+    /// holds `flowlet_table_size` flows.
     pub fn load(flowlet_table_size: u32) -> Result<Self> {
+        Self::load_object(OBJECT, flowlet_table_size)
+    }
+
+    /// [`Self::load`] for another object with the forwarding program and
+    /// maps, such as the benchmark's, whose other programs
+    /// [`Self::load_program`] then loads onto the same maps.
+    pub fn load_object(object: &[u8], flowlet_table_size: u32) -> Result<Self> {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(names::FLOWLETS, flowlet_table_size)
-            .load(OBJECT)?;
+            .load(object)?;
         Self::program_of(&mut ebpf)?
             .load()
             .map_err(|source| DataplaneError::Program {
@@ -306,5 +317,57 @@ impl Dataplane {
         self.routes_v6
             .remove(&Key::new(len.into(), addr))
             .map_err(map_err(names::ROUTES_V6))
+    }
+}
+
+/// The names of the programs and maps `object` declares, as aya reads them.
+/// Creates the maps (needs root) but loads no program.
+#[cfg(test)]
+pub(crate) fn declared(object: &[u8]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let ebpf = Ebpf::load(object).expect("create the object's maps (needs root)");
+    let programs = ebpf.programs().map(|(name, _)| name.to_owned()).collect();
+    let maps = ebpf
+        .maps()
+        .map(|(name, _)| name.to_owned())
+        // aya makes each data section (`.rodata`: constant tables) a map
+        // named after it; those are not maps the program declares.
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    (programs, maps)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{OBJECT, declared, names};
+
+    /// The program's per-CPU scratch space. Userspace never opens it, so
+    /// `lb_common::abi` names no constant for it.
+    const SCRATCH: &str = "FL_SCRATCH";
+
+    /// Production carries the forwarding program and its maps, nothing
+    /// else: the benchmark's and the testbed's live in objects of their own.
+    #[test]
+    fn production_object_holds_only_the_forwarding_program_and_maps() {
+        let (programs, maps) = declared(OBJECT);
+        assert_eq!(programs, BTreeSet::from([names::PROGRAM.to_owned()]));
+        let forwarding = [
+            names::ROUTES_V4,
+            names::ROUTES_V6,
+            names::GROUPS,
+            names::BUCKETS,
+            names::NEXTHOPS,
+            names::DEVMAP,
+            names::VERDICTS,
+            names::NEXTHOP_STATS,
+            names::FLOWLETS,
+            names::PATH_QUALITY,
+            names::SPRAY,
+            names::GROUP_STATS,
+            names::LOAD_CLOCK,
+            SCRATCH,
+        ];
+        assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
     }
 }

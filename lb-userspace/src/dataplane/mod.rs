@@ -4,5 +4,6 @@
 mod loader;
 pub mod tables;
 
-pub(crate) use loader::OBJECT;
+#[cfg(test)]
+pub(crate) use loader::declared;
 pub use loader::{Dataplane, DataplaneError};

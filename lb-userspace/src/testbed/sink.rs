@@ -8,7 +8,9 @@ use aya::{
 };
 use lb_common::abi::sink::{PROGRAM_SINK, SINK_QPS, SinkKey, SinkQp};
 
-use crate::dataplane::OBJECT;
+/// The sink's own XDP object, built from lb-ebpf by the build script: the
+/// production object does not carry it.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_SINK_OBJECT"));
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SinkTotals {
@@ -80,5 +82,24 @@ impl Sink {
                     message_out_of_order: qp.message.out_of_order,
                 }
             }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use lb_common::abi::sink::{PROGRAM_SINK, SINK_QPS};
+
+    use super::OBJECT;
+    use crate::dataplane::declared;
+
+    /// The sink's object carries none of the forwarding maps: a receiver
+    /// has no use for them, and loading it would create them all.
+    #[test]
+    fn sink_object_holds_only_the_sink() {
+        let (programs, maps) = declared(OBJECT);
+        assert_eq!(programs, BTreeSet::from([PROGRAM_SINK.to_owned()]));
+        assert_eq!(maps, BTreeSet::from([SINK_QPS.to_owned()]));
     }
 }

@@ -1,0 +1,58 @@
+//! What the benchmark's entry points run besides the forwarding path.
+//! BPF_PROG_TEST_RUN with `repeat` reruns a program on the buffer it
+//! already changed; without a restore, the TTL would run down and the run
+//! would time the TTL-expired path.
+
+use aya_ebpf::{bindings::xdp_action, macros::map, maps::PerCpuArray, programs::XdpContext};
+use lb_common::{
+    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
+    packet::parse::parse,
+};
+use lb_ebpf::maps::FL_DEVMAP;
+use lb_ebpf_frame::Frame;
+
+/// Where the benchmark programs keep the bytes they restore: the forwarding
+/// path leaves too little of the 512-byte stack for them.
+#[map]
+static FL_BENCH_SAVE: PerCpuArray<[u8; BENCH_RESTORE_LEN]> = PerCpuArray::with_max_entries(1, 0);
+
+/// Runs `program` and puts the first [`BENCH_RESTORE_LEN`] bytes back.
+/// Returns XDP_ABORTED for frames it cannot restore (shorter than that, or
+/// whose start moved), so a benchmark never times something it did not mean to.
+#[inline(always)]
+pub fn restoring(ctx: &XdpContext, program: impl Fn(&XdpContext) -> u32) -> u32 {
+    let start = ctx.data();
+    let Some(saved) = FL_BENCH_SAVE.get_ptr_mut(0) else {
+        return xdp_action::XDP_ABORTED;
+    };
+    if start + BENCH_RESTORE_LEN > ctx.data_end() {
+        return xdp_action::XDP_ABORTED;
+    }
+    // SAFETY: the packet bytes are in bounds (checked above); `saved` is this
+    // CPU's slot.
+    unsafe {
+        core::ptr::copy_nonoverlapping(start as *const u8, saved.cast::<u8>(), BENCH_RESTORE_LEN)
+    };
+    let action = program(ctx);
+    let (after, end) = (ctx.data(), ctx.data_end());
+    if after != start || after + BENCH_RESTORE_LEN > end {
+        return xdp_action::XDP_ABORTED;
+    }
+    // SAFETY: as above.
+    unsafe {
+        core::ptr::copy_nonoverlapping(saved.cast::<u8>(), after as *mut u8, BENCH_RESTORE_LEN)
+    };
+    action
+}
+
+/// Parses the same headers as the forwarding path, then redirects to a
+/// fixed port, nothing else.
+#[inline(always)]
+pub fn baseline(ctx: &XdpContext) -> u32 {
+    match parse(&Frame::of(ctx)) {
+        Ok(_) => FL_DEVMAP
+            .redirect(BASELINE_IFINDEX, xdp_action::XDP_PASS as u64)
+            .unwrap_or_else(|action| action),
+        Err(reason) => reason.xdp_action(),
+    }
+}

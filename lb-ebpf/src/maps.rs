@@ -1,0 +1,74 @@
+//! Every map the forwarding path uses. Static names must equal the
+//! constants in `lb_common::abi`: the daemon finds the maps by them
+//! (`FL_SCRATCH`, the program's own, has none).
+
+use aya_ebpf::{
+    macros::map,
+    maps::{Array, DevMapHash, LpmTrie, LruPerCpuHashMap, PerCpuArray},
+};
+use lb_common::{
+    abi::{GroupEntry, GroupStats, NextHop, NextHopStats},
+    limits::{
+        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS,
+        MAX_ROUTES,
+    },
+    packet::parse::Parsed,
+    select::{
+        flowlet::{FlowletKey, FlowletState},
+        hash::HashInput,
+    },
+    verdict::Reason,
+};
+
+/// IPv4 destination prefix -> group id.
+#[map]
+pub static FL_ROUTES_V4: LpmTrie<[u8; 4], u32> = LpmTrie::with_max_entries(MAX_ROUTES, 0);
+/// IPv6 destination prefix -> group id.
+#[map]
+pub static FL_ROUTES_V6: LpmTrie<[u8; 16], u32> = LpmTrie::with_max_entries(MAX_ROUTES, 0);
+/// Group id -> the group's mode, hash settings and members.
+#[map]
+pub static FL_GROUPS: Array<GroupEntry> = Array::with_max_entries(MAX_GROUPS, 0);
+/// Each group's ECMP buckets -> next-hop id.
+#[map]
+pub static FL_BUCKETS: Array<u32> = Array::with_max_entries(MAX_GROUPS * BUCKETS_PER_GROUP, 0);
+/// Next-hop id -> egress port, MACs, VLAN and whether it is usable.
+#[map]
+pub static FL_NEXTHOPS: Array<NextHop> = Array::with_max_entries(MAX_NEXTHOPS, 0);
+/// Egress ports, the redirect targets.
+#[map]
+pub static FL_DEVMAP: DevMapHash = DevMapHash::with_max_entries(MAX_EGRESS_PORTS, 0);
+/// Packets per verdict reason.
+#[map]
+pub static FL_VERDICTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Reason::COUNT, 0);
+/// Next-hop id -> packets, bytes, sprayed packets and recent load.
+#[map]
+pub static FL_NH_STATS: PerCpuArray<NextHopStats> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);
+/// A flow's flowlet: when it was last seen, its recent load, its slot.
+#[map]
+pub static FL_FLOWLETS: LruPerCpuHashMap<FlowletKey, FlowletState> =
+    LruPerCpuHashMap::with_max_entries(FLOWLET_TABLE_DEFAULT, 0);
+/// Next-hop id -> path quality, written by the daemon.
+#[map]
+pub static FL_PATH_QUALITY: Array<u32> = Array::with_max_entries(MAX_NEXTHOPS, 0);
+/// Each group's per-packet spray sequence -> next-hop id.
+#[map]
+pub static FL_SPRAY: Array<u32> = Array::with_max_entries(MAX_GROUPS * BUCKETS_PER_GROUP, 0);
+/// Group id -> spray cursor and flowlet counters.
+#[map]
+pub static FL_GROUP_STATS: PerCpuArray<GroupStats> = PerCpuArray::with_max_entries(MAX_GROUPS, 0);
+/// Per-CPU room for the big values of the forwarding path: on the stack
+/// they would push the call chain past BPF's 512 bytes.
+#[map]
+pub static FL_SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
+/// Bytes this CPU forwarded in flowlet and per-packet groups, the clock
+/// recent loads age by.
+#[map]
+pub static FL_LOAD_CLOCK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// [`FL_SCRATCH`]'s value.
+pub struct Scratch {
+    pub parsed: Parsed,
+    pub input: HashInput,
+    pub key: FlowletKey,
+}

@@ -1,0 +1,154 @@
+//! Flowlet and per-packet modes: spray what may be sprayed, keep the rest
+//! on flowlets.
+
+use aya_ebpf::helpers::bpf_ktime_get_ns;
+use lb_common::{
+    abi::GroupEntry,
+    limits::BUCKETS_PER_GROUP,
+    select::{
+        flowlet::{FlowletKey, FlowletState, FlowletStep, step},
+        load::load_epoch,
+    },
+    verdict::Reason,
+};
+
+use super::{
+    Choice,
+    members::{choose, member, move_load, slot_of, usable},
+};
+use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, Scratch};
+
+/// What [`dynamic`] needs to know of a packet besides its hash input.
+pub(super) struct Packet {
+    pub group_id: u32,
+    /// The next hop ECMP would pick.
+    pub ecmp_id: u32,
+    pub len: u64,
+    pub sprayable: bool,
+}
+
+/// Flowlet and per-packet modes: spray what may be sprayed, keep the rest
+/// on flowlets. Never chooses a next hop that is down.
+// Not inlined: its own stack frame keeps `process` under 512 bytes. BPF
+// calls take at most five arguments, hence `Packet` and `out`.
+#[inline(never)]
+pub(super) fn dynamic(
+    packet: &Packet,
+    group: &GroupEntry,
+    scratch: &mut Scratch,
+    out: &mut Choice,
+) -> Result<(), Reason> {
+    let Packet {
+        group_id,
+        ecmp_id,
+        len,
+        sprayable,
+    } = *packet;
+    let stats = FL_GROUP_STATS
+        .get_ptr_mut(group_id)
+        .ok_or(Reason::NoNextHop)?;
+    let clock = FL_LOAD_CLOCK.get_ptr_mut(0).ok_or(Reason::NoNextHop)?;
+    // SAFETY: per-CPU slots, no concurrent writer.
+    let (stats, epoch) = unsafe {
+        *clock += len;
+        (&mut *stats, load_epoch(*clock))
+    };
+
+    if sprayable {
+        let index = (stats.spray_cursor as u32) & (BUCKETS_PER_GROUP - 1);
+        stats.spray_cursor += 1;
+        let listed = *FL_SPRAY
+            .get(group_id * BUCKETS_PER_GROUP + index)
+            .ok_or(Reason::NoNextHop)?;
+        // The sequence can name a next hop that went down moments before
+        // the daemon rewrote it; the least loaded usable one stands in.
+        let nh_id = if usable(listed) {
+            listed
+        } else {
+            member(group, choose(group, epoch, None, 0)?)
+        };
+        stats.sprayed += 1;
+        *out = Choice {
+            nh_id,
+            sprayed: true,
+            epoch: Some(epoch),
+        };
+        return Ok(());
+    }
+
+    stats.pinned += 1;
+    // SAFETY: plain helper call.
+    let now = unsafe { bpf_ktime_get_ns() };
+    scratch.key = FlowletKey::new(group_id, &scratch.input);
+    let key = &scratch.key;
+    let state = FL_FLOWLETS.get_ptr_mut(key);
+    // SAFETY: this CPU's value; no concurrent writer.
+    let previous = state.map(|s| unsafe { *s });
+    let next = step(
+        previous.as_ref(),
+        now,
+        group.flowlet_gap_ns,
+        group.generation,
+        group.member_count,
+    );
+    let (slot, own, from) = match next {
+        FlowletStep::Continue(slot) if usable(member(group, slot)) => {
+            (slot, previous_load(&previous, epoch), None)
+        }
+        FlowletStep::Continue(slot) => (
+            choose(group, epoch, None, 0)?,
+            previous_load(&previous, epoch),
+            Some(slot),
+        ),
+        FlowletStep::Choose { current } => {
+            let own = previous_load(&previous, epoch);
+            let offered = current.filter(|&slot| usable(member(group, slot)));
+            (choose(group, epoch, offered, own)?, own, current)
+        }
+        FlowletStep::Start => {
+            let slot = match slot_of(group, ecmp_id) {
+                Some(slot) if usable(ecmp_id) => slot,
+                _ => choose(group, epoch, None, 0)?,
+            };
+            (slot, 0, None)
+        }
+    };
+    if !matches!(next, FlowletStep::Continue(s) if s == slot) {
+        stats.new_flowlets += 1;
+    }
+    if let Some(from) = from.filter(|&from| from != slot) {
+        stats.flowlet_moves += 1;
+        // The flow's recent bytes go with it, so the next flowlet to
+        // choose sees where the load is now, not where it was.
+        move_load(member(group, from), member(group, slot), epoch, own);
+    }
+    let mut load = match next {
+        FlowletStep::Start => Default::default(),
+        _ => previous.map(|p| p.load).unwrap_or_default(),
+    };
+    load.add(epoch, len);
+    let updated = FlowletState {
+        last_seen_ns: now,
+        load,
+        slot,
+        generation: group.generation,
+    };
+    match state {
+        // SAFETY: as above.
+        Some(state) => unsafe { *state = updated },
+        None => {
+            let _ = FL_FLOWLETS.insert(key, &updated, 0);
+        }
+    }
+    *out = Choice {
+        nh_id: member(group, slot),
+        sprayed: false,
+        epoch: Some(epoch),
+    };
+    Ok(())
+}
+
+#[inline(always)]
+fn previous_load(previous: &Option<FlowletState>, epoch: u64) -> u64 {
+    previous.map_or(0, |p| p.load.at(epoch))
+}

@@ -1,0 +1,123 @@
+//! A group's members as [`super::dynamic`] sees them: which are usable,
+//! which carries the least load, and moving a flow's load between them.
+
+use aya_ebpf::{cty::c_void, helpers::bpf_loop};
+use lb_common::{
+    abi::{GroupEntry, NEXTHOP_USABLE},
+    limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP},
+    select::flowlet::{Candidate, PathChoice},
+    verdict::Reason,
+};
+
+use crate::maps::{FL_NEXTHOPS, FL_NH_STATS, FL_PATH_QUALITY};
+
+/// The next-hop id in `slot` of `group`, [`NO_NEXTHOP`] past its members.
+#[inline(always)]
+pub(super) fn member(group: &GroupEntry, slot: u32) -> u32 {
+    if slot >= group.member_count {
+        return NO_NEXTHOP;
+    }
+    // A mask, not a comparison, bounds the index: the verifier sees it on
+    // the register that indexes (member_count is at most the array size).
+    group.members[slot as usize & (MAX_NEXTHOPS_PER_GROUP - 1)]
+}
+
+#[inline(always)]
+pub(super) fn usable(nh_id: u32) -> bool {
+    FL_NEXTHOPS
+        .get(nh_id)
+        .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0)
+}
+
+/// The slot of next hop `nh_id` in `group`.
+#[inline(always)]
+pub(super) fn slot_of(group: &GroupEntry, nh_id: u32) -> Option<u32> {
+    for slot in 0..MAX_NEXTHOPS_PER_GROUP as u32 {
+        if slot >= group.member_count {
+            break;
+        }
+        if group.members[slot as usize] == nh_id {
+            return Some(slot);
+        }
+    }
+    None
+}
+
+/// A new flowlet's slot: the usable member with the least recent load per
+/// path quality, or `current` when the gain is marginal.
+#[inline(always)]
+pub(super) fn choose(
+    group: &GroupEntry,
+    epoch: u64,
+    current: Option<u32>,
+    own: u64,
+) -> Result<u32, Reason> {
+    let mut walk = MemberWalk {
+        group,
+        epoch,
+        current: current.unwrap_or(NO_NEXTHOP),
+        choice: PathChoice::default(),
+        offered: None,
+    };
+    // bpf_loop has the verifier check one iteration with an unknown index;
+    // an unrolled walk over 64 members would branch its way past the
+    // verifier's instruction budget.
+    // SAFETY: the callback only reads `walk` and the maps.
+    unsafe {
+        bpf_loop(
+            MAX_NEXTHOPS_PER_GROUP as u32,
+            consider_member as *mut c_void,
+            (&mut walk as *mut MemberWalk).cast(),
+            0,
+        )
+    };
+    walk.choice
+        .decide(walk.offered, own)
+        .ok_or(Reason::NoNextHop)
+}
+
+/// State of [`choose`]'s walk over a group's members.
+struct MemberWalk<'a> {
+    group: &'a GroupEntry,
+    epoch: u64,
+    /// The flow's slot, offered to stay; [`NO_NEXTHOP`] for none.
+    current: u32,
+    choice: PathChoice,
+    offered: Option<Candidate>,
+}
+
+/// One member for [`choose`]; returns 1 to stop after the last member.
+extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
+    // SAFETY: `walk` is the `MemberWalk` `choose` passed to bpf_loop.
+    let walk = unsafe { &mut *walk.cast::<MemberWalk>() };
+    let slot = index as u32;
+    let nh_id = member(walk.group, slot);
+    if nh_id == NO_NEXTHOP {
+        return 1;
+    }
+    if !usable(nh_id) {
+        return 0;
+    }
+    let candidate = Candidate {
+        slot,
+        load: FL_NH_STATS.get(nh_id).map_or(0, |s| s.load.at(walk.epoch)),
+        quality: FL_PATH_QUALITY.get(nh_id).copied().unwrap_or(0),
+    };
+    walk.choice.consider(candidate);
+    if walk.current == slot {
+        walk.offered = Some(candidate);
+    }
+    0
+}
+
+#[inline(always)]
+pub(super) fn move_load(from: u32, to: u32, epoch: u64, bytes: u64) {
+    if let Some(stats) = FL_NH_STATS.get_ptr_mut(from) {
+        // SAFETY: per-CPU slot, no concurrent writer.
+        unsafe { (*stats).load.remove(epoch, bytes) };
+    }
+    if let Some(stats) = FL_NH_STATS.get_ptr_mut(to) {
+        // SAFETY: as above.
+        unsafe { (*stats).load.add(epoch, bytes) };
+    }
+}

@@ -1,0 +1,77 @@
+//! Stage 3: the next hop within the group. ECMP's bucket first; flowlet and
+//! per-packet groups then make their [`dynamic`] choice, which walks the
+//! group's [`members`].
+
+mod dynamic;
+mod members;
+
+use lb_common::{
+    abi::GroupEntry,
+    limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
+    select::{
+        flowlet::{MODE_ECMP, sprays},
+        hash::{HashFields, hash_input, input_hash},
+    },
+    verdict::Reason,
+};
+
+use crate::maps::{FL_BUCKETS, Scratch};
+use dynamic::{Packet, dynamic};
+
+/// The next hop a packet takes, and what to account for it.
+pub struct Choice {
+    pub nh_id: u32,
+    pub sprayed: bool,
+    /// This CPU's load epoch, when the group tracks recent load.
+    pub epoch: Option<u64>,
+}
+
+impl Choice {
+    /// ECMP's choice: `nh_id`, nothing else to account.
+    #[inline(always)]
+    pub fn ecmp(nh_id: u32) -> Self {
+        Self {
+            nh_id,
+            sprayed: false,
+            epoch: None,
+        }
+    }
+}
+
+/// The next hop ECMP picks in group `group_id` for the packet parsed into
+/// `scratch`; leaves the flow's hash input there for [`next_hop`].
+#[inline(always)]
+pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &mut Scratch) -> Result<u32, Reason> {
+    scratch.input = hash_input(&scratch.parsed.flow, HashFields(group.hash_fields));
+    let hash = input_hash(group.hash_seed, &scratch.input);
+    let bucket = group_id * BUCKETS_PER_GROUP + (hash & (BUCKETS_PER_GROUP - 1));
+    Ok(*FL_BUCKETS.get(bucket).ok_or(Reason::NoNextHop)?)
+}
+
+/// The next hop a packet of `len` bytes takes, into `choice`, which holds
+/// ECMP's: kept in an ECMP group, the [`dynamic`] choice in the others.
+/// Never [`NO_NEXTHOP`].
+// Fills `choice` in place: a returned `Result<Choice, _>` has LLVM lay out
+// `process` differently, 24 instructions longer.
+#[inline(always)]
+pub fn next_hop(
+    group_id: u32,
+    group: &GroupEntry,
+    len: u64,
+    scratch: &mut Scratch,
+    choice: &mut Choice,
+) -> Result<(), Reason> {
+    if group.mode != MODE_ECMP {
+        let packet = Packet {
+            group_id,
+            ecmp_id: choice.nh_id,
+            len,
+            sprayable: sprays(group.mode, group.spray, scratch.parsed.bth.as_ref()),
+        };
+        dynamic(&packet, group, scratch, choice)?;
+    }
+    if choice.nh_id == NO_NEXTHOP {
+        return Err(Reason::NoNextHop);
+    }
+    Ok(())
+}
