@@ -1,6 +1,5 @@
 //! Every map the forwarding path uses. Static names must equal the
-//! constants in `lb_common::abi`: the daemon finds the maps by them
-//! (`FL_SCRATCH`, the program's own, has none).
+//! constants in `lb_common::abi`: the daemon finds the maps by them.
 
 use aya_ebpf::{
     macros::map,

@@ -342,10 +342,6 @@ mod tests {
 
     use super::{OBJECT, declared, names};
 
-    /// The program's per-CPU scratch space. Userspace never opens it, so
-    /// `lb_common::abi` names no constant for it.
-    const SCRATCH: &str = "FL_SCRATCH";
-
     /// Production carries the forwarding program and its maps, nothing
     /// else: the benchmark's and the testbed's live in objects of their own.
     #[test]
@@ -366,7 +362,7 @@ mod tests {
             names::SPRAY,
             names::GROUP_STATS,
             names::LOAD_CLOCK,
-            SCRATCH,
+            names::SCRATCH,
         ];
         assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
     }
