@@ -62,14 +62,17 @@ pub fn run(command: TestbedCommand) -> anyhow::Result<()> {
     match command {
         TestbedCommand::Up { shape } => {
             let bed = testbed::Testbed::up(&shape.name, shape.shape())?;
-            println!(
-                "testbed {} is up: {} namespaces",
+            // The config alone on stdout, so `testbed up > leaf.toml` saves
+            // it; what to do with it on stderr.
+            eprintln!(
+                "testbed {} is up: {} namespaces; the leaf's config for fabriclb follows",
                 shape.name,
                 testbed::namespaces(&shape.name)?.len()
             );
-            println!("leaf config for fabriclb:\n\n{}", bed.leaf_config(""));
-            println!(
-                "run it with: ip netns exec {} fabriclb run --config LEAF.toml",
+            print!("{}", bed.leaf_config(""));
+            eprintln!(
+                "save it (fabriclb testbed up > leaf.toml), then run: \
+                 ip netns exec {} fabriclb run --config leaf.toml",
                 bed.ns("leaf")
             );
             bed.keep();
