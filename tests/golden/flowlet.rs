@@ -88,6 +88,12 @@ pub fn pins() -> Vec<Pin> {
     ]
 }
 
+/// New flowlets and flowlet moves `group` counted.
+fn flowlets(h: &Harness, group: &str) -> (u64, u64) {
+    let stats = h.group_stats(group);
+    (stats.new_flowlets, stats.flowlet_moves)
+}
+
 #[test]
 fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
     let mut h = Harness::on_one_cpu();
@@ -95,11 +101,19 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
     let packet = udp_packet(dst, port);
     let group = "flowlet-sticky";
     // A new flow starts where ECMP would put it...
-    assert_eq!(h.forward(group, "first packet", &packet), ecmp);
+    assert_eq!(
+        h.forward(group, "first packet", &packet),
+        ecmp,
+        "first packet"
+    );
     // ...and stays there for the whole flowlet (a second's gap), although
     // every other next hop is idle and its own is the only loaded one.
     for i in 1..40 {
-        assert_eq!(h.forward(group, &format!("packet {i}"), &packet), ecmp);
+        assert_eq!(
+            h.forward(group, &format!("packet {i}"), &packet),
+            ecmp,
+            "packet {i}"
+        );
     }
     let stats = h.group_stats(group);
     assert_eq!(
@@ -109,11 +123,12 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
             stats.pinned,
             stats.sprayed
         ),
-        (1, 0, 40, 0)
+        (1, 0, 40, 0),
+        "new flowlets, moves, pinned, sprayed"
     );
     let mut expected = vec![0; 4];
     expected[ecmp] = 40;
-    assert_eq!(h.member_packets(group), expected);
+    assert_eq!(h.member_packets(group), expected, "packets per member");
 }
 
 #[test]
@@ -129,22 +144,28 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     }
     let mut expected = vec![0; 4];
     expected[shared] = 40;
-    assert_eq!(h.member_packets(group), expected);
-    let stats = h.group_stats(group);
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (2, 0));
+    assert_eq!(h.member_packets(group), expected, "packets per member");
+    assert_eq!(flowlets(&h, group), (2, 0), "new flowlets, moves");
 
     // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.
     std::thread::sleep(Duration::from_millis(5 * SHORT_GAP_MS));
     let idle = 0;
-    assert_eq!(h.forward(group, "x after the gap", &fx), idle);
-    assert_eq!(h.forward(group, "y after the gap", &fy), shared);
+    assert_eq!(
+        h.forward(group, "x after the gap", &fx),
+        idle,
+        "x after the gap"
+    );
+    assert_eq!(
+        h.forward(group, "y after the gap", &fy),
+        shared,
+        "y after the gap"
+    );
     // And both keep those inside their new flowlets: four test runs take
     // a few milliseconds of the gap.
-    assert_eq!(h.forward(group, "x again", &fx), idle);
-    assert_eq!(h.forward(group, "y again", &fy), shared);
-    let stats = h.group_stats(group);
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (4, 1));
+    assert_eq!(h.forward(group, "x again", &fx), idle, "x again");
+    assert_eq!(h.forward(group, "y again", &fy), shared, "y again");
+    assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
 }
 
 /// What the data plane does on its own when a next hop's usable flag is
@@ -163,38 +184,46 @@ fn next_hops_whose_usable_flag_is_cleared_are_never_chosen() {
     for psn in 0..300 {
         h.forward(group, "sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
     }
-    assert_eq!(h.member_packets(group), [100, 0, 100, 100]);
+    assert_eq!(h.member_packets(group), [100, 0, 100, 100], "slot 1 down");
     h.clear_usable(group, 2);
     for psn in 300..390 {
         h.forward(group, "sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
     }
-    assert_eq!(h.member_packets(group), [145, 0, 100, 145]);
+    assert_eq!(
+        h.member_packets(group),
+        [145, 0, 100, 145],
+        "slots 1 and 2 down"
+    );
 
     // Flowlet: a flow whose next hop goes down moves at once, gap or not,
     // to the least loaded usable one, and stays there.
     let group = "flowlet-sticky";
     let (dst, port, first) = GOES_DOWN;
     let packet = udp_packet(dst, port);
-    assert_eq!(h.forward(group, "first", &packet), first);
+    assert_eq!(h.forward(group, "first", &packet), first, "first");
     h.clear_usable(group, first);
     let moved = 0;
     assert_eq!(
         h.forward(group, "after its next hop went down", &packet),
-        moved
+        moved,
+        "after its next hop went down"
     );
-    assert_eq!(h.forward(group, "next", &packet), moved);
-    let stats = h.group_stats(group);
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (2, 1));
+    assert_eq!(h.forward(group, "next", &packet), moved, "next");
+    assert_eq!(flowlets(&h, group), (2, 1), "new flowlets, moves");
 
     // ECMP: a packet whose bucket names a next hop that is down goes to
     // the kernel as it came.
     let (ip, l4) = (Ipv4::new(IPPROTO_UDP), udp(1234, 5678, b"payload"));
     let frame = ip.frame(LB_MAC, PEER_MAC, &[], &l4);
-    assert_eq!(h.forward("spines", "before", &(ip, l4)), 1);
+    assert_eq!(h.forward("spines", "before", &(ip, l4)), 1, "before");
     h.clear_usable("spines", 1);
     let (verdict, out) = h.run(&frame);
-    assert_eq!(verdict, Reason::NoNextHop.xdp_action());
-    assert_eq!(out, frame);
+    assert_eq!(
+        verdict,
+        Reason::NoNextHop.xdp_action(),
+        "ECMP to a next hop that is down"
+    );
+    assert_eq!(out, frame, "ECMP to a next hop that is down");
 }
 
 #[test]
@@ -235,24 +264,24 @@ fn only_self_contained_packets_are_sprayed() {
         if group == "per-packet" {
             // ONLY and ACK packets spread evenly; the message's own
             // packets all stay on one next hop.
-            assert_eq!(single_to, [2, 2, 2, 2]);
+            assert_eq!(single_to, [2, 2, 2, 2], "ONLY/ACK per member");
             assert!(
                 ordered_to.iter().all(|&s| s == ordered_to[0]),
                 "{ordered_to:?}"
             );
-            assert_eq!((stats.sprayed, stats.pinned), (8, 8));
+            assert_eq!((stats.sprayed, stats.pinned), (8, 8), "sprayed, pinned");
         } else {
             // Everything is sprayed, the message's packets too.
             let mut all = single_to.clone();
             for &slot in &ordered_to {
                 all[slot] += 1;
             }
-            assert_eq!(all, [4, 4, 4, 4]);
+            assert_eq!(all, [4, 4, 4, 4], "packets per member");
             assert!(
                 ordered_to.iter().any(|&s| s != ordered_to[0]),
                 "{ordered_to:?}"
             );
-            assert_eq!((stats.sprayed, stats.pinned), (16, 0));
+            assert_eq!((stats.sprayed, stats.pinned), (16, 0), "sprayed, pinned");
         }
     }
 

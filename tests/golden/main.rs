@@ -93,15 +93,19 @@ fn destination_qp_spreads_one_five_tuple() {
     let mut h = Harness::new();
     let with_qp = spread(&mut h, "spines", [10, 1, 0, 2]);
     eprintln!("256 QPs of one RoCEv2 five-tuple, hash with rdma_bth_dest_qp: {with_qp:?}");
-    assert_eq!(with_qp, [64, 64, 64, 64]);
+    assert_eq!(with_qp, [64, 64, 64, 64], "with the QP hashed");
     // Kernel counters agree with what left.
-    assert_eq!(h.member_packets("spines"), [64, 64, 64, 64]);
+    assert_eq!(
+        h.member_packets("spines"),
+        [64, 64, 64, 64],
+        "next-hop counters"
+    );
 
     // The five-tuple alone hashes to member 0:
     // 0a000001 0a040002 11 c001 12b7 000000.
     let without_qp = spread(&mut h, "five-tuple", [10, 4, 0, 2]);
     eprintln!("same packets, hash without rdma_bth_dest_qp: {without_qp:?}");
-    assert_eq!(without_qp, [256, 0, 0, 0]);
+    assert_eq!(without_qp, [256, 0, 0, 0], "without the QP hashed");
 }
 
 #[test]
