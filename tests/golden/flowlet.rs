@@ -149,7 +149,7 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
 
     // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.
-    std::thread::sleep(Duration::from_millis(5 * SHORT_GAP_MS));
+    std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
     let idle = 0;
     assert_eq!(
         h.forward(group, "x after the gap", &fx),

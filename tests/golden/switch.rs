@@ -27,6 +27,7 @@ pub struct Group {
     pub hashes_qp: bool,
     /// TOML lines of the group's own settings.
     pub settings: &'static [&'static str],
+    pub flowlet_gap_us: Option<u32>,
     pub routes: &'static [&'static str],
 }
 
@@ -39,6 +40,7 @@ impl Group {
             vlan: None,
             hashes_qp: true,
             settings: &[],
+            flowlet_gap_us: None,
             routes: &[],
         }
     }
@@ -61,11 +63,10 @@ impl Group {
 const FLOWLET: &str = r#"mode = "flowlet""#;
 const PER_PACKET: &str = r#"mode = "per-packet""#;
 /// Far past anything a test does inside one flowlet.
-const GAP_ONE_SECOND: &str = "flowlet_gap_us = 1000000";
+const GAP_ONE_SECOND_US: u32 = 1_000_000;
 /// The gap a test waits out: long enough that a busy machine's scheduling
 /// between two test runs never looks like one, short enough to sleep past.
-pub const SHORT_GAP_MS: u64 = 200;
-const SHORT_GAP: &str = "flowlet_gap_us = 200000";
+pub const SHORT_GAP_MS: u32 = 200;
 
 pub const GROUPS: [Group; 8] = [
     Group {
@@ -105,7 +106,8 @@ pub const GROUPS: [Group; 8] = [
         ..Group::new("down", &[])
     },
     Group {
-        settings: &[FLOWLET, GAP_ONE_SECOND],
+        settings: &[FLOWLET],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
         routes: &["10.5.0.0/16"],
         ..Group::new(
             "flowlet-sticky",
@@ -118,7 +120,8 @@ pub const GROUPS: [Group; 8] = [
         )
     },
     Group {
-        settings: &[FLOWLET, SHORT_GAP],
+        settings: &[FLOWLET],
+        flowlet_gap_us: Some(SHORT_GAP_MS * 1000),
         routes: &["10.6.0.0/16"],
         ..Group::new(
             "flowlet",
@@ -131,7 +134,8 @@ pub const GROUPS: [Group; 8] = [
         )
     },
     Group {
-        settings: &[PER_PACKET, GAP_ONE_SECOND],
+        settings: &[PER_PACKET],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
         routes: &["10.7.0.0/16"],
         ..Group::new(
             "per-packet",
@@ -144,7 +148,8 @@ pub const GROUPS: [Group; 8] = [
         )
     },
     Group {
-        settings: &[PER_PACKET, r#"spray = "all""#, GAP_ONE_SECOND],
+        settings: &[PER_PACKET, r#"spray = "all""#],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
         routes: &["10.8.0.0/16"],
         ..Group::new(
             "spray-all",
@@ -180,6 +185,9 @@ fn write_group(group: &Group, toml: &mut String) {
     writeln!(toml, "\n[[group]]\nname = \"{name}\"").unwrap();
     for line in group.settings {
         writeln!(toml, "{line}").unwrap();
+    }
+    if let Some(gap) = group.flowlet_gap_us {
+        writeln!(toml, "flowlet_gap_us = {gap}").unwrap();
     }
     let vlan = group
         .vlan
