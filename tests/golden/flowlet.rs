@@ -1,6 +1,9 @@
 //! Flowlet and per-packet modes: flowlets that stay or move, next hops
-//! that go down, and which packets are sprayed. Every test pins itself to
-//! one CPU (see `Harness::on_one_cpu`).
+//! whose usable flag is cleared, and which packets are sprayed. Every test
+//! pins itself to one CPU (see `Harness::on_one_cpu`). Members are named
+//! by slot; where ECMP places a flow, the slot is pinned in [`pins`].
+
+use std::time::Duration;
 
 use lb_common::{
     packet::craft::{Ipv4, tcp, udp},
@@ -10,7 +13,8 @@ use lb_common::{
 
 use crate::harness::Harness;
 use crate::packets::{PEER_MAC, ipv4_to, rocev2_with_psn};
-use crate::switch::LB_MAC;
+use crate::pins::Pin;
+use crate::switch::{LB_MAC, SHORT_GAP_MS};
 
 const PAYLOAD: usize = 1000;
 
@@ -28,20 +32,90 @@ fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
     (ipv4_to(dst, IPPROTO_UDP), rocev2_with_psn(opcode, qp, psn))
 }
 
+/// The flow `flowlet_packets_inside_the_gap_keep_their_next_hop` sends,
+/// and the slot ECMP gives it.
+const STICKY: ([u8; 4], u16, usize) = ([10, 5, 0, 2], 1000, 0);
+/// Two flows ECMP puts on one next hop of the "flowlet" group.
+const SHARED: ([u8; 4], [u16; 2], usize) = ([10, 6, 0, 2], [2000, 2007], 2);
+/// The flow whose next hop goes down, and the slot ECMP gives it.
+const GOES_DOWN: ([u8; 4], u16, usize) = ([10, 5, 0, 9], 1000, 1);
+
+/// Where ECMP places this file's flows, with their hash inputs written out
+/// (destination port 9000 is 0x2328).
+pub fn pins() -> Vec<Pin> {
+    let pin = |what: &str, group, (dst, port): ([u8; 4], u16), hash: &str, member| {
+        let (ip, l4) = udp_packet(dst, port);
+        Pin::new(
+            what,
+            group,
+            ip.frame(LB_MAC, PEER_MAC, &[], &l4),
+            hash,
+            member,
+        )
+    };
+    let (sticky_dst, sticky_port, sticky) = STICKY;
+    let (shared_dst, [x, y], shared) = SHARED;
+    let (down_dst, down_port, down) = GOES_DOWN;
+    vec![
+        pin(
+            "sticky flow",
+            "flowlet-sticky",
+            (sticky_dst, sticky_port),
+            "0a000001 0a050002 11 03e8 2328 000000",
+            sticky,
+        ),
+        pin(
+            "flow x",
+            "flowlet",
+            (shared_dst, x),
+            "0a000001 0a060002 11 07d0 2328 000000",
+            shared,
+        ),
+        pin(
+            "flow y",
+            "flowlet",
+            (shared_dst, y),
+            "0a000001 0a060002 11 07d7 2328 000000",
+            shared,
+        ),
+        pin(
+            "flow that goes down",
+            "flowlet-sticky",
+            (down_dst, down_port),
+            "0a000001 0a050009 11 03e8 2328 000000",
+            down,
+        ),
+    ]
+}
+
+/// New flowlets and flowlet moves `group` counted.
+fn flowlets(h: &Harness, group: &str) -> (u64, u64) {
+    let stats = h.group_stats(group);
+    (stats.new_flowlets, stats.flowlet_moves)
+}
+
 #[test]
 fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
     let mut h = Harness::on_one_cpu();
-    let packet = udp_packet([10, 5, 0, 2], 1000);
-    let frame = packet.0.frame(LB_MAC, PEER_MAC, &[], &packet.1);
+    let (dst, port, ecmp) = STICKY;
+    let packet = udp_packet(dst, port);
+    let group = "flowlet-sticky";
     // A new flow starts where ECMP would put it...
-    let first = h.forward("first packet", &packet);
-    assert_eq!(first, h.predict("flowlet-sticky", &frame));
-    // ...and stays there for the whole flowlet, although every other next
-    // hop is idle and its own is the only loaded one.
+    assert_eq!(
+        h.forward(group, "first packet", &packet),
+        ecmp,
+        "first packet"
+    );
+    // ...and stays there for the whole flowlet (a second's gap), although
+    // every other next hop is idle and its own is the only loaded one.
     for i in 1..40 {
-        assert_eq!(h.forward(&format!("packet {i}"), &packet), first);
+        assert_eq!(
+            h.forward(group, &format!("packet {i}"), &packet),
+            ecmp,
+            "packet {i}"
+        );
     }
-    let stats = h.group_stats("flowlet-sticky");
+    let stats = h.group_stats(group);
     assert_eq!(
         (
             stats.new_flowlets,
@@ -49,94 +123,107 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
             stats.pinned,
             stats.sprayed
         ),
-        (1, 0, 40, 0)
+        (1, 0, 40, 0),
+        "new flowlets, moves, pinned, sprayed"
     );
-    let per_member = h.member_packets("flowlet-sticky");
-    assert_eq!(per_member.iter().sum::<u64>(), 40);
-    assert_eq!(
-        per_member.iter().filter(|&&p| p == 40).count(),
-        1,
-        "{per_member:?}"
-    );
+    let mut expected = vec![0; 4];
+    expected[ecmp] = 40;
+    assert_eq!(h.member_packets(group), expected, "packets per member");
 }
 
 #[test]
 fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     let mut h = Harness::on_one_cpu();
-    let dst = [10, 6, 0, 2];
-    // Two flows ECMP puts on the same next hop.
-    let predict = |h: &Harness, port| {
-        let (ip, l4) = udp_packet(dst, port);
-        h.predict("flowlet", &ip.frame(LB_MAC, PEER_MAC, &[], &l4))
-    };
-    let x = 2000u16;
-    let shared = predict(&h, x);
-    let y = (x + 1..x + 500)
-        .find(|&p| predict(&h, p) == shared)
-        .expect("a second flow on the same next hop");
+    let group = "flowlet";
+    let (dst, [x, y], shared) = SHARED;
     let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
     // 20 packets each, microseconds apart inside the kernel: one flowlet each.
     for (ip, l4) in [&fx, &fy] {
         let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
         assert_eq!(verdict, Reason::Forwarded.xdp_action());
     }
-    let members = h.members("flowlet");
-    let shared_slot = members.iter().position(|&id| id == shared).expect("member");
-    let mut expected = vec![0; members.len()];
-    expected[shared_slot] = 40;
-    assert_eq!(h.member_packets("flowlet"), expected);
-    let stats = h.group_stats("flowlet");
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (2, 0));
+    let mut expected = vec![0; 4];
+    expected[shared] = 40;
+    assert_eq!(h.member_packets(group), expected, "packets per member");
+    assert_eq!(flowlets(&h, group), (2, 0), "new flowlets, moves");
 
-    // Past the 2 ms gap, x's next flowlet leaves the next hop it shares for
+    // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let idle = *members
-        .iter()
-        .find(|&&id| id != shared)
-        .expect("idle member");
-    assert_eq!(h.forward("x after the gap", &fx), idle);
-    assert_eq!(h.forward("y after the gap", &fy), shared);
-    // And both keep those inside their new flowlets.
-    assert_eq!(h.forward("x again", &fx), idle);
-    assert_eq!(h.forward("y again", &fy), shared);
-    let stats = h.group_stats("flowlet");
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (4, 1));
+    std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
+    let idle = 0;
+    assert_eq!(
+        h.forward(group, "x after the gap", &fx),
+        idle,
+        "x after the gap"
+    );
+    assert_eq!(
+        h.forward(group, "y after the gap", &fy),
+        shared,
+        "y after the gap"
+    );
+    // And both keep those inside their new flowlets: four test runs take
+    // a few milliseconds of the gap.
+    assert_eq!(h.forward(group, "x again", &fx), idle, "x again");
+    assert_eq!(h.forward(group, "y again", &fy), shared, "y again");
+    assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
 }
 
+/// What the data plane does on its own when a next hop's usable flag is
+/// cleared before anything rewrote the buckets and spray sequences that
+/// name it (the daemon's rewrite on a real link loss is the netns tests'
+/// business).
 #[test]
-fn down_next_hops_are_never_chosen() {
+fn next_hops_whose_usable_flag_is_cleared_are_never_chosen() {
     let mut h = Harness::on_one_cpu();
-    let members = h.members("per-packet");
     let dst = [10, 7, 0, 2];
+    let group = "per-packet";
 
-    // Per-packet: the spray sequence skips a next hop the daemon took down.
-    h.take_down(members[1]);
+    // Per-packet: the spray sequence still names slot 1 every fourth
+    // packet; the least loaded usable next hop stands in for it.
+    h.clear_usable(group, 1);
     for psn in 0..300 {
-        h.forward("sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
+        h.forward(group, "sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
     }
-    assert_eq!(h.member_packets("per-packet"), [100, 0, 100, 100]);
-
-    // A next hop that went down before the daemon rewrote the sequence is
-    // still skipped: the least loaded usable one stands in.
-    let id = members[2];
-    h.dp.set_nexthop(id, h.unusable(id)).expect("set next hop");
+    assert_eq!(h.member_packets(group), [100, 0, 100, 100], "slot 1 down");
+    h.clear_usable(group, 2);
     for psn in 300..390 {
-        h.forward("sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
+        h.forward(group, "sprayed", &roce_packet(dst, 0x0a, 0x100, psn));
     }
-    let after = h.member_packets("per-packet");
-    assert_eq!((after[1], after[2]), (0, 100), "{after:?}");
-    assert_eq!(after.iter().sum::<u64>(), 390);
+    assert_eq!(
+        h.member_packets(group),
+        [145, 0, 100, 145],
+        "slots 1 and 2 down"
+    );
 
-    // Flowlet: a flow whose next hop goes down moves at once, gap or not.
-    let packet = udp_packet([10, 5, 0, 9], 1000);
-    let first = h.forward("first", &packet);
-    h.take_down(first);
-    let moved = h.forward("after its next hop went down", &packet);
-    assert_ne!(moved, first);
-    assert_eq!(h.forward("next", &packet), moved);
-    let stats = h.group_stats("flowlet-sticky");
-    assert_eq!((stats.new_flowlets, stats.flowlet_moves), (2, 1));
+    // Flowlet: a flow whose next hop goes down moves at once, gap or not,
+    // to the least loaded usable one, and stays there.
+    let group = "flowlet-sticky";
+    let (dst, port, first) = GOES_DOWN;
+    let packet = udp_packet(dst, port);
+    assert_eq!(h.forward(group, "first", &packet), first, "first");
+    h.clear_usable(group, first);
+    let moved = 0;
+    assert_eq!(
+        h.forward(group, "after its next hop went down", &packet),
+        moved,
+        "after its next hop went down"
+    );
+    assert_eq!(h.forward(group, "next", &packet), moved, "next");
+    assert_eq!(flowlets(&h, group), (2, 1), "new flowlets, moves");
+
+    // ECMP: a packet whose bucket names a next hop that is down goes to
+    // the kernel as it came.
+    let (ip, l4) = (Ipv4::new(IPPROTO_UDP), udp(1234, 5678, b"payload"));
+    let frame = ip.frame(LB_MAC, PEER_MAC, &[], &l4);
+    assert_eq!(h.forward("spines", "before", &(ip, l4)), 1, "before");
+    h.clear_usable("spines", 1);
+    let (verdict, out) = h.run(&frame);
+    assert_eq!(
+        verdict,
+        Reason::NoNextHop.xdp_action(),
+        "ECMP to a next hop that is down"
+    );
+    assert_eq!(out, frame, "ECMP to a next hop that is down");
 }
 
 #[test]
@@ -156,15 +243,14 @@ fn only_self_contained_packets_are_sprayed() {
         .collect();
 
     for (group, dst) in [("per-packet", [10, 7, 0, 3]), ("spray-all", [10, 8, 0, 3])] {
-        let members = h.members(group);
         let mut ordered_to = Vec::new();
-        let mut single_to = vec![0u64; members.len()];
+        let mut single_to = vec![0u64; 4];
         for (psn, &opcode) in (0u32..).zip(&packets) {
-            let id = h.forward(
+            let slot = h.forward(
+                group,
                 &format!("{group} opcode {opcode:#x}"),
                 &roce_packet(dst, opcode, 0x200, psn),
             );
-            let slot = members.iter().position(|&m| m == id).expect("member");
             if self_contained(opcode) {
                 single_to[slot] += 1;
             } else {
@@ -178,32 +264,32 @@ fn only_self_contained_packets_are_sprayed() {
         if group == "per-packet" {
             // ONLY and ACK packets spread evenly; the message's own
             // packets all stay on one next hop.
-            assert_eq!(single_to, [2, 2, 2, 2]);
+            assert_eq!(single_to, [2, 2, 2, 2], "ONLY/ACK per member");
             assert!(
                 ordered_to.iter().all(|&s| s == ordered_to[0]),
                 "{ordered_to:?}"
             );
-            assert_eq!((stats.sprayed, stats.pinned), (8, 8));
+            assert_eq!((stats.sprayed, stats.pinned), (8, 8), "sprayed, pinned");
         } else {
             // Everything is sprayed, the message's packets too.
             let mut all = single_to.clone();
             for &slot in &ordered_to {
                 all[slot] += 1;
             }
-            assert_eq!(all, [4, 4, 4, 4]);
+            assert_eq!(all, [4, 4, 4, 4], "packets per member");
             assert!(
                 ordered_to.iter().any(|&s| s != ordered_to[0]),
                 "{ordered_to:?}"
             );
-            assert_eq!((stats.sprayed, stats.pinned), (16, 0));
+            assert_eq!((stats.sprayed, stats.pinned), (16, 0), "sprayed, pinned");
         }
     }
 
     // Non-RoCE traffic in a per-packet group follows flowlets.
     let tcp_packet = (ipv4_to([10, 7, 0, 4], IPPROTO_TCP), tcp(40000, 443));
-    let first = h.forward("tcp", &tcp_packet);
+    let first = h.forward("per-packet", "tcp", &tcp_packet);
     for _ in 0..7 {
-        assert_eq!(h.forward("tcp", &tcp_packet), first);
+        assert_eq!(h.forward("per-packet", "tcp", &tcp_packet), first);
     }
     assert_eq!(h.group_stats("per-packet").pinned, 16);
 }

@@ -1,5 +1,7 @@
 //! The real program, loaded and programmed the way the daemon does it,
-//! with the checks every golden test makes on what comes out.
+//! with the checks every golden test makes on what comes out. The daemon's
+//! tables only program the maps and say which map slot holds which group
+//! member; what a frame must become comes from `expected` and `switch`.
 
 use aya::programs::{TestRun, TestRunOptions};
 use fabriclb::{
@@ -8,7 +10,7 @@ use fabriclb::{
     dataplane::tables::{self, Tables},
 };
 use lb_common::{
-    abi::{GroupStats, NextHop},
+    abi::{GroupStats, NextHop, NextHopStats},
     limits::FLOWLET_TABLE_DEFAULT,
     packet::craft::Ipv4,
     verdict::Reason,
@@ -17,18 +19,17 @@ use lb_common::{
 use crate::expected;
 use crate::fixtures::Fixture;
 use crate::packets::PEER_MAC;
-use crate::switch::{self, LB_MAC};
+use crate::switch::{self, GROUPS, LB_MAC};
 
 pub struct Harness {
     pub dp: Dataplane,
-    pub tables: Tables,
-    config: config::Config,
+    tables: Tables,
 }
 
 impl Harness {
     /// Loads the program and programs it with the switch config through
-    /// the daemon's own tables; the "down" group's only next hop is
-    /// unusable.
+    /// the daemon's own tables; checks that every group member's map entry
+    /// holds the MAC and VLAN `switch` gives it.
     pub fn new() -> Self {
         let config =
             config::parse(&switch::config(), "golden.toml".as_ref()).expect("golden config");
@@ -38,9 +39,18 @@ impl Harness {
         .expect("tables");
         let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
-        let mut harness = Self { dp, tables, config };
-        for id in harness.members("down") {
-            harness.take_down(id);
+        let harness = Self { dp, tables };
+        for group in &GROUPS {
+            for slot in 0..group.macs.len() {
+                let nh = harness.nexthop(group.name, slot);
+                assert_eq!(nh.dst_mac, group.mac(slot), "{} {slot}: MAC", group.name);
+                assert_eq!(
+                    nh.vlan,
+                    group.vlan.unwrap_or(0),
+                    "{} {slot}: VLAN",
+                    group.name
+                );
+            }
         }
         harness
     }
@@ -51,17 +61,36 @@ impl Harness {
         Self::new()
     }
 
-    fn group(&self, name: &str) -> usize {
-        self.config
+    fn group_table(&self, name: &str) -> &tables::GroupTable {
+        self.tables
             .groups
             .iter()
-            .position(|g| g.name == name)
+            .find(|g| g.name == name)
             .expect("group")
     }
 
-    /// The next hop the host predicts for `frame` in `group`.
-    pub fn predict(&self, group: &str, frame: &[u8]) -> u32 {
-        expected::nexthop(&self.tables.groups[self.group(group)], frame)
+    /// The map id of the next hop in `slot` of `group`.
+    fn id(&self, group: &str, slot: usize) -> u32 {
+        self.group_table(group).members[slot]
+    }
+
+    /// The next hop in `slot` of `group` as the data plane holds it.
+    fn nexthop(&self, group: &str, slot: usize) -> NextHop {
+        self.dp
+            .nexthops
+            .get(&self.id(group, slot), 0)
+            .expect("next hop entry")
+    }
+
+    /// Clears the usable flag of the next hop in `slot` of `group` and
+    /// nothing else: buckets and spray sequences still name it.
+    pub fn clear_usable(&mut self, group: &str, slot: usize) {
+        let id = self.id(group, slot);
+        let nh = NextHop {
+            flags: 0,
+            ..self.nexthop(group, slot)
+        };
+        self.dp.set_nexthop(id, nh).expect("set next hop");
     }
 
     /// Runs one frame; returns the verdict and the output frame.
@@ -89,88 +118,95 @@ impl Harness {
         (result.return_value, out)
     }
 
-    /// Runs a fixture and checks verdict, bytes and counters.
+    /// Every group member's counters by group and slot, in `switch` order.
+    fn all_nexthop_stats(&self) -> Vec<((&'static str, usize), NextHopStats)> {
+        GROUPS
+            .iter()
+            .flat_map(|g| (0..g.macs.len()).map(move |slot| (g.name, slot)))
+            .map(|(group, slot)| {
+                let stats = self.dp.nexthop_stats(self.id(group, slot)).expect("stats");
+                ((group, slot), stats)
+            })
+            .collect()
+    }
+
+    /// Runs a fixture and checks verdict, bytes and counters: its verdict
+    /// counted once and no other, its next hop (if forwarded) counting one
+    /// packet of its length and every other next hop nothing.
     pub fn check(&mut self, fixture: &Fixture) {
         let name = &fixture.name;
         let before = self.dp.verdict_counts().expect("verdicts");
-        let nexthop = fixture.group.map(|g| self.predict(g, &fixture.input));
-        let nh_before = nexthop.map(|id| self.dp.nexthop_stats(id).expect("stats"));
+        let nh_before = self.all_nexthop_stats();
 
         let (verdict, out) = self.run(&fixture.input);
 
         assert_eq!(verdict, fixture.reason.xdp_action(), "{name}: verdict");
-        let expected = match nexthop {
-            Some(id) => (fixture.expected)(&self.tables.nexthops[id as usize]),
-            None => fixture.input.clone(),
+        let (expected, to) = match &fixture.to {
+            Some(to) => {
+                let mac = switch::group(to.group).mac(to.member);
+                assert_eq!(to.frame[..6], mac, "{name}: fixture leaves for another MAC");
+                (&to.frame, Some((to.group, to.member)))
+            }
+            None => (&fixture.input, None),
         };
-        assert_eq!(hex(&out), hex(&expected), "{name}: output bytes");
+        assert_eq!(hex(&out), hex(expected), "{name}: output bytes");
         let after = self.dp.verdict_counts().expect("verdicts");
         for reason in Reason::ALL {
             let delta = after[reason as usize] - before[reason as usize];
             let want = u64::from(reason == fixture.reason);
             assert_eq!(delta, want, "{name}: counter {}", reason.name());
         }
-        if let (Some(id), Some(before)) = (nexthop, nh_before) {
-            let after = self.dp.nexthop_stats(id).expect("stats");
+        for ((nexthop, before), (_, after)) in nh_before.iter().zip(self.all_nexthop_stats()) {
+            let want = if to == Some(*nexthop) {
+                (1, fixture.input.len() as u64)
+            } else {
+                (0, 0)
+            };
             assert_eq!(
-                after.packets - before.packets,
-                1,
-                "{name}: next-hop packets"
+                (after.packets - before.packets, after.bytes - before.bytes),
+                want,
+                "{name}: packets and bytes of next hop {nexthop:?}"
             );
-            assert_eq!(
-                after.bytes - before.bytes,
-                fixture.input.len() as u64,
-                "{name}: next-hop bytes"
-            );
+            assert_eq!(after.sprayed, before.sprayed, "{name}: {nexthop:?} sprayed");
         }
     }
 
-    /// Runs one packet, checks it was forwarded with exactly the bytes a
-    /// next hop would get, and returns that next hop's id.
-    pub fn forward(&mut self, name: &str, (ip, l4): &(Ipv4, Vec<u8>)) -> u32 {
+    /// Runs one packet, checks it was forwarded to a member of `group` with
+    /// exactly the bytes etherparse makes of it for that member, and
+    /// returns the member's slot.
+    pub fn forward(&mut self, group: &str, name: &str, (ip, l4): &(Ipv4, Vec<u8>)) -> usize {
         let frame = ip.frame(LB_MAC, PEER_MAC, &[], l4);
         let (verdict, out) = self.run(&frame);
         assert_eq!(verdict, Reason::Forwarded.xdp_action(), "{name}: verdict");
-        let id = nexthop_of(self, &out) as u32;
-        let expected =
-            expected::forwarded(&ip.clone().into(), l4, &self.tables.nexthops[id as usize]);
+        let slot = self.slot_of(group, &out);
+        let spec = switch::group(group);
+        let expected = expected::forwarded(&frame, spec.mac(slot), spec.vlan);
         assert_eq!(hex(&out), hex(&expected), "{name}: output bytes");
-        id
+        slot
     }
 
-    pub fn members(&self, group: &str) -> Vec<u32> {
-        self.tables.groups[self.group(group)].members.clone()
+    /// The slot of the member of `group` a frame left for, by its
+    /// destination MAC.
+    pub fn slot_of(&self, group: &str, out: &[u8]) -> usize {
+        switch::group(group)
+            .slot_of(&out[..6])
+            .unwrap_or_else(|| panic!("left for {:02x?}, not a member of {group}", &out[..6]))
     }
 
     pub fn group_stats(&self, group: &str) -> GroupStats {
-        let id = self.tables.groups[self.group(group)].id;
-        self.dp.group_stats(id).expect("group stats")
+        self.dp
+            .group_stats(self.group_table(group).id)
+            .expect("group stats")
     }
 
-    /// Packets each member of `group` got, in member order.
+    /// Packets each member of `group` got, in slot order.
     pub fn member_packets(&self, group: &str) -> Vec<u64> {
-        self.members(group)
-            .iter()
-            .map(|&id| self.dp.nexthop_stats(id).expect("stats").packets)
+        (0..switch::group(group).macs.len())
+            .map(|slot| {
+                let id = self.id(group, slot);
+                self.dp.nexthop_stats(id).expect("stats").packets
+            })
             .collect()
-    }
-
-    /// Next hop `id` as link loss leaves it: the usable flag cleared.
-    pub fn unusable(&self, id: u32) -> NextHop {
-        NextHop {
-            flags: 0,
-            ..self.tables.nexthops[id as usize]
-        }
-    }
-
-    /// Takes next hop `id` down the way the daemon does on link loss:
-    /// flag cleared, buckets and spray sequence rewritten.
-    pub fn take_down(&mut self, id: u32) {
-        let previous = self.tables.clone();
-        assert!(self.tables.update_nexthop(id, self.unusable(id)));
-        self.tables
-            .write(&mut self.dp, Some(&previous))
-            .expect("rewrite maps");
     }
 }
 
@@ -180,15 +216,6 @@ fn hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Next hop a frame left for, from its destination MAC.
-pub fn nexthop_of(h: &Harness, out: &[u8]) -> usize {
-    h.tables
-        .nexthops
-        .iter()
-        .position(|n| n.dst_mac == out[..6])
-        .expect("known next hop")
 }
 
 /// Flowlet state, recent loads and the spray cursor are per CPU, and

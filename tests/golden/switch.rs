@@ -1,6 +1,9 @@
 //! The switch every golden test programs: its seed, its own MAC and its
 //! groups and routes, written out as the daemon's TOML so that it goes
-//! through the daemon's own parser.
+//! through the daemon's own parser. Next hops are literal MACs here, and
+//! tests name a next hop by its group and slot in this list: what an
+//! output frame must carry is read from this file, never back from the
+//! daemon's tables.
 
 use std::fmt::Write;
 
@@ -10,105 +13,202 @@ use fabriclb::testbed::FIVE_TUPLE;
 pub const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
 pub const SEED: u32 = 0x5eed_1234;
 
-/// Each group's next hops have MACs of their own (`02:00:00:00:<mac>:01`
-/// and up), so an output frame tells which one it left for. All of them
-/// leave through `lo`: test runs transmit nothing.
+pub struct Group {
+    pub name: &'static str,
+    /// Each group's next hops have MACs of their own, so an output frame
+    /// tells which one it left for. All of them leave through `lo`: test
+    /// runs transmit nothing.
+    pub macs: &'static [&'static str],
+    /// Next hops given by an IP nobody resolves: never usable.
+    pub unresolved: &'static [&'static str],
+    pub vlan: Option<u16>,
+    /// Whether `rdma_bth_dest_qp` is among the group's hash fields; the
+    /// other five always are.
+    pub hashes_qp: bool,
+    /// TOML lines of the group's own settings.
+    pub settings: &'static [&'static str],
+    pub flowlet_gap_us: Option<u32>,
+    pub routes: &'static [&'static str],
+}
+
+impl Group {
+    const fn new(name: &'static str, macs: &'static [&'static str]) -> Self {
+        Self {
+            name,
+            macs,
+            unresolved: &[],
+            vlan: None,
+            hashes_qp: true,
+            settings: &[],
+            flowlet_gap_us: None,
+            routes: &[],
+        }
+    }
+
+    /// The MAC of the next hop in `slot`.
+    pub fn mac(&self, slot: usize) -> [u8; 6] {
+        let mut mac = [0; 6];
+        for (byte, text) in mac.iter_mut().zip(self.macs[slot].split(':')) {
+            *byte = u8::from_str_radix(text, 16).expect("hex MAC");
+        }
+        mac
+    }
+
+    /// The slot of the next hop with `mac`, if it is in this group.
+    pub fn slot_of(&self, mac: &[u8]) -> Option<usize> {
+        (0..self.macs.len()).find(|&slot| self.mac(slot) == mac)
+    }
+}
+
+const FLOWLET: &str = r#"mode = "flowlet""#;
+const PER_PACKET: &str = r#"mode = "per-packet""#;
+/// Far past anything a test does inside one flowlet.
+const GAP_ONE_SECOND_US: u32 = 1_000_000;
+/// The gap a test waits out: long enough that a busy machine's scheduling
+/// between two test runs never looks like one, short enough to sleep past.
+pub const SHORT_GAP_MS: u32 = 200;
+
+pub const GROUPS: [Group; 8] = [
+    Group {
+        routes: &["10.1.0.0/16", "2001:db8:1::/48"],
+        ..Group::new(
+            "spines",
+            &[
+                "02:00:00:00:0a:01",
+                "02:00:00:00:0a:02",
+                "02:00:00:00:0a:03",
+                "02:00:00:00:0a:04",
+            ],
+        )
+    },
+    Group {
+        hashes_qp: false,
+        settings: &[FIVE_TUPLE],
+        routes: &["10.4.0.0/16"],
+        ..Group::new(
+            "five-tuple",
+            &[
+                "02:00:00:00:0b:01",
+                "02:00:00:00:0b:02",
+                "02:00:00:00:0b:03",
+                "02:00:00:00:0b:04",
+            ],
+        )
+    },
+    Group {
+        vlan: Some(100),
+        routes: &["10.2.0.0/16"],
+        ..Group::new("tagged", &["02:00:00:00:0c:01"])
+    },
+    Group {
+        unresolved: &["10.3.255.1"],
+        routes: &["10.3.0.0/16"],
+        ..Group::new("down", &[])
+    },
+    Group {
+        settings: &[FLOWLET],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
+        routes: &["10.5.0.0/16"],
+        ..Group::new(
+            "flowlet-sticky",
+            &[
+                "02:00:00:00:0e:01",
+                "02:00:00:00:0e:02",
+                "02:00:00:00:0e:03",
+                "02:00:00:00:0e:04",
+            ],
+        )
+    },
+    Group {
+        settings: &[FLOWLET],
+        flowlet_gap_us: Some(SHORT_GAP_MS * 1000),
+        routes: &["10.6.0.0/16"],
+        ..Group::new(
+            "flowlet",
+            &[
+                "02:00:00:00:0f:01",
+                "02:00:00:00:0f:02",
+                "02:00:00:00:0f:03",
+                "02:00:00:00:0f:04",
+            ],
+        )
+    },
+    Group {
+        settings: &[PER_PACKET],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
+        routes: &["10.7.0.0/16"],
+        ..Group::new(
+            "per-packet",
+            &[
+                "02:00:00:00:10:01",
+                "02:00:00:00:10:02",
+                "02:00:00:00:10:03",
+                "02:00:00:00:10:04",
+            ],
+        )
+    },
+    Group {
+        settings: &[PER_PACKET, r#"spray = "all""#],
+        flowlet_gap_us: Some(GAP_ONE_SECOND_US),
+        routes: &["10.8.0.0/16"],
+        ..Group::new(
+            "spray-all",
+            &[
+                "02:00:00:00:11:01",
+                "02:00:00:00:11:02",
+                "02:00:00:00:11:03",
+                "02:00:00:00:11:04",
+            ],
+        )
+    },
+];
+
+pub fn group(name: &str) -> &'static Group {
+    GROUPS
+        .iter()
+        .find(|g| g.name == name)
+        .expect("golden group")
+}
+
 pub fn config() -> String {
-    let groups = [
-        Group::new("spines", 0x0a, 4)
-            .route("10.1.0.0/16")
-            .route("2001:db8:1::/48"),
-        Group::new("five-tuple", 0x0b, 4)
-            .set(FIVE_TUPLE)
-            .route("10.4.0.0/16"),
-        Group::new("tagged", 0x0c, 1).vlan(100).route("10.2.0.0/16"),
-        Group::new("down", 0x0d, 1).route("10.3.0.0/16"),
-        Group::new("flowlet-sticky", 0x0e, 4)
-            .set(r#"mode = "flowlet""#)
-            .set("flowlet_gap_us = 1000000")
-            .route("10.5.0.0/16"),
-        Group::new("flowlet", 0x0f, 4)
-            .set(r#"mode = "flowlet""#)
-            .set("flowlet_gap_us = 2000")
-            .route("10.6.0.0/16"),
-        Group::new("per-packet", 0x10, 4)
-            .set(r#"mode = "per-packet""#)
-            .set("flowlet_gap_us = 1000000")
-            .route("10.7.0.0/16"),
-        Group::new("spray-all", 0x11, 4)
-            .set(r#"mode = "per-packet""#)
-            .set(r#"spray = "all""#)
-            .set("flowlet_gap_us = 1000000")
-            .route("10.8.0.0/16"),
-    ];
     let mut toml = format!("[switch]\nhash_seed = {SEED:#x}\ninterfaces = [\"lo\"]\n");
-    for group in &groups {
-        group.write(&mut toml);
+    for group in &GROUPS {
+        write_group(group, &mut toml);
     }
     toml
 }
 
-struct Group {
-    name: &'static str,
-    mac: u8,
-    next_hops: u8,
-    vlan: Option<u16>,
-    settings: Vec<&'static str>,
-    prefixes: Vec<&'static str>,
-}
-
-impl Group {
-    fn new(name: &'static str, mac: u8, next_hops: u8) -> Self {
-        Self {
-            name,
-            mac,
-            next_hops,
-            vlan: None,
-            settings: Vec::new(),
-            prefixes: Vec::new(),
-        }
+/// Appends the group and its routes; TOML keeps each array of tables in
+/// order however `[[group]]` and `[[route]]` interleave.
+fn write_group(group: &Group, toml: &mut String) {
+    let name = group.name;
+    writeln!(toml, "\n[[group]]\nname = \"{name}\"").unwrap();
+    for line in group.settings {
+        writeln!(toml, "{line}").unwrap();
     }
-
-    /// One TOML line of the group's own settings.
-    fn set(mut self, line: &'static str) -> Self {
-        self.settings.push(line);
-        self
+    if let Some(gap) = group.flowlet_gap_us {
+        writeln!(toml, "flowlet_gap_us = {gap}").unwrap();
     }
-
-    fn vlan(mut self, vlan: u16) -> Self {
-        self.vlan = Some(vlan);
-        self
+    let vlan = group
+        .vlan
+        .map(|v| format!(", vlan = {v}"))
+        .unwrap_or_default();
+    writeln!(toml, "next_hops = [").unwrap();
+    let addresses = (group.macs.iter().map(|mac| ("mac", mac)))
+        .chain(group.unresolved.iter().map(|ip| ("ip", ip)));
+    for (kind, address) in addresses {
+        writeln!(
+            toml,
+            "  {{ interface = \"lo\", {kind} = \"{address}\"{vlan} }},"
+        )
+        .unwrap();
     }
-
-    fn route(mut self, prefix: &'static str) -> Self {
-        self.prefixes.push(prefix);
-        self
-    }
-
-    /// Appends the group and its routes; TOML keeps each array of tables
-    /// in order however `[[group]]` and `[[route]]` interleave.
-    fn write(&self, toml: &mut String) {
-        let name = self.name;
-        writeln!(toml, "\n[[group]]\nname = \"{name}\"").unwrap();
-        for line in &self.settings {
-            writeln!(toml, "{line}").unwrap();
-        }
-        let vlan = self
-            .vlan
-            .map(|v| format!(", vlan = {v}"))
-            .unwrap_or_default();
-        writeln!(toml, "next_hops = [").unwrap();
-        for i in 1..=self.next_hops {
-            let mac = format!("02:00:00:00:{:02x}:{i:02x}", self.mac);
-            writeln!(toml, "  {{ interface = \"lo\", mac = \"{mac}\"{vlan} }},").unwrap();
-        }
-        writeln!(toml, "]").unwrap();
-        for prefix in &self.prefixes {
-            writeln!(
-                toml,
-                "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\""
-            )
-            .unwrap();
-        }
+    writeln!(toml, "]").unwrap();
+    for prefix in group.routes {
+        writeln!(
+            toml,
+            "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\""
+        )
+        .unwrap();
     }
 }

@@ -216,3 +216,6 @@ pub fn fill_icrc(frame: &mut [u8]) {
     let crc = crc32fast::hash(&masked);
     frame[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 }
+
+#[cfg(test)]
+mod tests;
