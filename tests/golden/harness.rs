@@ -27,22 +27,26 @@ pub struct Harness {
 
 impl Harness {
     /// Loads the program and programs it with the switch config through
-    /// the daemon's own tables; the "down" group's only next hop is
-    /// unusable.
+    /// the daemon's own tables ([`Harness::with_config`]); the "down"
+    /// group's only next hop is unusable.
     pub fn new() -> Self {
-        let config =
-            config::parse(&switch::config(), "golden.toml".as_ref()).expect("golden config");
+        let mut harness = Self::with_config(&switch::config());
+        for id in harness.members("down") {
+            harness.take_down(id);
+        }
+        harness
+    }
+
+    /// Loads the program and programs it with the config `toml`.
+    pub fn with_config(toml: &str) -> Self {
+        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
         let tables = Tables::build(&config, None, |spec| {
             tables::static_nexthop(spec, 1, LB_MAC)
         })
         .expect("tables");
         let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
-        let mut harness = Self { dp, tables, config };
-        for id in harness.members("down") {
-            harness.take_down(id);
-        }
-        harness
+        Self { dp, tables, config }
     }
 
     /// A harness for tests of per-CPU state: see [`pin_to_one_cpu`].
@@ -62,6 +66,32 @@ impl Harness {
     /// The next hop the host predicts for `frame` in `group`.
     pub fn predict(&self, group: &str, frame: &[u8]) -> u32 {
         expected::nexthop(&self.tables.groups[self.group(group)], frame)
+    }
+
+    /// Makes `addrs` the box's own addresses the way the daemon does when
+    /// they change: only the route entries that differ are written.
+    pub fn set_local(&mut self, addrs: &[&str]) {
+        let previous = self.tables.clone();
+        let addrs = addrs.iter().map(|a| a.parse().expect("address")).collect();
+        assert_eq!(self.tables.set_local(&addrs), 0, "local addresses left out");
+        self.tables
+            .write(&mut self.dp, Some(&previous))
+            .expect("rewrite maps");
+    }
+
+    /// Moves to the config `toml` the way the daemon's reload does: new
+    /// tables over the old ids, only what differs written.
+    pub fn reload(&mut self, toml: &str) {
+        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
+        let tables = Tables::build(&config, Some(&self.tables), |spec| {
+            tables::static_nexthop(spec, 1, LB_MAC)
+        })
+        .expect("tables");
+        tables
+            .write(&mut self.dp, Some(&self.tables))
+            .expect("rewrite maps");
+        self.tables = tables;
+        self.config = config;
     }
 
     /// Runs one frame; returns the verdict and the output frame.
