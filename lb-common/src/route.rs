@@ -63,52 +63,44 @@ mod tests {
 
     #[test]
     fn ipv4_multicast_broadcast_and_link_local_are_never_forwarded() {
-        for dst in [
-            [224, 0, 0, 0],
-            [224, 0, 0, 5],
-            [239, 255, 255, 255],
-            [255, 255, 255, 255],
-            [169, 254, 0, 0],
-            [169, 254, 255, 255],
+        // Each range's ends and just outside them; class E and subnet
+        // broadcasts are local only as the box's own, from the trie.
+        for (dst, never) in [
+            ([224, 0, 0, 0], true),
+            ([224, 0, 0, 5], true),
+            ([239, 255, 255, 255], true),
+            ([255, 255, 255, 255], true),
+            ([169, 254, 0, 0], true),
+            ([169, 254, 255, 255], true),
+            ([223, 255, 255, 255], false),
+            ([240, 0, 0, 1], false),
+            ([255, 255, 255, 254], false),
+            ([169, 253, 255, 255], false),
+            ([169, 255, 0, 0], false),
+            ([168, 254, 0, 1], false),
+            ([10, 1, 0, 255], false),
+            ([0, 0, 0, 0], false),
         ] {
-            assert!(never_forwarded(&v4(dst)), "{dst:?}");
-        }
-        // Just outside each range, class E and subnet broadcasts (those
-        // are local only as the box's own, from the trie).
-        for dst in [
-            [223, 255, 255, 255],
-            [240, 0, 0, 1],
-            [255, 255, 255, 254],
-            [169, 253, 255, 255],
-            [169, 255, 0, 0],
-            [168, 254, 0, 1],
-            [10, 1, 0, 255],
-            [0, 0, 0, 0],
-        ] {
-            assert!(!never_forwarded(&v4(dst)), "{dst:?}");
+            assert_eq!(never_forwarded(&v4(dst)), never, "{dst:?}");
         }
     }
 
     #[test]
     fn ipv6_multicast_and_link_local_are_never_forwarded() {
-        for first in [
-            [0xff, 0x02],
-            [0xff, 0x0e],
-            [0xff, 0xff],
-            [0xfe, 0x80],
-            [0xfe, 0xbf],
-        ] {
-            assert!(never_forwarded(&v6_prefix(first)), "{first:x?}");
-        }
         // fec0::/10 (old site-local) and fc00::/7 (ULA) are routable.
-        for first in [
-            [0xfe, 0x7f],
-            [0xfe, 0xc0],
-            [0xfd, 0x00],
-            [0x20, 0x01],
-            [0, 0],
+        for (first, never) in [
+            ([0xff, 0x02], true),
+            ([0xff, 0x0e], true),
+            ([0xff, 0xff], true),
+            ([0xfe, 0x80], true),
+            ([0xfe, 0xbf], true),
+            ([0xfe, 0x7f], false),
+            ([0xfe, 0xc0], false),
+            ([0xfd, 0x00], false),
+            ([0x20, 0x01], false),
+            ([0, 0], false),
         ] {
-            assert!(!never_forwarded(&v6_prefix(first)), "{first:x?}");
+            assert_eq!(never_forwarded(&v6_prefix(first)), never, "{first:x?}");
         }
     }
 

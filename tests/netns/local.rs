@@ -296,6 +296,13 @@ fn probe(bed: &Bed, background: &mut Background) -> Growth {
     growth
 }
 
+/// `ip addr add` or `del` [`ADDED`] on the leaf's loopback.
+fn loopback_address(bed: &Bed, add_or_del: &str) {
+    let cidr = format!("{ADDED}/32");
+    bed.ip("leaf", &["addr", add_or_del, &cidr, "dev", "lo"])
+        .unwrap_or_else(|e| panic!("{add_or_del} {cidr}: {e}"));
+}
+
 #[test]
 fn an_address_added_or_removed_at_run_time_is_followed_at_once() {
     let (bed, daemon) = bed_with_default_routes("a");
@@ -311,11 +318,7 @@ fn an_address_added_or_removed_at_run_time_is_followed_at_once() {
 
     let local_before = verdicts(&daemon, "local");
     let added = Instant::now();
-    bed.ip(
-        "leaf",
-        &["addr", "add", &format!("{ADDED}/32"), "dev", "lo"],
-    )
-    .expect("add the address");
+    loopback_address(&bed, "add");
     // Local once the probes stop reaching the spines for a while.
     wait_until("the probes to stop reaching the spines", || {
         grew(start).is_some_and(|(_, last)| last.elapsed() > Duration::from_millis(300))
@@ -326,11 +329,7 @@ fn an_address_added_or_removed_at_run_time_is_followed_at_once() {
     let local = verdicts(&daemon, "local") - local_before;
 
     let removed = Instant::now();
-    bed.ip(
-        "leaf",
-        &["addr", "del", &format!("{ADDED}/32"), "dev", "lo"],
-    )
-    .expect("remove the address");
+    loopback_address(&bed, "del");
     wait_until("the probes to reach the spines again", || {
         grew(removed).is_some()
     });
