@@ -5,6 +5,8 @@
 //! - [`verdict`], [`limits`]: verdict reasons, table sizes (leaves);
 //! - [`packet`]: parsing, RoCEv2 semantics, checksum arithmetic, frame
 //!   building for the generator and tests (feature `craft`);
+//! - [`route`]: what is the box's own whatever the routes say, and what a
+//!   route lookup's value means;
 //! - [`select`]: flow hash, resilient buckets, recent load, flowlet and
 //!   per-packet decisions;
 //! - [`abi`]: program and map names, map key/value types (`aya::Pod`
@@ -17,5 +19,6 @@ extern crate alloc;
 pub mod abi;
 pub mod limits;
 pub mod packet;
+pub mod route;
 pub mod select;
 pub mod verdict;

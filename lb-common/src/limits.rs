@@ -2,6 +2,9 @@
 //! by. A leaf module: bucket assignment needs them as much as the map ABI.
 
 pub const MAX_ROUTES: u32 = 16_384;
+/// Room each route trie keeps beyond [`MAX_ROUTES`] for the box's own
+/// addresses, so a config at its limit still leaves them local.
+pub const MAX_LOCAL_ROUTES: u32 = 1024;
 pub const MAX_GROUPS: u32 = 64;
 pub const MAX_NEXTHOPS: u32 = 1024;
 pub const MAX_NEXTHOPS_PER_GROUP: usize = 64;
@@ -13,6 +16,9 @@ pub const FLOWLET_TABLE_DEFAULT: u32 = 65_536;
 pub const BUCKETS_PER_GROUP: u32 = 512;
 /// Bucket value for "no usable next hop": the packet goes to the kernel.
 pub const NO_NEXTHOP: u32 = u32::MAX;
+/// Route value for the box's own addresses: the packet is the kernel's,
+/// whatever covers it. No group id: those stay below [`MAX_GROUPS`].
+pub const LOCAL_ROUTE: u32 = u32::MAX;
 
 #[cfg(test)]
 mod tests {

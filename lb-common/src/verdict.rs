@@ -29,6 +29,10 @@ pub enum Reason {
     /// IP header cut short or inconsistent (version, header length, total
     /// length beyond the frame): XDP_DROP, as the kernel's `ip_rcv` would.
     L3Malformed,
+    /// For the box itself, whatever the routes say: one of its own
+    /// addresses or subnet broadcasts, or a destination no router forwards
+    /// (multicast, limited broadcast, link-local): XDP_PASS.
+    Local,
 }
 
 /// XDP return codes (kernel ABI, `enum xdp_action`).
@@ -47,7 +51,7 @@ impl Reason {
         }
     }
 
-    pub const COUNT: u32 = 10;
+    pub const COUNT: u32 = 11;
     pub const ALL: [Reason; Self::COUNT as usize] = [
         Reason::Forwarded,
         Reason::NotIp,
@@ -59,6 +63,7 @@ impl Reason {
         Reason::L4Truncated,
         Reason::L2Truncated,
         Reason::L3Malformed,
+        Reason::Local,
     ];
 
     /// Metric label.
@@ -74,6 +79,7 @@ impl Reason {
             Reason::L4Truncated => "l4_truncated",
             Reason::L2Truncated => "l2_truncated",
             Reason::L3Malformed => "l3_malformed",
+            Reason::Local => "local",
         }
     }
 }

@@ -32,7 +32,7 @@ fn forward(ctx: &XdpContext) -> Result<(), Reason> {
     // SAFETY: this CPU's slot; XDP does not nest on a CPU.
     let scratch = unsafe { &mut *scratch };
     parse_frame(ctx.data(), ctx.data_end(), &mut scratch.parsed)?;
-    let group_id = route(&scratch.parsed).ok_or(Reason::NoRoute)?;
+    let group_id = route(&scratch.parsed)?;
     if scratch.parsed.ttl <= 1 {
         return Err(Reason::TtlExpired);
     }

@@ -8,8 +8,8 @@ use aya_ebpf::{
 use lb_common::{
     abi::{GroupEntry, GroupStats, NextHop, NextHopStats},
     limits::{
-        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS,
-        MAX_ROUTES,
+        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
+        MAX_NEXTHOPS, MAX_ROUTES,
     },
     packet::parse::Parsed,
     select::{
@@ -19,12 +19,16 @@ use lb_common::{
     verdict::Reason,
 };
 
-/// IPv4 destination prefix -> group id.
+/// IPv4 destination prefix -> group id, or `LOCAL_ROUTE` for the box's
+/// own addresses.
 #[map]
-pub static FL_ROUTES_V4: LpmTrie<[u8; 4], u32> = LpmTrie::with_max_entries(MAX_ROUTES, 0);
-/// IPv6 destination prefix -> group id.
+pub static FL_ROUTES_V4: LpmTrie<[u8; 4], u32> =
+    LpmTrie::with_max_entries(MAX_ROUTES + MAX_LOCAL_ROUTES, 0);
+/// IPv6 destination prefix -> group id, or `LOCAL_ROUTE` for the box's
+/// own addresses.
 #[map]
-pub static FL_ROUTES_V6: LpmTrie<[u8; 16], u32> = LpmTrie::with_max_entries(MAX_ROUTES, 0);
+pub static FL_ROUTES_V6: LpmTrie<[u8; 16], u32> =
+    LpmTrie::with_max_entries(MAX_ROUTES + MAX_LOCAL_ROUTES, 0);
 /// Group id -> the group's mode, hash settings and members.
 #[map]
 pub static FL_GROUPS: Array<GroupEntry> = Array::with_max_entries(MAX_GROUPS, 0);

@@ -1,14 +1,19 @@
-//! Interface and neighbour-table lookups over rtnetlink.
+//! Interface, address and neighbour-table lookups over rtnetlink, and the
+//! kernel's address events.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
 
-use futures_util::TryStreamExt;
+use futures_channel::mpsc::UnboundedReceiver;
+use futures_util::{StreamExt, TryStreamExt};
 use netlink_packet_route::{
+    RouteNetlinkMessage,
+    address::{AddressAttribute, AddressMessage},
     link::{LinkAttribute, LinkFlags},
     neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState},
 };
-use rtnetlink::Handle;
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
+use rtnetlink::{Handle, MulticastGroup};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NetlinkError {
@@ -31,6 +36,108 @@ pub struct Link {
     pub mac: [u8; 6],
     /// Administratively up with carrier.
     pub up: bool,
+}
+
+/// One address of the box, as the kernel lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Address {
+    pub ifindex: u32,
+    pub addr: IpAddr,
+    pub prefix_len: u8,
+    /// IPv4: the broadcast address it was given (IFA_BROADCAST), if any.
+    pub broadcast: Option<Ipv4Addr>,
+}
+
+impl Address {
+    /// The address an RTM_NEWADDR or RTM_DELADDR message is about; `None`
+    /// for families other than IPv4 and IPv6.
+    fn of(message: &AddressMessage) -> Option<Self> {
+        let mut local = None;
+        let mut address = None;
+        let mut broadcast = None;
+        for attribute in &message.attributes {
+            match attribute {
+                AddressAttribute::Local(a) => local = Some(*a),
+                AddressAttribute::Address(a) => address = Some(*a),
+                AddressAttribute::Broadcast(b) => broadcast = Some(*b),
+                _ => {}
+            }
+        }
+        // On a point-to-point link IFA_ADDRESS is the peer's and IFA_LOCAL
+        // ours; elsewhere IPv6 gives only IFA_ADDRESS.
+        Some(Self {
+            ifindex: message.header.index,
+            addr: local.or(address)?,
+            prefix_len: message.header.prefix_len,
+            broadcast,
+        })
+    }
+}
+
+/// A change to the box's addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressEvent {
+    Added(Address),
+    Removed(Address),
+    /// The kernel dropped events (the socket's buffer overflowed): the
+    /// addresses must be read again.
+    Lost,
+}
+
+/// The kernel's IPv4 and IPv6 address events, as they happen.
+pub struct AddressEvents {
+    messages: UnboundedReceiver<(
+        NetlinkMessage<RouteNetlinkMessage>,
+        rtnetlink::sys::SocketAddr,
+    )>,
+}
+
+impl AddressEvents {
+    /// Joins the address multicast groups on a socket of its own, served
+    /// by a task on the current runtime. Subscribe before reading the
+    /// addresses, so nothing changes unseen in between.
+    pub fn subscribe() -> Result<Self> {
+        let (connection, _, messages) = rtnetlink::new_multicast_connection(&[
+            MulticastGroup::Ipv4Ifaddr,
+            MulticastGroup::Ipv6Ifaddr,
+        ])
+        .map_err(NetlinkError::Connect)?;
+        tokio::spawn(connection);
+        Ok(Self { messages })
+    }
+
+    /// The next event; `None` once the socket has failed for good.
+    pub async fn next(&mut self) -> Option<AddressEvent> {
+        loop {
+            let (message, _) = self.messages.next().await?;
+            if let Some(event) = event(message) {
+                return Some(event);
+            }
+        }
+    }
+
+    /// The next event if one has arrived already.
+    pub fn ready(&mut self) -> Option<AddressEvent> {
+        loop {
+            let (message, _) = self.messages.try_recv().ok()?;
+            if let Some(event) = event(message) {
+                return Some(event);
+            }
+        }
+    }
+}
+
+fn event(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<AddressEvent> {
+    match message.payload {
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewAddress(m)) => {
+            Address::of(&m).map(AddressEvent::Added)
+        }
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(m)) => {
+            Address::of(&m).map(AddressEvent::Removed)
+        }
+        NetlinkPayload::Overrun(_) => Some(AddressEvent::Lost),
+        _ => None,
+    }
 }
 
 #[derive(Clone)]
@@ -78,6 +185,16 @@ impl Netlink {
             mac,
             up: flags.contains(LinkFlags::Up) && flags.contains(LinkFlags::LowerUp),
         })
+    }
+
+    /// Every IPv4 and IPv6 address on every interface.
+    pub async fn addresses(&self) -> Result<Vec<Address>> {
+        let mut addresses = Vec::new();
+        let mut messages = self.handle.address().get().execute();
+        while let Some(message) = messages.try_next().await? {
+            addresses.extend(Address::of(&message));
+        }
+        Ok(addresses)
     }
 
     /// The usable entries of the neighbour table (neither incomplete nor

@@ -28,18 +28,11 @@ pub struct Harness {
 
 impl Harness {
     /// Loads the program and programs it with the switch config through
-    /// the daemon's own tables; checks that every group member's map entry
-    /// holds the MAC and VLAN `switch` gives it.
+    /// the daemon's own tables ([`Harness::with_config`]); checks that
+    /// every group member's map entry holds the MAC and VLAN `switch` gives
+    /// it.
     pub fn new() -> Self {
-        let config =
-            config::parse(&switch::config(), "golden.toml".as_ref()).expect("golden config");
-        let tables = Tables::build(&config, None, |spec| {
-            tables::static_nexthop(spec, 1, LB_MAC)
-        })
-        .expect("tables");
-        let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
-        tables.write(&mut dp, None).expect("program maps");
-        let harness = Self { dp, tables };
+        let harness = Self::with_config(&switch::config());
         for group in &GROUPS {
             for slot in 0..group.macs.len() {
                 let nh = harness.nexthop(group.name, slot);
@@ -53,6 +46,18 @@ impl Harness {
             }
         }
         harness
+    }
+
+    /// Loads the program and programs it with the config `toml`.
+    pub fn with_config(toml: &str) -> Self {
+        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
+        let tables = Tables::build(&config, None, |spec| {
+            tables::static_nexthop(spec, 1, LB_MAC)
+        })
+        .expect("tables");
+        let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
+        tables.write(&mut dp, None).expect("program maps");
+        Self { dp, tables }
     }
 
     /// A harness for tests of per-CPU state: see [`pin_to_one_cpu`].
@@ -91,6 +96,31 @@ impl Harness {
             ..self.nexthop(group, slot)
         };
         self.dp.set_nexthop(id, nh).expect("set next hop");
+    }
+
+    /// Makes `addrs` the box's own addresses the way the daemon does when
+    /// they change: only the route entries that differ are written.
+    pub fn set_local(&mut self, addrs: &[&str]) {
+        let previous = self.tables.clone();
+        let addrs = addrs.iter().map(|a| a.parse().expect("address")).collect();
+        assert_eq!(self.tables.set_local(&addrs), 0, "local addresses left out");
+        self.tables
+            .write(&mut self.dp, Some(&previous))
+            .expect("rewrite maps");
+    }
+
+    /// Moves to the config `toml` the way the daemon's reload does: new
+    /// tables over the old ids, only what differs written.
+    pub fn reload(&mut self, toml: &str) {
+        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
+        let tables = Tables::build(&config, Some(&self.tables), |spec| {
+            tables::static_nexthop(spec, 1, LB_MAC)
+        })
+        .expect("tables");
+        tables
+            .write(&mut self.dp, Some(&self.tables))
+            .expect("rewrite maps");
+        self.tables = tables;
     }
 
     /// Runs one frame; returns the verdict and the output frame.

@@ -112,6 +112,7 @@ fn destination_qp_spreads_one_five_tuple() {
 fn every_reason_has_a_fixture() {
     let all: Vec<Fixture> = [
         fixtures::forwarding::fixtures(),
+        fixtures::local::fixtures(),
         fixtures::pass_drop::fixtures(),
         fixtures::truncation::fixtures(),
     ]

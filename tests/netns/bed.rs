@@ -3,9 +3,10 @@
 //! collective the tests vary.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result, ensure};
 use fabriclb::testbed::{
     self, Collective, CollectiveReport, Daemon, Leaf, Shape, Testbed, TrafficReport,
 };
@@ -60,6 +61,27 @@ impl Bed {
         during: impl FnOnce(Option<&Daemon>) -> Result<T>,
     ) -> Result<(CollectiveReport, T)> {
         testbed::run_collective_with(&self.testbed, fabriclb(), &self.workdir, collective, during)
+    }
+
+    /// `fabriclb run` on the leaf with `config` and extra arguments `args`.
+    pub fn daemon(&self, config: &str, args: &[&str]) -> Result<Daemon> {
+        Daemon::start(&self.testbed, fabriclb(), &self.workdir, config, args)
+    }
+
+    /// `ip -n <role's namespace> args...`.
+    pub fn ip(&self, role: &str, args: &[&str]) -> Result<String> {
+        let ns = self.testbed.ns(role);
+        let out = Command::new("ip")
+            .args(["-n", &ns])
+            .args(args)
+            .output()
+            .context("running ip")?;
+        ensure!(
+            out.status.success(),
+            "ip -n {ns} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
 

@@ -5,6 +5,7 @@
 //! Needs root; every testbed is removed even when an assertion fails.
 
 mod bed;
+mod local;
 
 use std::time::{Duration, Instant};
 

@@ -15,7 +15,11 @@ use anyhow::{Context, Result, bail};
 use crate::{capture, run};
 
 /// Debian packages the tests shell out to, keyed by the binary they provide.
-const PACKAGES: &[(&str, &str)] = &[("ip", "iproute2"), ("ethtool", "ethtool")];
+const PACKAGES: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("ethtool", "ethtool"),
+    ("ping", "iputils-ping"),
+];
 
 pub fn setup(root: &Path) -> Result<()> {
     let toolchain = ebpf_toolchain(root)?;

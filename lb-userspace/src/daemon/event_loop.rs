@@ -1,6 +1,6 @@
 //! `fabriclb run`: load, program, attach, then react to signals, config
-//! changes, link and neighbour refreshes and metric ticks until told to
-//! stop; detach on the way out.
+//! changes, address events, link and neighbour refreshes and metric ticks
+//! until told to stop; detach on the way out.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
 use super::links::resolve_with_wait;
+use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
 use super::reload::FileVersion;
 use super::state::{Running, attach};
@@ -40,7 +41,11 @@ pub async fn run(options: Options) -> Result<()> {
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
 
     let snapshot = resolve_with_wait(&netlink, &config).await?;
-    let tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
+    let mut tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
+    // Local before attaching: no packet for the box is ever forwarded.
+    let follower = Follower::start(&netlink).await?;
+    local::program(&follower, &mut tables);
+    local::report_shadowed(None, &tables);
     tables
         .write(&mut dp, None)
         .context("programming the maps")?;
@@ -55,6 +60,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut running = Running {
         version,
         tables,
+        local: follower,
         links: Vec::new(),
         config,
     };
@@ -91,10 +97,14 @@ pub async fn run(options: Options) -> Result<()> {
                     running.reload(&options.config, &netlink, &mut dp).await;
                 }
             }
+            events = running.local.events() => {
+                running.address_events(events, &netlink, &mut dp).await;
+            }
             _ = refresh.tick() => {
                 if let Err(e) = running.refresh_nexthops(&netlink, &mut dp).await {
                     warn!("refreshing next hops: {e:#}");
                 }
+                running.refresh_local(&netlink, &mut dp).await;
             }
             _ = metrics_tick.tick() => write_metrics(&options, &dp, &running.tables),
         }

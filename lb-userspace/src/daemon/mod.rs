@@ -1,10 +1,12 @@
 //! The daemon behind `fabriclb run`: [`event_loop`] starts it and
 //! dispatches events; [`state`] is what it holds; [`reload`] applies a new
 //! config live; [`links`] keeps next hops in step with the kernel's links
-//! and neighbours; [`metrics_file`] writes the counters out.
+//! and neighbours; [`local`] keeps the box's own addresses local in the
+//! route tries; [`metrics_file`] writes the counters out.
 
 mod event_loop;
 mod links;
+mod local;
 mod metrics_file;
 mod reload;
 mod state;

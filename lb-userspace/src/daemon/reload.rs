@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use tracing::{error, info, warn};
 
 use super::links::Snapshot;
+use super::local;
 use super::state::{Running, attach};
 use crate::config::{self, Config};
 use crate::dataplane::Dataplane;
@@ -77,7 +78,8 @@ impl Running {
             }
             return Err(e).context("programming the maps");
         }
-        self.tables = tables;
+        let old_tables = std::mem::replace(&mut self.tables, tables);
+        local::report_shadowed(Some(&old_tables), &self.tables);
 
         let mut attached = Vec::new();
         for (interface, link) in std::mem::take(&mut self.links) {

@@ -4,18 +4,20 @@ use anyhow::Result;
 use aya::programs::{XdpMode, xdp::XdpLinkId};
 use tracing::{info, warn};
 
+use super::local::Follower;
 use super::reload::FileVersion;
 use crate::config::{Config, XdpModeSetting};
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 
-/// What the daemon runs on: the config in force, the tables it made and
-/// where the program is attached.
+/// What the daemon runs on: the config in force, the tables it made, the
+/// box's own addresses and where the program is attached.
 pub(super) struct Running {
     pub(super) config: Config,
     /// The file's identity when `config` was read from it.
     pub(super) version: Option<FileVersion>,
     pub(super) tables: Tables,
+    pub(super) local: Follower,
     pub(super) links: Vec<(String, XdpLinkId)>,
 }
 

@@ -5,13 +5,20 @@
 //! frees is not handed out by that same reload. So a live config change
 //! never points an old route or bucket at somebody else's next hop while
 //! the maps are being rewritten.
+//!
+//! The route tries also hold the box's own addresses, as /32 and /128
+//! routes to [`LOCAL_ROUTE`]: the longest match finds them in the one
+//! lookup a packet already makes. A configured route with the very same
+//! key is shadowed while the address exists and comes back when it goes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE, NextHop},
-    limits::{BUCKETS_PER_GROUP, MAX_GROUPS, MAX_NEXTHOPS, NO_NEXTHOP},
+    limits::{
+        BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
+    },
     select::buckets::{rebalance, spray_sequence},
     select::flowlet::PATH_QUALITY_DEFAULT,
 };
@@ -43,11 +50,17 @@ pub struct Tables {
     pub quality: Vec<u32>,
     /// In config order.
     pub groups: Vec<GroupTable>,
-    /// Prefix -> group id.
+    /// Prefix -> group id, from the config.
     pub routes: Vec<(Prefix, u32)>,
+    /// The box's own addresses and IPv4 subnet broadcasts, routed to
+    /// [`LOCAL_ROUTE`]; kept across reloads.
+    local: BTreeSet<IpAddr>,
     /// The next flowlet generation to hand out.
     next_generation: u32,
 }
+
+/// A route trie's key: address and prefix length.
+type RouteKey = (IpAddr, u8);
 
 /// Why a config's tables cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -201,8 +214,41 @@ impl Tables {
             quality,
             groups,
             routes,
+            local: previous.map(|p| p.local.clone()).unwrap_or_default(),
             next_generation,
         })
+    }
+
+    /// Makes `addrs` the box's own addresses, up to [`MAX_LOCAL_ROUTES`] of
+    /// each family (the trie's room beyond the config's routes; the lowest
+    /// are kept). Returns how many were left out.
+    pub fn set_local(&mut self, addrs: &BTreeSet<IpAddr>) -> usize {
+        let cap = MAX_LOCAL_ROUTES as usize;
+        let v4 = addrs.iter().filter(|a| a.is_ipv4()).take(cap);
+        let v6 = addrs.iter().filter(|a| a.is_ipv6()).take(cap);
+        self.local = v4.chain(v6).copied().collect();
+        addrs.len() - self.local.len()
+    }
+
+    pub fn local(&self) -> &BTreeSet<IpAddr> {
+        &self.local
+    }
+
+    /// Configured routes a local address shadows.
+    pub fn shadowed(&self) -> Vec<Prefix> {
+        self.routes
+            .iter()
+            .map(|(prefix, _)| *prefix)
+            .filter(|p| self.local.contains(&p.addr) && p.len == host_len(p.addr))
+            .collect()
+    }
+
+    /// What the route tries hold: the config's routes, then the local
+    /// addresses over them.
+    fn trie_entries(&self) -> BTreeMap<RouteKey, u32> {
+        let config = self.routes.iter().map(|(p, g)| ((p.addr, p.len), *g));
+        let local = self.local.iter().map(|&a| ((a, host_len(a)), LOCAL_ROUTE));
+        config.chain(local).collect()
     }
 
     /// Replaces next hop `id` and moves only the buckets that must move.
@@ -264,24 +310,24 @@ impl Tables {
                 dp.set_group(group.id, group.entry)?;
             }
         }
-        for (prefix, group) in &self.routes {
-            let old = previous.and_then(|p| p.routes.iter().find(|(q, _)| q == prefix));
-            if old.map(|(_, g)| g) == Some(group) {
-                continue;
-            }
-            match prefix.addr {
-                IpAddr::V4(a) => dp.set_route_v4(a.octets(), prefix.len, *group)?,
-                IpAddr::V6(a) => dp.set_route_v6(a.octets(), prefix.len, *group)?,
+        let routes = self.trie_entries();
+        let old_routes = previous.map(Tables::trie_entries).unwrap_or_default();
+        for (&(addr, len), value) in &routes {
+            if old_routes.get(&(addr, len)) != Some(value) {
+                match addr {
+                    IpAddr::V4(a) => dp.set_route_v4(a.octets(), len, *value)?,
+                    IpAddr::V6(a) => dp.set_route_v6(a.octets(), len, *value)?,
+                }
             }
         }
         let Some(previous) = previous else {
             return Ok(());
         };
-        for (prefix, _) in &previous.routes {
-            if !self.routes.iter().any(|(p, _)| p == prefix) {
-                match prefix.addr {
-                    IpAddr::V4(a) => dp.remove_route_v4(a.octets(), prefix.len)?,
-                    IpAddr::V6(a) => dp.remove_route_v6(a.octets(), prefix.len)?,
+        for &(addr, len) in old_routes.keys() {
+            if !routes.contains_key(&(addr, len)) {
+                match addr {
+                    IpAddr::V4(a) => dp.remove_route_v4(a.octets(), len)?,
+                    IpAddr::V6(a) => dp.remove_route_v6(a.octets(), len)?,
                 }
             }
         }
@@ -300,6 +346,17 @@ impl Tables {
         Ok(())
     }
 }
+
+/// The prefix length that covers `addr` alone.
+fn host_len(addr: IpAddr) -> u8 {
+    match addr {
+        IpAddr::V4(_) => 32,
+        IpAddr::V6(_) => 128,
+    }
+}
+
+#[cfg(test)]
+mod local_tests;
 
 /// Next hops for a config whose next hops all give a MAC, all leaving
 /// through `ifindex` with source MAC `src_mac`, all usable: the data plane

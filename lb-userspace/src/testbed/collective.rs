@@ -86,6 +86,7 @@ pub fn run_collective_with<T>(
                 fabriclb,
                 workdir,
                 &bed.leaf_config(group),
+                &[],
             )?),
             Vec::new(),
         ),

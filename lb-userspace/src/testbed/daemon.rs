@@ -17,10 +17,17 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Writes `config` to `workdir`, starts the daemon and waits until it
-    /// is ready (its first metrics snapshot appears once the program is
-    /// attached and next hops are resolved).
-    pub fn start(bed: &Testbed, fabriclb: &Path, workdir: &Path, config: &str) -> Result<Self> {
+    /// Writes `config` to `workdir`, starts the daemon with `fabriclb run`'s
+    /// extra arguments `args` and waits until it is ready (its first
+    /// metrics snapshot appears once the program is attached and next hops
+    /// are resolved).
+    pub fn start(
+        bed: &Testbed,
+        fabriclb: &Path,
+        workdir: &Path,
+        config: &str,
+        args: &[&str],
+    ) -> Result<Self> {
         let config_file = workdir.join("leaf.toml");
         let metrics_file = workdir.join("leaf.prom");
         std::fs::write(&config_file, config)?;
@@ -33,6 +40,7 @@ impl Daemon {
             .arg(&config_file)
             .arg("--metrics-file")
             .arg(&metrics_file)
+            .args(args)
             // Its start-up and shutdown lines would cut through reports.
             .env(
                 "RUST_LOG",

@@ -34,7 +34,7 @@ pub fn run_traffic(
     flows: u16,
     packets: u32,
 ) -> Result<TrafficReport> {
-    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(""))?;
+    let daemon = Daemon::start(bed, fabriclb, workdir, &bed.leaf_config(""), &[])?;
     let receiver = Receiver::start(&bed.ns("r1"))?;
     let sent = in_netns(&bed.ns("h1"), move || send_flows(flows, packets))??;
     let (received, ttls) = receiver.finish(sent)?;

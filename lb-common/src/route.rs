@@ -1,0 +1,129 @@
+//! The route stage's decision around its one lookup: which destinations
+//! are the box's own whatever the routes say, and what the longest match's
+//! value means. Local delivery wins over every route, as in any router,
+//! and comes before the TTL check: a packet for the box with TTL 1 is the
+//! kernel's to accept.
+
+use crate::{limits::LOCAL_ROUTE, packet::parse::FlowFields, verdict::Reason};
+
+/// Destinations a router never forwards, whatever its routes: multicast,
+/// the limited broadcast and link-local addresses (RFC 1812 4.2.2.11,
+/// RFC 3927 7, RFC 4291 2.5.6).
+#[inline(always)]
+pub fn never_forwarded(flow: &FlowFields) -> bool {
+    let d = &flow.dst;
+    if flow.is_ipv6 {
+        // ff00::/8 multicast, fe80::/10 link-local.
+        d[0] == 0xff || (d[0] == 0xfe && d[1] & 0xc0 == 0x80)
+    } else {
+        // 224.0.0.0/4 multicast, 169.254.0.0/16 link-local,
+        // 255.255.255.255.
+        d[0] & 0xf0 == 0xe0
+            || (d[0] == 169 && d[1] == 254)
+            || (d[0] == 0xff && d[1] == 0xff && d[2] == 0xff && d[3] == 0xff)
+    }
+}
+
+/// The group the packet goes to, given the value of the longest prefix
+/// matching its destination (`None`: no prefix matches), or why the kernel
+/// gets it instead.
+#[inline(always)]
+pub fn group(flow: &FlowFields, matched: Option<u32>) -> Result<u32, Reason> {
+    match matched {
+        _ if never_forwarded(flow) => Err(Reason::Local),
+        Some(LOCAL_ROUTE) => Err(Reason::Local),
+        Some(group) => Ok(group),
+        None => Err(Reason::NoRoute),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(dst: [u8; 4]) -> FlowFields {
+        let mut flow = FlowFields::default();
+        flow.dst[..4].copy_from_slice(&dst);
+        flow
+    }
+
+    fn v6(dst: [u8; 16]) -> FlowFields {
+        FlowFields {
+            is_ipv6: true,
+            dst,
+            ..FlowFields::default()
+        }
+    }
+
+    fn v6_prefix(first: [u8; 2]) -> FlowFields {
+        let mut dst = [0x11; 16];
+        dst[..2].copy_from_slice(&first);
+        v6(dst)
+    }
+
+    #[test]
+    fn ipv4_multicast_broadcast_and_link_local_are_never_forwarded() {
+        // Each range's ends and just outside them; class E and subnet
+        // broadcasts are local only as the box's own, from the trie.
+        for (dst, never) in [
+            ([224, 0, 0, 0], true),
+            ([224, 0, 0, 5], true),
+            ([239, 255, 255, 255], true),
+            ([255, 255, 255, 255], true),
+            ([169, 254, 0, 0], true),
+            ([169, 254, 255, 255], true),
+            ([223, 255, 255, 255], false),
+            ([240, 0, 0, 1], false),
+            ([255, 255, 255, 254], false),
+            ([169, 253, 255, 255], false),
+            ([169, 255, 0, 0], false),
+            ([168, 254, 0, 1], false),
+            ([10, 1, 0, 255], false),
+            ([0, 0, 0, 0], false),
+        ] {
+            assert_eq!(never_forwarded(&v4(dst)), never, "{dst:?}");
+        }
+    }
+
+    #[test]
+    fn ipv6_multicast_and_link_local_are_never_forwarded() {
+        // fec0::/10 (old site-local) and fc00::/7 (ULA) are routable.
+        for (first, never) in [
+            ([0xff, 0x02], true),
+            ([0xff, 0x0e], true),
+            ([0xff, 0xff], true),
+            ([0xfe, 0x80], true),
+            ([0xfe, 0xbf], true),
+            ([0xfe, 0x7f], false),
+            ([0xfe, 0xc0], false),
+            ([0xfd, 0x00], false),
+            ([0x20, 0x01], false),
+            ([0, 0], false),
+        ] {
+            assert_eq!(never_forwarded(&v6_prefix(first)), never, "{first:x?}");
+        }
+    }
+
+    #[test]
+    fn the_ipv4_bytes_of_an_ipv6_address_do_not_count() {
+        // An IPv6 destination starting like IPv4 multicast is unicast.
+        let mut dst = [0; 16];
+        dst[0] = 224;
+        assert!(!never_forwarded(&v6(dst)));
+        assert!(never_forwarded(&v4([224, 0, 0, 1])));
+    }
+
+    #[test]
+    fn local_wins_over_every_route_and_no_route() {
+        let unicast = v4([10, 1, 0, 2]);
+        assert_eq!(group(&unicast, Some(3)), Ok(3));
+        assert_eq!(group(&unicast, Some(0)), Ok(0));
+        assert_eq!(group(&unicast, None), Err(Reason::NoRoute));
+        assert_eq!(group(&unicast, Some(LOCAL_ROUTE)), Err(Reason::Local));
+        let multicast = v4([224, 0, 0, 5]);
+        assert_eq!(group(&multicast, Some(3)), Err(Reason::Local));
+        assert_eq!(group(&multicast, None), Err(Reason::Local));
+        let link_local = v6_prefix([0xfe, 0x80]);
+        assert_eq!(group(&link_local, Some(1)), Err(Reason::Local));
+    }
+}
