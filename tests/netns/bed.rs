@@ -3,9 +3,10 @@
 //! collective the tests vary.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result, ensure};
 use fabriclb::testbed::{
     self, Collective, CollectiveReport, Daemon, Leaf, Shape, Testbed, TrafficReport,
 };
@@ -21,15 +22,16 @@ pub fn name(tag: &str) -> String {
     format!("fl{}{tag}", std::process::id() % 100_000)
 }
 
-/// A testbed of `hosts` hosts and 4 unshaped spines, and a scratch
-/// directory for the daemon; the directory is removed when this drops and
-/// the testbed then removes itself, also when an assertion failed.
+/// A testbed and a scratch directory for the daemon; the directory is
+/// removed when this drops and the testbed then removes itself, also when
+/// an assertion failed.
 pub struct Bed {
     pub testbed: Testbed,
     workdir: PathBuf,
 }
 
 impl Bed {
+    /// `hosts` hosts and 4 unshaped spines.
     pub fn up(tag: &str, hosts: usize) -> Self {
         let name = name(tag);
         let shape = Shape {
@@ -53,13 +55,57 @@ impl Bed {
         testbed::run_collective(&self.testbed, fabriclb(), &self.workdir, collective)
     }
 
-    /// See [`testbed::run_collective_with`].
+    /// See [`testbed::run_collective_with`]; `during` gets the daemon.
     pub fn collective_with<T>(
         &self,
         collective: &Collective,
-        during: impl FnOnce(Option<&Daemon>) -> Result<T>,
+        args: &[&str],
+        during: impl FnOnce(&Daemon) -> Result<T>,
     ) -> Result<(CollectiveReport, T)> {
-        testbed::run_collective_with(&self.testbed, fabriclb(), &self.workdir, collective, during)
+        testbed::run_collective_with(
+            &self.testbed,
+            fabriclb(),
+            &self.workdir,
+            collective,
+            args,
+            |daemon| during(daemon.context("no fabriclb on the leaf")?),
+        )
+    }
+
+    /// The leaf's config for the spine group with keys `group`.
+    pub fn config(&self, group: &str) -> String {
+        self.testbed.leaf_config(group)
+    }
+
+    /// `ip -n <role's namespace> args...`.
+    pub fn ip(&self, role: &str, args: &[&str]) -> Result<String> {
+        let ns = self.testbed.ns(role);
+        let out = Command::new("ip")
+            .args(["-n", &ns])
+            .args(args)
+            .output()
+            .context("running ip")?;
+        ensure!(
+            out.status.success(),
+            "ip -n {ns} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Links of `role`'s namespace with an XDP program, and how it is
+    /// attached (`xdp` for driver mode, `xdpgeneric`), from `ip -d link`.
+    pub fn xdp_links(&self, role: &str) -> Result<Vec<(String, String)>> {
+        let links = self.ip(role, &["-o", "-d", "link", "show"])?;
+        Ok(links
+            .lines()
+            .filter_map(|line| {
+                let name = line.split(": ").nth(1)?.split('@').next()?;
+                // `xdpgeneric` or `xdpgeneric/id:7`, depending on iproute2.
+                let mode = line.split_whitespace().find(|w| w.starts_with("xdp"))?;
+                Some((name.to_owned(), mode.split('/').next()?.to_owned()))
+            })
+            .collect())
     }
 }
 
@@ -105,4 +151,62 @@ pub fn gaps(gap: Duration) -> Pace {
         rate_pps: None,
         gap,
     }
+}
+
+/// Polls `f` until it returns `Some`, up to [`testbed::PATIENCE`]; `what`
+/// names the wait in the error. Returns the value and how long it took.
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<(T, Duration)> {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = f()? {
+            return Ok((value, start.elapsed()));
+        }
+        ensure!(
+            start.elapsed() < testbed::PATIENCE,
+            "{what}: not after {:?}",
+            testbed::PATIENCE
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every packet sent reached the leaf's XDP and arrived at a receiver, but
+/// those the testbed's links dropped, which a loaded machine can; a lost
+/// packet breaks its message's order at most once, so such breaks stay
+/// within the losses (and are 0 when nothing was lost).
+pub fn assert_delivered(report: &CollectiveReport) {
+    let lost = report.drops.lost();
+    let context = context(report);
+    assert_eq!(
+        report.received.packets,
+        report.sent_packets - lost,
+        "packets lost beyond the links' drops: {context}"
+    );
+    assert_eq!(
+        report.leaf.forwarded,
+        report.sent_packets - report.drops.lost_in("h"),
+        "not every packet that reached the leaf was forwarded: {context}"
+    );
+    assert!(
+        report.received.message_out_of_order <= lost,
+        "messages reordered: {context}"
+    );
+}
+
+/// [`assert_delivered`], and each QP's packets in PSN order, as ECMP and
+/// flowlets keep them (again, up to one break per lost packet).
+pub fn assert_delivered_in_order(report: &CollectiveReport) {
+    assert_delivered(report);
+    assert!(
+        report.received.out_of_order <= report.drops.lost(),
+        "reordered: {}",
+        context(report)
+    );
+}
+
+fn context(report: &CollectiveReport) -> String {
+    format!(
+        "sent {}, received {:?}, forwarded {}, link drops: {}",
+        report.sent_packets, report.received, report.leaf.forwarded, report.drops
+    )
 }

@@ -1,0 +1,120 @@
+//! Live reloads: by SIGHUP under traffic, a refused config changing
+//! nothing.
+
+use fabriclb::config;
+use fabriclb::testbed::{self, Collective, Daemon, LeafCounters};
+
+use crate::bed::{Bed, assert_delivered, rate, ring, wait_for};
+
+fn counters(bed: &Bed, daemon: &Daemon) -> anyhow::Result<LeafCounters> {
+    LeafCounters::from_metrics(&bed.testbed, &daemon.metrics()?)
+}
+
+/// Waits until the metrics show the group in `mode`; the snapshot that
+/// does was taken after the reload wrote the maps.
+fn wait_for_mode(bed: &Bed, daemon: &Daemon, mode: &str) -> anyhow::Result<LeafCounters> {
+    let (counters, took) = wait_for(&format!("metrics showing mode {mode}"), || {
+        let c = counters(bed, daemon)?;
+        Ok((c.mode == mode).then_some(c))
+    })?;
+    eprintln!("metrics showed mode {mode} after {took:?} more");
+    Ok(counters)
+}
+
+/// Under steady load, the group goes ecmp -> (an invalid config, refused)
+/// -> per-packet -> flowlet -> ecmp by editing the file and sending SIGHUP
+/// (the watcher off, so only SIGHUP reloads). Each change is logged, shows
+/// in the metrics and takes effect in the data plane's counters; no packet
+/// is lost but those the testbed's links drop.
+#[test]
+fn live_mode_changes_by_sighup_lose_nothing() {
+    let bed = Bed::up("m", 2);
+    let collective = Collective {
+        qps_per_connection: 16,
+        message_bytes: testbed::ROCE_MTU,
+        // 8 single-packet WRITEs per round, 8k packets/s per sender: 6 s,
+        // several times what the changes below take.
+        messages: 6_000,
+        pace: rate(8_000),
+        small_messages: 7,
+        ..ring(2, "")
+    };
+    let result = bed.collective_with(&collective, &["--no-watch"], |daemon| {
+        let (start, _) = wait_for("traffic forwarded", || {
+            let c = counters(&bed, daemon)?;
+            Ok((c.forwarded > 0).then_some(c))
+        })?;
+        anyhow::ensure!(
+            start.mode == "ecmp" && start.sprayed == 0 && start.pinned == 0,
+            "{start:?}"
+        );
+
+        let invalid = bed.config("mode = \"sprinkle\"");
+        let error = config::parse(&invalid, daemon.config_file())
+            .expect_err("sprinkle is no mode")
+            .to_string();
+        // Line 7, the group's mode, at the value.
+        let at = format!("{}:7:8: ", daemon.config_file().display());
+        anyhow::ensure!(error.starts_with(&at), "{error}");
+        daemon.reconfigure(&invalid)?;
+        let log = daemon.wait_for_log("new config refused")?;
+        let refusal = format!("new config refused, the running one stays: {error}");
+        anyhow::ensure!(
+            log.contains("SIGHUP: reloading") && log.trim_end().ends_with(&refusal),
+            "expected {refusal:?} after the SIGHUP line, got:\n{log}"
+        );
+        // The refusal is logged after the reload gave up: nothing changed.
+        let refused = counters(&bed, daemon)?;
+        anyhow::ensure!(
+            refused.mode == "ecmp" && refused.sprayed == 0 && refused.pinned == 0,
+            "an invalid config changed something: {refused:?}"
+        );
+
+        let mut took = Vec::new();
+        for (mode, group) in [
+            ("per-packet", "mode = \"per-packet\""),
+            ("flowlet", "mode = \"flowlet\""),
+            ("ecmp", ""),
+        ] {
+            let sent = daemon.reconfigure(&bed.config(group))?;
+            let changes = daemon.wait_for_log("config reloaded")?;
+            anyhow::ensure!(
+                changes.contains("config change: group \"spines\": mode "),
+                "no mode change logged:\n{changes}"
+            );
+            took.push((mode, sent.elapsed()));
+            let a = wait_for_mode(&bed, daemon, mode)?;
+            // Traffic goes on, and shows which path each packet took.
+            let (b, _) = wait_for(&format!("{mode} forwarding"), || {
+                let b = counters(&bed, daemon)?;
+                Ok(match mode {
+                    "per-packet" => b.sprayed > a.sprayed,
+                    "flowlet" => b.pinned > a.pinned,
+                    _ => b.forwarded > a.forwarded + 1000,
+                }
+                .then_some(b))
+            })?;
+            let (sprayed, pinned) = (b.sprayed - a.sprayed, b.pinned - a.pinned);
+            anyhow::ensure!(
+                match mode {
+                    "per-packet" => pinned == 0,
+                    "flowlet" => sprayed == 0,
+                    _ => sprayed == 0 && pinned == 0,
+                },
+                "in {mode} mode: {sprayed} sprayed, {pinned} pinned"
+            );
+        }
+        Ok(took)
+    });
+    let (report, took) = result.expect("run with mode changes");
+    eprintln!(
+        "reloads logged after {took:?}; sent {}, received {}, forwarded {}, to the kernel {}; {}",
+        report.sent_packets,
+        report.received.packets,
+        report.leaf.forwarded,
+        report.leaf.passed_to_kernel,
+        report.drops
+    );
+    assert_eq!(report.sent_packets, 2 * 6_000 * 8);
+    assert_delivered(&report);
+}
