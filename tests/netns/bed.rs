@@ -72,6 +72,11 @@ impl Bed {
         )
     }
 
+    /// `fabriclb run` on the leaf with `config` and extra arguments `args`.
+    pub fn daemon(&self, config: &str, args: &[&str]) -> Result<Daemon> {
+        Daemon::start(&self.testbed, fabriclb(), &self.workdir, config, args)
+    }
+
     /// The leaf's config for the spine group with keys `group`.
     pub fn config(&self, group: &str) -> String {
         self.testbed.leaf_config(group)

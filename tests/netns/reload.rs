@@ -1,5 +1,7 @@
-//! Live reloads: by SIGHUP under traffic, a refused config changing
-//! nothing.
+//! Live reloads: by SIGHUP under traffic, by the file watcher, or not at
+//! all with `--no-watch`; a refused config changes nothing.
+
+use std::time::Duration;
 
 use fabriclb::config;
 use fabriclb::testbed::{self, Collective, Daemon, LeafCounters};
@@ -117,4 +119,64 @@ fn live_mode_changes_by_sighup_lose_nothing() {
     );
     assert_eq!(report.sent_packets, 2 * 6_000 * 8);
     assert_delivered(&report);
+}
+
+/// With the watcher on (the default), rewriting the file reloads it, no
+/// SIGHUP needed: renamed over, as editors save, and written in place.
+#[test]
+fn a_rewritten_config_reloads_without_sighup() {
+    let bed = Bed::up("w", 1);
+    let daemon = bed.daemon(&bed.config(""), &[]).expect("fabriclb");
+
+    daemon
+        .write_config(&bed.config("mode = \"flowlet\""))
+        .expect("write");
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    assert!(
+        log.contains("changed: reloading")
+            && log.contains("config change: group \"spines\": mode ecmp -> flowlet")
+            && !log.contains("SIGHUP"),
+        "{log}"
+    );
+    wait_for_mode(&bed, &daemon, "flowlet").expect("flowlet");
+
+    daemon.skip_log().expect("log");
+    std::fs::write(daemon.config_file(), bed.config("mode = \"per-packet\"")).expect("write");
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    assert!(
+        log.contains("config change: group \"spines\": mode flowlet -> per-packet"),
+        "{log}"
+    );
+    wait_for_mode(&bed, &daemon, "per-packet").expect("per-packet");
+    daemon.stop().expect("stop");
+}
+
+/// With `--no-watch`, a rewritten file is left alone until SIGHUP.
+#[test]
+fn with_no_watch_only_sighup_reloads() {
+    let bed = Bed::up("n", 1);
+    let daemon = bed
+        .daemon(&bed.config(""), &["--no-watch"])
+        .expect("fabriclb");
+    daemon
+        .write_config(&bed.config("mode = \"flowlet\""))
+        .expect("write");
+    // Four times the watcher's interval: a watcher would have reloaded by
+    // then, and the SIGHUP below would find nothing to change.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        counters(&bed, &daemon).expect("metrics").mode,
+        "ecmp",
+        "reloaded without SIGHUP"
+    );
+    daemon.hangup().expect("SIGHUP");
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    assert!(
+        log.contains("SIGHUP: reloading")
+            && log.contains("config change: group \"spines\": mode ecmp -> flowlet")
+            && !log.contains("changed: reloading"),
+        "{log}"
+    );
+    wait_for_mode(&bed, &daemon, "flowlet").expect("flowlet");
+    daemon.stop().expect("stop");
 }
