@@ -33,12 +33,18 @@ pub struct Bed {
 impl Bed {
     /// `hosts` hosts and 4 unshaped spines.
     pub fn up(tag: &str, hosts: usize) -> Self {
+        Self::shaped(
+            tag,
+            Shape {
+                hosts,
+                spines: 4,
+                spine_rate_mbit: None,
+            },
+        )
+    }
+
+    pub fn shaped(tag: &str, shape: Shape) -> Self {
         let name = name(tag);
-        let shape = Shape {
-            hosts,
-            spines: 4,
-            spine_rate_mbit: None,
-        };
         let testbed = Testbed::up(&name, shape).expect("testbed");
         let workdir = std::env::temp_dir().join(format!("{name}-work"));
         std::fs::create_dir_all(&workdir).expect("workdir");

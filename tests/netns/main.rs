@@ -7,6 +7,7 @@
 //! take its time, so tests wait for events (log lines, metrics) up to
 //! [`fabriclb::testbed::PATIENCE`] and count what the links dropped.
 
+mod attach;
 mod bed;
 mod reload;
 mod teardown;
