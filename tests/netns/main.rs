@@ -9,6 +9,7 @@
 
 mod attach;
 mod bed;
+mod links;
 mod reload;
 mod teardown;
 mod traffic;
