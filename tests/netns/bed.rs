@@ -104,6 +104,14 @@ impl Bed {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// `ip -n <role's namespace> -batch` of `commands`, one a line.
+    pub fn ip_batch(&self, role: &str, commands: &[String]) -> Result<()> {
+        let file = self.workdir.join(format!("{role}.batch"));
+        std::fs::write(&file, commands.join("\n") + "\n")?;
+        self.ip(role, &["-batch", &file.to_string_lossy()])?;
+        Ok(())
+    }
+
     /// Links of `role`'s namespace with an XDP program, and how it is
     /// attached (`xdp` for driver mode, `xdpgeneric`), from `ip -d link`.
     pub fn xdp_links(&self, role: &str) -> Result<Vec<(String, String)>> {

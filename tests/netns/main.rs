@@ -11,5 +11,6 @@ mod attach;
 mod bed;
 mod links;
 mod reload;
+mod rollback;
 mod teardown;
 mod traffic;
