@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use fabriclb::testbed::{
-    self, Collective, CollectiveReport, Daemon, Leaf, Shape, Testbed, TrafficReport,
+    self, Collective, CollectiveReport, Daemon, Leaf, LeafCounters, Shape, Testbed, TrafficReport,
 };
 use fabriclb::traffic::{Pace, Pattern};
 
@@ -83,6 +83,11 @@ impl Bed {
         Daemon::start(&self.testbed, fabriclb(), &self.workdir, config, args)
     }
 
+    /// The spine group's counters in the daemon's latest metrics.
+    pub fn counters(&self, daemon: &Daemon) -> Result<LeafCounters> {
+        LeafCounters::from_metrics(&self.testbed, &daemon.metrics()?)
+    }
+
     /// The leaf's config for the spine group with keys `group`.
     pub fn config(&self, group: &str) -> String {
         self.testbed.leaf_config(group)
@@ -153,6 +158,20 @@ pub fn ring(senders: usize, group: &str) -> Collective {
         leaf: Leaf::Fabriclb {
             group: group.to_owned(),
         },
+    }
+}
+
+/// Single-packet WRITEs (8 per round) on 16 QPs from `senders` senders
+/// at 8k packets/s each for 6 s: steady traffic, several times longer
+/// than the reloads tests make under it take, whose packets any mode may
+/// spray.
+pub fn steady(senders: usize) -> Collective {
+    Collective {
+        qps_per_connection: 16,
+        messages: 6_000,
+        pace: rate(8_000),
+        small_messages: 7,
+        ..ring(senders, "")
     }
 }
 

@@ -15,7 +15,7 @@ fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
     let daemon = bed
         .daemon(&bed.config(""), &["--refresh-interval-ms", "100"])
         .expect("fabriclb");
-    let counters = || LeafCounters::from_metrics(&bed.testbed, &daemon.metrics()?);
+    let counters = || bed.counters(&daemon);
     let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
     let s2 = |c: &LeafCounters| c.spines[1].clone();
 

@@ -4,19 +4,15 @@
 use std::time::Duration;
 
 use fabriclb::config;
-use fabriclb::testbed::{self, Collective, Daemon, LeafCounters};
+use fabriclb::testbed::{Daemon, LeafCounters};
 
-use crate::bed::{Bed, assert_delivered, rate, ring, wait_for};
-
-fn counters(bed: &Bed, daemon: &Daemon) -> anyhow::Result<LeafCounters> {
-    LeafCounters::from_metrics(&bed.testbed, &daemon.metrics()?)
-}
+use crate::bed::{Bed, assert_delivered, steady, wait_for};
 
 /// Waits until the metrics show the group in `mode`; the snapshot that
 /// does was taken after the reload wrote the maps.
 fn wait_for_mode(bed: &Bed, daemon: &Daemon, mode: &str) -> anyhow::Result<LeafCounters> {
     let (counters, took) = wait_for(&format!("metrics showing mode {mode}"), || {
-        let c = counters(bed, daemon)?;
+        let c = bed.counters(daemon)?;
         Ok((c.mode == mode).then_some(c))
     })?;
     eprintln!("metrics showed mode {mode} after {took:?} more");
@@ -31,19 +27,9 @@ fn wait_for_mode(bed: &Bed, daemon: &Daemon, mode: &str) -> anyhow::Result<LeafC
 #[test]
 fn live_mode_changes_by_sighup_lose_nothing() {
     let bed = Bed::up("m", 2);
-    let collective = Collective {
-        qps_per_connection: 16,
-        message_bytes: testbed::ROCE_MTU,
-        // 8 single-packet WRITEs per round, 8k packets/s per sender: 6 s,
-        // several times what the changes below take.
-        messages: 6_000,
-        pace: rate(8_000),
-        small_messages: 7,
-        ..ring(2, "")
-    };
-    let result = bed.collective_with(&collective, &["--no-watch"], |daemon| {
+    let result = bed.collective_with(&steady(2), &["--no-watch"], |daemon| {
         let (start, _) = wait_for("traffic forwarded", || {
-            let c = counters(&bed, daemon)?;
+            let c = bed.counters(daemon)?;
             Ok((c.forwarded > 0).then_some(c))
         })?;
         anyhow::ensure!(
@@ -62,11 +48,11 @@ fn live_mode_changes_by_sighup_lose_nothing() {
         let log = daemon.wait_for_log("new config refused")?;
         let refusal = format!("new config refused, the running one stays: {error}");
         anyhow::ensure!(
-            log.contains("SIGHUP: reloading") && log.trim_end().ends_with(&refusal),
+            log.contains(SIGHUP) && log.trim_end().ends_with(&refusal),
             "expected {refusal:?} after the SIGHUP line, got:\n{log}"
         );
         // The refusal is logged after the reload gave up: nothing changed.
-        let refused = counters(&bed, daemon)?;
+        let refused = bed.counters(daemon)?;
         anyhow::ensure!(
             refused.mode == "ecmp" && refused.sprayed == 0 && refused.pinned == 0,
             "an invalid config changed something: {refused:?}"
@@ -88,7 +74,7 @@ fn live_mode_changes_by_sighup_lose_nothing() {
             let a = wait_for_mode(&bed, daemon, mode)?;
             // Traffic goes on, and shows which path each packet took.
             let (b, _) = wait_for(&format!("{mode} forwarding"), || {
-                let b = counters(&bed, daemon)?;
+                let b = bed.counters(daemon)?;
                 Ok(match mode {
                     "per-packet" => b.sprayed > a.sprayed,
                     "flowlet" => b.pinned > a.pinned,
@@ -121,6 +107,24 @@ fn live_mode_changes_by_sighup_lose_nothing() {
     assert_delivered(&report);
 }
 
+/// How the daemon announces a reload by SIGHUP, and one by its watcher.
+const SIGHUP: &str = "SIGHUP: reloading";
+const WATCHER: &str = "changed: reloading";
+
+/// Waits for the next reload, which must be announced as `by` (and not the
+/// other way) and change the group's mode `from` -> `to`, then for the
+/// metrics showing `to`.
+fn expect_reload(bed: &Bed, daemon: &Daemon, by: &str, from: &str, to: &str) {
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    let other = if by == SIGHUP { WATCHER } else { SIGHUP };
+    let change = format!("config change: group \"spines\": mode {from} -> {to}");
+    assert!(
+        log.contains(by) && !log.contains(other) && log.contains(&change),
+        "expected a reload announced by {by:?} with {change:?}:\n{log}"
+    );
+    wait_for_mode(bed, daemon, to).expect(to);
+}
+
 /// With the watcher on (the default), rewriting the file reloads it, no
 /// SIGHUP needed: renamed over, as editors save, and written in place.
 #[test]
@@ -131,23 +135,11 @@ fn a_rewritten_config_reloads_without_sighup() {
     daemon
         .write_config(&bed.config("mode = \"flowlet\""))
         .expect("write");
-    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
-    assert!(
-        log.contains("changed: reloading")
-            && log.contains("config change: group \"spines\": mode ecmp -> flowlet")
-            && !log.contains("SIGHUP"),
-        "{log}"
-    );
-    wait_for_mode(&bed, &daemon, "flowlet").expect("flowlet");
+    expect_reload(&bed, &daemon, WATCHER, "ecmp", "flowlet");
 
     daemon.skip_log().expect("log");
     std::fs::write(daemon.config_file(), bed.config("mode = \"per-packet\"")).expect("write");
-    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
-    assert!(
-        log.contains("config change: group \"spines\": mode flowlet -> per-packet"),
-        "{log}"
-    );
-    wait_for_mode(&bed, &daemon, "per-packet").expect("per-packet");
+    expect_reload(&bed, &daemon, WATCHER, "flowlet", "per-packet");
     daemon.stop().expect("stop");
 }
 
@@ -165,18 +157,11 @@ fn with_no_watch_only_sighup_reloads() {
     // then, and the SIGHUP below would find nothing to change.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(
-        counters(&bed, &daemon).expect("metrics").mode,
+        bed.counters(&daemon).expect("metrics").mode,
         "ecmp",
         "reloaded without SIGHUP"
     );
     daemon.hangup().expect("SIGHUP");
-    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
-    assert!(
-        log.contains("SIGHUP: reloading")
-            && log.contains("config change: group \"spines\": mode ecmp -> flowlet")
-            && !log.contains("changed: reloading"),
-        "{log}"
-    );
-    wait_for_mode(&bed, &daemon, "flowlet").expect("flowlet");
+    expect_reload(&bed, &daemon, SIGHUP, "ecmp", "flowlet");
     daemon.stop().expect("stop");
 }

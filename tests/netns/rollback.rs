@@ -1,10 +1,9 @@
 //! A reload whose map writes fail part way puts back what it wrote: the
 //! running tables stay, in the maps as in the daemon.
 
-use fabriclb::testbed::{self, Collective, LeafCounters};
 use lb_common::limits::{MAX_EGRESS_PORTS, MAX_NEXTHOPS_PER_GROUP};
 
-use crate::bed::{Bed, assert_delivered, rate, ring, wait_for};
+use crate::bed::{Bed, assert_delivered, steady, wait_for};
 
 /// Ports besides the four spines that fill the devmap.
 const FILLER: u32 = MAX_EGRESS_PORTS - 4;
@@ -58,20 +57,9 @@ fn a_reload_whose_map_writes_fail_leaves_the_running_tables() {
         bed.ip("leaf", &[&args[..], &["nud", "permanent"]].concat())
     };
 
-    let collective = Collective {
-        qps_per_connection: 16,
-        message_bytes: testbed::ROCE_MTU,
-        messages: 6_000,
-        pace: rate(8_000),
-        small_messages: 7,
-        ..ring(2, "")
-    };
-    let counters = |daemon: &testbed::Daemon| -> anyhow::Result<LeafCounters> {
-        LeafCounters::from_metrics(&bed.testbed, &daemon.metrics()?)
-    };
     // No refresh during the test: only a reload reads the neighbours.
     let args = ["--no-watch", "--refresh-interval-ms", "3600000"];
-    let result = bed.collective_with(&collective, &args, |daemon| {
+    let result = bed.collective_with(&steady(2), &args, |daemon| {
         daemon.reconfigure(&full_config(&bed, "", FILLER))?;
         daemon.wait_for_log("config reloaded")?;
 
@@ -89,9 +77,9 @@ fn a_reload_whose_map_writes_fail_leaves_the_running_tables() {
         // A quarter of a second of traffic past a snapshot at most one
         // metrics interval old: forwarded after the refusal, over spine 2
         // too.
-        let refused = counters(daemon)?;
+        let refused = bed.counters(daemon)?;
         let (after, _) = wait_for("traffic after the refused reload", || {
-            let c = counters(daemon)?;
+            let c = bed.counters(daemon)?;
             Ok((c.forwarded > refused.forwarded + 4_000).then_some(c))
         })?;
         anyhow::ensure!(
@@ -106,7 +94,7 @@ fn a_reload_whose_map_writes_fail_leaves_the_running_tables() {
         daemon.reconfigure(&bed.config("mode = \"per-packet\""))?;
         daemon.wait_for_log("config reloaded")?;
         wait_for("sprayed packets once per-packet applies", || {
-            let c = counters(daemon)?;
+            let c = bed.counters(daemon)?;
             Ok((c.mode == "per-packet" && c.sprayed > 0).then_some(()))
         })?;
         Ok(())
