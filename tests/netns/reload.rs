@@ -59,6 +59,7 @@ fn live_mode_changes_by_sighup_lose_nothing() {
         );
 
         let mut took = Vec::new();
+        let mut from = "ecmp";
         for (mode, group) in [
             ("per-packet", "mode = \"per-packet\""),
             ("flowlet", "mode = \"flowlet\""),
@@ -66,10 +67,12 @@ fn live_mode_changes_by_sighup_lose_nothing() {
         ] {
             let sent = daemon.reconfigure(&bed.config(group))?;
             let changes = daemon.wait_for_log("config reloaded")?;
+            let change = format!("config change: group \"spines\": mode {from} -> {mode}");
             anyhow::ensure!(
-                changes.contains("config change: group \"spines\": mode "),
-                "no mode change logged:\n{changes}"
+                changes.contains(SIGHUP) && changes.contains(&change),
+                "expected {change:?} after the SIGHUP line:\n{changes}"
             );
+            from = mode;
             took.push((mode, sent.elapsed()));
             let a = wait_for_mode(&bed, daemon, mode)?;
             // Traffic goes on, and shows which path each packet took.
