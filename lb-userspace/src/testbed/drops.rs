@@ -52,9 +52,11 @@ impl LinkDrops {
         )
     }
 
-    /// Packets lost: a veth counts a packet it could not hand to its peer
-    /// once, as a transmit drop (of an XDP redirect into it, also as a
-    /// receive drop of the peer, hence transmit drops only).
+    /// Packets the testbed lost: a veth counts a packet it could not hand
+    /// to its peer once, as a transmit drop (one redirected into it by XDP
+    /// also as a receive drop of the peer, hence transmit drops only).
+    /// Receive drops also count what XDP failed to redirect, e.g. to a port
+    /// that is down: the fabric's losses, which a test must not excuse.
     pub fn lost(&self) -> u64 {
         self.0.values().map(|(_, tx)| tx).sum()
     }
