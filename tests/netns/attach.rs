@@ -77,13 +77,13 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
             spine_rate_mbit: None,
         },
     );
-    bed.ip("leaf", &["link", "add", "d0", "type", "bridge"])
+    bed.ip("leaf", &["link", "add", "br0", "type", "bridge"])
         .expect("bridge");
-    bed.ip("leaf", &["link", "set", "d0", "up"]).expect("up");
+    bed.ip("leaf", &["link", "set", "br0", "up"]).expect("up");
     let config = |mode: &str| {
         bed.config("").replace(
             "interfaces = [\"h1\"]",
-            &format!("interfaces = [\"d0\"]\nxdp_mode = \"{mode}\""),
+            &format!("interfaces = [\"br0\"]\nxdp_mode = \"{mode}\""),
         )
     };
 
@@ -95,7 +95,7 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
     );
     assert!(log.contains("mode=\"generic\""), "{log}");
     let links = bed.xdp_links("leaf").expect("ip link");
-    assert_eq!(links, [("d0".to_owned(), "xdpgeneric".to_owned())]);
+    assert_eq!(links, [("br0".to_owned(), "xdpgeneric".to_owned())]);
     auto.stop().expect("stop");
 
     let error = bed
@@ -104,7 +104,7 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
         .expect("driver mode cannot start on a bridge")
         .to_string();
     assert!(
-        error.contains("exited early") && error.contains("attaching to d0"),
+        error.contains("exited early") && error.contains("attaching to br0"),
         "{error}"
     );
     assert_eq!(bed.xdp_links("leaf").expect("ip link"), []);
@@ -114,7 +114,7 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
     assert!(!log.contains("falling back"), "{log}");
     assert_eq!(
         bed.xdp_links("leaf").expect("ip link"),
-        [("d0".to_owned(), "xdpgeneric".to_owned())]
+        [("br0".to_owned(), "xdpgeneric".to_owned())]
     );
     generic.stop().expect("stop");
 }
