@@ -88,6 +88,17 @@ impl Bed {
         LeafCounters::from_metrics(&self.testbed, &daemon.metrics()?)
     }
 
+    /// The spine group's counters from a metrics snapshot the daemon wrote
+    /// after this call began (under traffic, each one differs).
+    pub fn fresh_counters(&self, daemon: &Daemon) -> Result<LeafCounters> {
+        let old = daemon.metrics()?;
+        let (text, _) = wait_for("a new metrics snapshot", || {
+            let text = daemon.metrics()?;
+            Ok((text != old).then_some(text))
+        })?;
+        LeafCounters::from_metrics(&self.testbed, &text)
+    }
+
     /// The leaf's config for the spine group with keys `group`.
     pub fn config(&self, group: &str) -> String {
         self.testbed.leaf_config(group)
