@@ -165,63 +165,145 @@ pub fn sample(text: &str, metric: &str, label_filter: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn renders_every_reason_and_next_hop() {
+    /// One group of two next hops, with counters.
+    fn rendered() -> String {
         let mut verdicts = [0; Reason::COUNT as usize];
         verdicts[Reason::Forwarded as usize] = 7;
-        verdicts[Reason::NoRoute as usize] = 2;
-        let nexthops = [NextHopSample {
-            group: "spines",
-            id: 3,
-            label: "eth1 10.0.2.2".into(),
-            usable: true,
-            stats: NextHopStats {
-                packets: 5,
-                bytes: 640,
-                sprayed: 4,
-                ..NextHopStats::default()
-            },
-        }];
+        verdicts[Reason::NoNextHop as usize] = 1;
         let groups = [GroupSample {
             name: "spines",
-            mode: Mode::PerPacket.code(),
+            mode: Mode::Flowlet.code(),
             stats: GroupStats {
                 spray_cursor: 99,
                 new_flowlets: 6,
                 flowlet_moves: 2,
-                sprayed: 4,
-                pinned: 1,
+                sprayed: 0,
+                pinned: 7,
             },
         }];
-        let text = render(&verdicts, &groups, &nexthops);
-        for line in [
-            "fabriclb_group_mode{group=\"spines\",mode=\"ecmp\"} 0\n",
-            "fabriclb_group_mode{group=\"spines\",mode=\"per-packet\"} 1\n",
-            "fabriclb_group_new_flowlets_total{group=\"spines\"} 6\n",
-            "fabriclb_group_flowlet_moves_total{group=\"spines\"} 2\n",
-            "fabriclb_group_sprayed_packets_total{group=\"spines\"} 4\n",
-            "fabriclb_group_pinned_packets_total{group=\"spines\"} 1\n",
-            "fabriclb_nexthop_sprayed_packets_total{group=\"spines\",nexthop=\"eth1 10.0.2.2\",id=\"3\"} 4\n",
-        ] {
-            assert!(text.contains(line), "{line}");
+        let nexthops = [
+            NextHopSample {
+                group: "spines",
+                id: 0,
+                label: "eth1 10.0.2.2".into(),
+                usable: true,
+                stats: NextHopStats {
+                    packets: 5,
+                    bytes: 640,
+                    sprayed: 0,
+                    ..NextHopStats::default()
+                },
+            },
+            NextHopSample {
+                group: "spines",
+                id: 1,
+                label: "eth2 02:00:00:00:00:01 vlan 7".into(),
+                usable: false,
+                stats: NextHopStats {
+                    packets: 2,
+                    bytes: 256,
+                    sprayed: 0,
+                    ..NextHopStats::default()
+                },
+            },
+        ];
+        render(&verdicts, &groups, &nexthops)
+    }
+
+    /// The whole file, spelled out: dashboards and alerts match these
+    /// names, labels and their order literally, so a change here must be
+    /// a deliberate one.
+    #[test]
+    fn renders_literal_metric_names_and_labels() {
+        let expected = r#"# HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.
+# TYPE fabriclb_packets_total counter
+fabriclb_packets_total{reason="forwarded"} 7
+fabriclb_packets_total{reason="not_ip"} 0
+fabriclb_packets_total{reason="not_unicast"} 0
+fabriclb_packets_total{reason="no_route"} 0
+fabriclb_packets_total{reason="ttl_expired"} 0
+fabriclb_packets_total{reason="no_nexthop"} 1
+fabriclb_packets_total{reason="unsupported"} 0
+fabriclb_packets_total{reason="l4_truncated"} 0
+fabriclb_packets_total{reason="l2_truncated"} 0
+fabriclb_packets_total{reason="l3_malformed"} 0
+fabriclb_packets_total{reason="local"} 0
+# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).
+# TYPE fabriclb_group_mode gauge
+fabriclb_group_mode{group="spines",mode="ecmp"} 0
+fabriclb_group_mode{group="spines",mode="flowlet"} 1
+fabriclb_group_mode{group="spines",mode="per-packet"} 0
+# HELP fabriclb_group_new_flowlets_total Flowlets started (a flow's first included).
+# TYPE fabriclb_group_new_flowlets_total counter
+fabriclb_group_new_flowlets_total{group="spines"} 6
+# HELP fabriclb_group_flowlet_moves_total New flowlets that took a different next hop than their flow had.
+# TYPE fabriclb_group_flowlet_moves_total counter
+fabriclb_group_flowlet_moves_total{group="spines"} 2
+# HELP fabriclb_group_sprayed_packets_total Packets that picked their own next hop (per-packet mode).
+# TYPE fabriclb_group_sprayed_packets_total counter
+fabriclb_group_sprayed_packets_total{group="spines"} 0
+# HELP fabriclb_group_pinned_packets_total Packets that followed their flowlet (flowlet and per-packet modes).
+# TYPE fabriclb_group_pinned_packets_total counter
+fabriclb_group_pinned_packets_total{group="spines"} 7
+# HELP fabriclb_nexthop_packets_total Packets forwarded to the next hop.
+# TYPE fabriclb_nexthop_packets_total counter
+fabriclb_nexthop_packets_total{group="spines",nexthop="eth1 10.0.2.2",id="0"} 5
+fabriclb_nexthop_packets_total{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 2
+# HELP fabriclb_nexthop_bytes_total Bytes forwarded to the next hop (as received).
+# TYPE fabriclb_nexthop_bytes_total counter
+fabriclb_nexthop_bytes_total{group="spines",nexthop="eth1 10.0.2.2",id="0"} 640
+fabriclb_nexthop_bytes_total{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 256
+# HELP fabriclb_nexthop_sprayed_packets_total Of the packets forwarded to the next hop, those sprayed there.
+# TYPE fabriclb_nexthop_sprayed_packets_total counter
+fabriclb_nexthop_sprayed_packets_total{group="spines",nexthop="eth1 10.0.2.2",id="0"} 0
+fabriclb_nexthop_sprayed_packets_total{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 0
+# HELP fabriclb_nexthop_usable 1 when the next hop is selectable (link up, MAC known).
+# TYPE fabriclb_nexthop_usable gauge
+fabriclb_nexthop_usable{group="spines",nexthop="eth1 10.0.2.2",id="0"} 1
+fabriclb_nexthop_usable{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 0
+"#;
+        let text = rendered();
+        for (line, (got, want)) in text.lines().zip(expected.lines()).enumerate() {
+            assert_eq!(got, want, "line {}", line + 1);
         }
-        assert!(text.contains("fabriclb_packets_total{reason=\"forwarded\"} 7\n"));
-        assert!(text.contains("fabriclb_packets_total{reason=\"l3_malformed\"} 0\n"));
-        assert!(text.contains(
-            "fabriclb_nexthop_bytes_total{group=\"spines\",nexthop=\"eth1 10.0.2.2\",id=\"3\"} 640\n"
-        ));
-        assert_eq!(sample(&text, "fabriclb_packets_total", "no_route"), Some(2));
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn sample_reads_one_value_back() {
+        let text = rendered();
         assert_eq!(
-            sample(&text, "fabriclb_nexthop_packets_total", "id=\"3\""),
-            Some(5)
-        );
-        assert_eq!(
-            sample(&text, "fabriclb_nexthop_usable", "id=\"3\""),
+            sample(&text, "fabriclb_packets_total", "no_nexthop"),
             Some(1)
         );
         assert_eq!(
-            sample(&text, "fabriclb_nexthop_packets_total", "id=\"4\""),
+            sample(&text, "fabriclb_nexthop_packets_total", "id=\"1\""),
+            Some(2)
+        );
+        assert_eq!(
+            sample(&text, "fabriclb_nexthop_usable", "id=\"0\""),
+            Some(1)
+        );
+        // A metric whose name only starts with the one asked for is another.
+        assert_eq!(sample(&text, "fabriclb_nexthop_packets", "id=\"0\""), None);
+        assert_eq!(
+            sample(&text, "fabriclb_nexthop_packets_total", "id=\"2\""),
             None
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let verdicts = [0; Reason::COUNT as usize];
+        let groups = [GroupSample {
+            name: "a\"b\\c\nd",
+            mode: Mode::Ecmp.code(),
+            stats: GroupStats::default(),
+        }];
+        let text = render(&verdicts, &groups, &[]);
+        assert!(
+            text.contains("fabriclb_group_pinned_packets_total{group=\"a\\\"b\\\\c\\nd\"} 0\n"),
+            "{text}"
         );
     }
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use fabriclb::metrics;
 use fabriclb::testbed::{Daemon, in_netns};
 
-use crate::bed::Bed;
+use crate::bed::{Bed, wait_for};
 
 /// The leaf's address on the h1 link, and h1's, in each family.
 const LEAF_V4: &str = "198.18.101.254";
@@ -32,8 +32,6 @@ const ADDED: &str = "198.18.200.1";
 /// Upper bound for an address change to reach the data plane; the goal
 /// is 50 ms, the bound leaves room for a loaded two-core machine.
 const FOLLOW_BOUND: Duration = Duration::from_secs(1);
-/// How long any wait here may take before the test fails.
-const PATIENCE: Duration = Duration::from_secs(10);
 
 /// The leaf's default routes over the spines, next to the testbed's own.
 const DEFAULT_ROUTES: &str = "
@@ -122,13 +120,9 @@ fn verdicts(daemon: &Daemon, reason: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {reason} counter in:\n{text}"))
 }
 
-/// Polls `done` every 10 ms until it holds; panics after [`PATIENCE`].
+/// [`wait_for`] a condition; panics when it does not come.
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "{what}: not after {PATIENCE:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for(what, || Ok(done().then_some(()))).unwrap_or_else(|e| panic!("{e:#}"));
 }
 
 /// `ping` from h1: three echo requests, all answered within 5 s.
@@ -198,7 +192,7 @@ fn leaf_link_local(bed: &Bed) -> String {
 
 #[test]
 fn the_leaf_answers_for_its_own_addresses_with_no_packet_on_a_spine() {
-    let (bed, daemon) = bed_with_default_routes("l");
+    let (bed, daemon) = bed_with_default_routes("o");
     wait_for_dad(&bed, "leaf", "h1");
     wait_for_dad(&bed, "h1", "eth0");
     let link_local = format!("{}%eth0", leaf_link_local(&bed));

@@ -390,3 +390,6 @@ impl GroupTable {
         spray_sequence(&mut self.spray, &weighted);
     }
 }
+
+#[cfg(test)]
+mod tests;

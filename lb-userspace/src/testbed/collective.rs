@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::netns::{in_netns, pin_to_cpu};
 use super::sink::{Sink, SinkTotals};
 use super::udp::RECEIVE_GRACE;
-use super::{Daemon, LeafCounters, Testbed, receiver_addr};
+use super::{Daemon, LeafCounters, LinkDrops, Testbed, receiver_addr};
 use crate::traffic;
 
 /// Group keys for hashing on the five-tuple alone (no BTH destination QP).
@@ -54,6 +54,8 @@ pub struct CollectiveReport {
     pub sent_packets: u64,
     pub sent_bytes: u64,
     pub received: SinkTotals,
+    /// What the testbed's links dropped during the run.
+    pub drops: LinkDrops,
     pub leaf: LeafCounters,
     pub elapsed: Duration,
 }
@@ -66,16 +68,18 @@ pub fn run_collective(
     workdir: &Path,
     collective: &Collective,
 ) -> Result<CollectiveReport> {
-    run_collective_with(bed, fabriclb, workdir, collective, |_| Ok(())).map(|(report, ())| report)
+    run_collective_with(bed, fabriclb, workdir, collective, &[], |_| Ok(()))
+        .map(|(report, ())| report)
 }
 
-/// [`run_collective`], calling `during` with the leaf's daemon (if any)
-/// while the senders send.
+/// [`run_collective`] with `fabriclb run`'s extra arguments `args`, calling
+/// `during` with the leaf's daemon (if any) while the senders send.
 pub fn run_collective_with<T>(
     bed: &Testbed,
     fabriclb: &Path,
     workdir: &Path,
     collective: &Collective,
+    args: &[&str],
     during: impl FnOnce(Option<&Daemon>) -> Result<T>,
 ) -> Result<(CollectiveReport, T)> {
     let hosts = bed.shape().hosts;
@@ -86,7 +90,7 @@ pub fn run_collective_with<T>(
                 fabriclb,
                 workdir,
                 &bed.leaf_config(group),
-                &[],
+                args,
             )?),
             Vec::new(),
         ),
@@ -101,6 +105,7 @@ pub fn run_collective_with<T>(
     let sinks = (1..=hosts)
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
         .collect::<Result<Vec<_>>>()?;
+    let drops_before = LinkDrops::read(bed)?;
     let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
     let senders: Vec<_> = (1..=collective.senders.min(hosts))
         .map(|i| {
@@ -135,6 +140,7 @@ pub fn run_collective_with<T>(
         sent_packets: 0,
         sent_bytes: 0,
         received: SinkTotals::default(),
+        drops: LinkDrops::default(),
         leaf: LeafCounters::default(),
         elapsed: Duration::ZERO,
     };
@@ -152,7 +158,8 @@ pub fn run_collective_with<T>(
         report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
             anyhow::Ok(acc + s.totals()?)
         })?;
-        if report.received.packets >= report.sent_packets
+        report.drops = LinkDrops::read(bed)?.since(&drops_before);
+        if report.received.packets + report.drops.lost() >= report.sent_packets
             || matches!(collective.leaf, Leaf::Drop)
             || Instant::now() > deadline
         {

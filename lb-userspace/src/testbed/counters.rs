@@ -1,9 +1,13 @@
 //! What the leaf's fabriclb counted, read back from its metrics file.
+//!
+//! Every sample read must be there: a test that expects a counter to stay
+//! at 0 would otherwise pass when the metric is renamed or gone.
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail, ensure};
 use lb_common::verdict::Reason;
 
 use super::Testbed;
+use crate::config::Mode;
 use crate::metrics;
 
 /// One spine as the leaf's fabriclb counted it.
@@ -14,6 +18,8 @@ pub struct SpineCount {
     pub bytes: u64,
     /// Of `packets`, those sprayed (per-packet mode).
     pub sprayed: u64,
+    /// Whether the daemon's tables have it selectable.
+    pub usable: bool,
 }
 
 /// What the leaf's fabriclb counted, from its metrics file.
@@ -28,55 +34,77 @@ pub struct LeafCounters {
     pub sprayed: u64,
     pub pinned: u64,
     /// The mode the group runs in.
-    pub mode: Option<String>,
+    pub mode: String,
+}
+
+/// The value of `metric` on the line whose labels contain `labels`; an
+/// error naming both when there is none.
+pub fn read(text: &str, metric: &str, labels: &str) -> Result<u64> {
+    match metrics::sample(text, metric, labels) {
+        Some(value) => Ok(value),
+        None => bail!("metric {metric} with labels {labels} is missing from the metrics file"),
+    }
 }
 
 impl LeafCounters {
+    /// Reads the counters of the testbed's spine group.
     pub fn from_metrics(bed: &Testbed, text: &str) -> Result<Self> {
-        let spines = (1..=bed.shape().spines)
-            .map(|j| {
-                let label = bed.spine_label(j);
+        let labels: Vec<String> = (1..=bed.shape().spines)
+            .map(|j| bed.spine_label(j))
+            .collect();
+        Self::parse(&labels, text)
+    }
+
+    /// Reads the counters of group `spines`, whose next hops are labelled
+    /// `labels`.
+    pub fn parse(labels: &[String], text: &str) -> Result<Self> {
+        let spines = labels
+            .iter()
+            .map(|label| {
                 let filter = format!("nexthop=\"{label}\"");
-                let read = |metric| {
-                    metrics::sample(text, metric, &filter)
-                        .with_context(|| format!("no {metric} for {label}"))
-                };
+                let read = |metric| read(text, metric, &filter);
                 Ok(SpineCount {
                     packets: read("fabriclb_nexthop_packets_total")?,
                     bytes: read("fabriclb_nexthop_bytes_total")?,
                     sprayed: read("fabriclb_nexthop_sprayed_packets_total")?,
-                    label,
+                    usable: read("fabriclb_nexthop_usable")? == 1,
+                    label: label.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let count = |reason: Reason| {
-            metrics::sample(
+            read(
                 text,
                 "fabriclb_packets_total",
-                &format!("\"{}\"", reason.name()),
+                &format!("reason=\"{}\"", reason.name()),
             )
         };
-        let group = |metric| metrics::sample(text, metric, "group=\"spines\"").unwrap_or(0);
+        let mut passed_to_kernel = 0;
+        for reason in Reason::ALL.into_iter().filter(|r| *r != Reason::Forwarded) {
+            passed_to_kernel += count(reason)?;
+        }
+        let group = |metric| read(text, metric, "group=\"spines\"");
+        let mut modes = Vec::new();
+        for (name, _) in Mode::NAMES {
+            let filter = format!("group=\"spines\",mode=\"{name}\"");
+            if read(text, "fabriclb_group_mode", &filter)? == 1 {
+                modes.push(name);
+            }
+        }
+        ensure!(
+            modes.len() == 1,
+            "group spines runs in {} modes at once: {modes:?}",
+            modes.len()
+        );
         Ok(Self {
             spines,
-            forwarded: count(Reason::Forwarded).unwrap_or(0),
-            passed_to_kernel: Reason::ALL
-                .into_iter()
-                .filter(|r| *r != Reason::Forwarded)
-                .filter_map(count)
-                .sum(),
-            new_flowlets: group("fabriclb_group_new_flowlets_total"),
-            flowlet_moves: group("fabriclb_group_flowlet_moves_total"),
-            sprayed: group("fabriclb_group_sprayed_packets_total"),
-            pinned: group("fabriclb_group_pinned_packets_total"),
-            mode: crate::config::Mode::NAMES
-                .iter()
-                .map(|(name, _)| *name)
-                .find(|name| {
-                    metrics::sample(text, "fabriclb_group_mode", &format!("mode=\"{name}\""))
-                        == Some(1)
-                })
-                .map(str::to_owned),
+            forwarded: count(Reason::Forwarded)?,
+            passed_to_kernel,
+            new_flowlets: group("fabriclb_group_new_flowlets_total")?,
+            flowlet_moves: group("fabriclb_group_flowlet_moves_total")?,
+            sprayed: group("fabriclb_group_sprayed_packets_total")?,
+            pinned: group("fabriclb_group_pinned_packets_total")?,
+            mode: modes[0].to_owned(),
         })
     }
 
@@ -89,6 +117,16 @@ impl LeafCounters {
     pub fn sprayed_mmr(&self) -> f64 {
         mmr(self.spines.iter().map(|s| s.sprayed))
     }
+
+    /// Packets all spines but number `j` (1-based) carried.
+    pub fn packets_except(&self, j: usize) -> u64 {
+        self.spines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i + 1 != j)
+            .map(|(_, s)| s.packets)
+            .sum()
+    }
 }
 
 /// Max over mean; 0 for nothing.
@@ -96,4 +134,91 @@ pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> f64 {
     let n = values.clone().count().max(1) as f64;
     let mean = values.clone().sum::<u64>() as f64 / n;
     values.max().unwrap_or(0) as f64 / mean.max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use lb_common::abi::{GroupStats, NextHopStats};
+
+    use super::*;
+    use crate::metrics::{GroupSample, NextHopSample, render};
+
+    fn text() -> String {
+        let verdicts = [3; Reason::COUNT as usize];
+        let groups = [GroupSample {
+            name: "spines",
+            mode: Mode::Flowlet.code(),
+            stats: GroupStats {
+                pinned: 9,
+                ..GroupStats::default()
+            },
+        }];
+        let nexthops = [NextHopSample {
+            group: "spines",
+            id: 0,
+            label: "s1 198.18.1.2".into(),
+            usable: true,
+            stats: NextHopStats {
+                packets: 5,
+                ..NextHopStats::default()
+            },
+        }];
+        render(&verdicts, &groups, &nexthops)
+    }
+
+    #[test]
+    fn reads_every_counter_of_the_group() {
+        let counters = LeafCounters::parse(&["s1 198.18.1.2".into()], &text()).unwrap();
+        assert_eq!(counters.mode, "flowlet");
+        assert_eq!(counters.pinned, 9);
+        assert_eq!(counters.forwarded, 3);
+        assert_eq!(
+            counters.passed_to_kernel,
+            3 * (u64::from(Reason::COUNT) - 1)
+        );
+        assert_eq!(counters.spines[0].packets, 5);
+        assert!(counters.spines[0].usable);
+    }
+
+    #[test]
+    fn a_missing_metric_is_an_error_naming_it_and_its_labels() {
+        let labels = ["s1 198.18.1.2".to_owned()];
+        for (line, metric, filter) in [
+            (
+                "fabriclb_group_sprayed_packets_total{",
+                "fabriclb_group_sprayed_packets_total",
+                "group=\"spines\"",
+            ),
+            (
+                "fabriclb_nexthop_sprayed_packets_total{",
+                "fabriclb_nexthop_sprayed_packets_total",
+                "nexthop=\"s1 198.18.1.2\"",
+            ),
+            (
+                "fabriclb_packets_total{reason=\"no_route\"}",
+                "fabriclb_packets_total",
+                "reason=\"no_route\"",
+            ),
+            (
+                "fabriclb_group_mode{group=\"spines\",mode=\"ecmp\"}",
+                "fabriclb_group_mode",
+                "mode=\"ecmp\"",
+            ),
+        ] {
+            let without: String = text()
+                .lines()
+                .filter(|l| !l.starts_with(line))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let error = LeafCounters::parse(&labels, &without)
+                .expect_err(line)
+                .to_string();
+            assert!(
+                error.contains(metric) && error.contains(filter),
+                "{line}: {error}"
+            );
+        }
+        let other_group = text().replace("group=\"spines\"", "group=\"leaves\"");
+        assert!(LeafCounters::parse(&labels, &other_group).is_err());
+    }
 }

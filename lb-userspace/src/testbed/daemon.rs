@@ -1,5 +1,8 @@
-//! `fabriclb run` as a child process inside the leaf namespace.
+//! `fabriclb run` as a child process inside the leaf namespace, its log
+//! captured to a file so tests can wait for what it says it did.
 
+use std::cell::Cell;
+use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,11 +12,19 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::Testbed;
 
+/// How long [`Daemon::wait_for_log`] and start-up wait: far beyond what a
+/// reload takes, so only a daemon that never gets there fails, however
+/// loaded the machine.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
 /// `fabriclb run` inside the leaf namespace, stopped with SIGTERM.
 pub struct Daemon {
     child: Child,
     config_file: PathBuf,
     metrics_file: PathBuf,
+    log_file: PathBuf,
+    /// Where in the log [`Daemon::wait_for_log`] looks from.
+    cursor: Cell<usize>,
 }
 
 impl Daemon {
@@ -21,6 +32,9 @@ impl Daemon {
     /// extra arguments `args` and waits until it is ready (its first
     /// metrics snapshot appears once the program is attached and next hops
     /// are resolved).
+    ///
+    /// The daemon logs to `leaf.log` in `workdir`, at `info` unless
+    /// `RUST_LOG` says otherwise (the waits need fabriclb's `info` lines).
     pub fn start(
         bed: &Testbed,
         fabriclb: &Path,
@@ -30,8 +44,10 @@ impl Daemon {
     ) -> Result<Self> {
         let config_file = workdir.join("leaf.toml");
         let metrics_file = workdir.join("leaf.prom");
+        let log_file = workdir.join("leaf.log");
         std::fs::write(&config_file, config)?;
         let _ = std::fs::remove_file(&metrics_file);
+        let log = File::create(&log_file).context("creating the daemon's log")?;
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", &bed.ns("leaf")])
@@ -41,12 +57,15 @@ impl Daemon {
             .arg("--metrics-file")
             .arg(&metrics_file)
             .args(args)
-            // Its start-up and shutdown lines would cut through reports.
             .env(
                 "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             )
-            .stdin(Stdio::null());
+            // Plain lines to match, not terminal colours.
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
         // SAFETY: prctl and sigprocmask are async-signal-safe. If this
         // process dies without stopping the daemon (killed, or exiting from
         // the testbed's signal watcher), the kernel stops the daemon too;
@@ -66,29 +85,51 @@ impl Daemon {
             child,
             config_file,
             metrics_file,
+            log_file,
+            cursor: Cell::new(0),
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + PATIENCE;
         while !daemon.metrics_file.exists() {
             if let Some(status) = daemon.child.try_wait()? {
-                bail!("fabriclb run exited early: {status}");
+                bail!("fabriclb run exited early: {status}\n{}", daemon.tail());
             }
             ensure!(
                 Instant::now() < deadline,
-                "fabriclb run not ready after 20 s"
+                "fabriclb run not ready after {PATIENCE:?}\n{}",
+                daemon.tail()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(daemon)
     }
 
-    /// Replaces the config file (atomically, as an editor saving it would)
-    /// and sends SIGHUP; returns when the signal went out.
-    pub fn reconfigure(&self, config: &str) -> Result<Instant> {
+    pub fn config_file(&self) -> &Path {
+        &self.config_file
+    }
+
+    /// Replaces the config file atomically, as an editor saving it would,
+    /// and moves the log cursor to the end: what the daemon says about the
+    /// new file comes after.
+    pub fn write_config(&self, config: &str) -> Result<()> {
+        self.skip_log()?;
         let tmp = self.config_file.with_extension("toml.new");
         std::fs::write(&tmp, config)?;
         std::fs::rename(&tmp, &self.config_file)?;
+        Ok(())
+    }
+
+    /// Sends SIGHUP.
+    pub fn hangup(&self) -> Result<()> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP)?;
+        Ok(())
+    }
+
+    /// [`Daemon::write_config`], then [`Daemon::hangup`]; returns when the
+    /// signal went out.
+    pub fn reconfigure(&self, config: &str) -> Result<Instant> {
+        self.write_config(config)?;
+        self.hangup()?;
         Ok(Instant::now())
     }
 
@@ -97,12 +138,62 @@ impl Daemon {
         Ok(std::fs::read_to_string(&self.metrics_file)?)
     }
 
+    /// Everything the daemon logged so far.
+    pub fn log(&self) -> Result<String> {
+        std::fs::read_to_string(&self.log_file).context("reading the daemon's log")
+    }
+
+    /// Moves the log cursor past everything logged so far.
+    pub fn skip_log(&self) -> Result<()> {
+        self.cursor.set(self.log()?.len());
+        Ok(())
+    }
+
+    /// Waits, up to [`PATIENCE`], for a line containing `needle` after the
+    /// log cursor; moves the cursor past it and returns the log from the
+    /// old cursor through that line.
+    pub fn wait_for_log(&self, needle: &str) -> Result<String> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let log = self.log()?;
+            let from = self.cursor.get().min(log.len());
+            let mut end = from;
+            for line in log[from..].split_inclusive('\n') {
+                end += line.len();
+                // A line still being written is read again next time.
+                if line.ends_with('\n') && line.contains(needle) {
+                    self.cursor.set(end);
+                    return Ok(log[from..end].to_owned());
+                }
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "fabriclb logged no {needle:?} within {PATIENCE:?}; since the cursor:\n{}",
+                    &log[from..]
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The log's last lines, for errors.
+    fn tail(&self) -> String {
+        let log = self.log().unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let start = lines.len().saturating_sub(20);
+        format!("fabriclb's log ends:\n{}", lines[start..].join("\n"))
+    }
+
     /// Stops the daemon and returns its final metrics.
     pub fn stop(mut self) -> Result<String> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
         let status = self.child.wait()?;
-        ensure!(status.success(), "fabriclb run exited with {status}");
+        ensure!(
+            status.success(),
+            "fabriclb run exited with {status}\n{}",
+            self.tail()
+        );
         Ok(std::fs::read_to_string(&self.metrics_file)?)
     }
 }

@@ -5,6 +5,7 @@ mod collective;
 mod counters;
 mod daemon;
 pub mod demo;
+mod drops;
 mod netns;
 pub mod sink;
 mod topology;
@@ -14,10 +15,11 @@ pub use collective::{
     Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
 };
 pub use counters::{LeafCounters, SpineCount, mmr};
-pub use daemon::Daemon;
+pub use daemon::{Daemon, PATIENCE};
+pub use drops::LinkDrops;
 pub use netns::in_netns;
 pub use topology::{
     FAR_PORT, LINK_MTU, ROCE_MTU, SENT_TTL, Shape, Testbed, host_addr, namespaces, receiver_addr,
     remove_namespaces, tear_down_on_signal,
 };
-pub use udp::{TrafficReport, run_traffic};
+pub use udp::{LoadReport, TrafficReport, UdpLoad, run_traffic};

@@ -105,6 +105,14 @@ impl Testbed {
         format!("{}-{role}", self.name)
     }
 
+    /// Every namespace's role: `leaf`, `fleaf`, `h1`.., `r1`.., `s1`...
+    pub fn roles(&self) -> Vec<String> {
+        let mut roles = vec!["leaf".to_owned(), "fleaf".to_owned()];
+        roles.extend((1..=self.shape.hosts).flat_map(|i| [format!("h{i}"), format!("r{i}")]));
+        roles.extend((1..=self.shape.spines).map(|i| format!("s{i}")));
+        roles
+    }
+
     /// Leaves the namespaces in place when the testbed is dropped
     /// (`fabriclb testbed up`); `fabriclb testbed down` removes them.
     pub fn keep(mut self) {
@@ -117,10 +125,7 @@ impl Testbed {
             spines,
             spine_rate_mbit,
         } = self.shape;
-        let mut roles = vec!["leaf".to_owned(), "fleaf".to_owned()];
-        roles.extend((1..=hosts).flat_map(|i| [format!("h{i}"), format!("r{i}")]));
-        roles.extend((1..=spines).map(|i| format!("s{i}")));
-        for role in &roles {
+        for role in &self.roles() {
             let ns = self.ns(role);
             ip(&["netns", "add", &ns])?;
             self.namespaces.push(ns.clone());

@@ -1,0 +1,130 @@
+//! Packets the testbed's links dropped, as the kernel counts them: what a
+//! run lost on a loaded machine, so a test can tell the fabric's losses
+//! from the testbed's.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::Testbed;
+
+/// Dropped packets by link (`role/device`): received and transmitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkDrops(BTreeMap<String, (u64, u64)>);
+
+impl LinkDrops {
+    /// Every link of every namespace of `bed`.
+    pub fn read(bed: &Testbed) -> Result<Self> {
+        let mut drops = BTreeMap::new();
+        for role in bed.roles() {
+            let ns = bed.ns(&role);
+            let out = Command::new("ip")
+                .args(["-n", &ns, "-s", "-o", "link", "show"])
+                .output()
+                .with_context(|| format!("ip -s link in {ns}"))?;
+            if !out.status.success() {
+                bail!(
+                    "ip -s link in {ns}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                let (device, rx, tx) = parse(line).with_context(|| format!("{ns}: {line}"))?;
+                drops.insert(format!("{role}/{device}"), (rx, tx));
+            }
+        }
+        Ok(Self(drops))
+    }
+
+    /// What was dropped after `earlier` was read.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self(
+            self.0
+                .iter()
+                .map(|(link, &(rx, tx))| {
+                    let (rx0, tx0) = earlier.0.get(link).copied().unwrap_or_default();
+                    (link.clone(), (rx - rx0, tx - tx0))
+                })
+                .filter(|(_, (rx, tx))| rx + tx > 0)
+                .collect(),
+        )
+    }
+
+    /// Packets the testbed lost: a veth counts a packet it could not hand
+    /// to its peer once, as a transmit drop (one redirected into it by XDP
+    /// also as a receive drop of the peer, hence transmit drops only).
+    /// Receive drops also count what XDP failed to redirect, e.g. to a port
+    /// that is down: the fabric's losses, which a test must not excuse.
+    pub fn lost(&self) -> u64 {
+        self.0.values().map(|(_, tx)| tx).sum()
+    }
+
+    /// Transmit drops on the links of namespaces whose role starts with
+    /// `prefix` (`h` for the senders' ports).
+    pub fn lost_in(&self, prefix: &str) -> u64 {
+        self.0
+            .iter()
+            .filter(|(link, _)| link.starts_with(prefix))
+            .map(|(_, (_, tx))| tx)
+            .sum()
+    }
+}
+
+impl fmt::Display for LinkDrops {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return write!(f, "no drops");
+        }
+        let links: Vec<String> = self
+            .0
+            .iter()
+            .map(|(link, (rx, tx))| format!("{link} rx {rx} tx {tx}"))
+            .collect();
+        write!(f, "{}", links.join(", "))
+    }
+}
+
+/// Device name and RX/TX drops of one `ip -s -o link` line.
+fn parse(line: &str) -> Result<(String, u64, u64)> {
+    let device = line
+        .split(": ")
+        .nth(1)
+        .and_then(|d| d.split('@').next())
+        .context("no device name")?
+        .to_owned();
+    let parts: Vec<&str> = line.split('\\').map(str::trim).collect();
+    let dropped = |header: &str| -> Result<u64> {
+        let at = parts
+            .iter()
+            .position(|p| p.starts_with(header))
+            .with_context(|| format!("no {header} statistics"))?;
+        let column = parts[at]
+            .split_whitespace()
+            .position(|c| c == "dropped")
+            .context("no dropped column")?;
+        let value = parts
+            .get(at + 1)
+            .and_then(|v| v.split_whitespace().nth(column - 1))
+            .context("no dropped value")?;
+        Ok(value.parse()?)
+    };
+    Ok((device, dropped("RX:")?, dropped("TX:")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ip_s_o_link() {
+        let line = "3: s1@if2: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 3000 qdisc noqueue \
+            state UP mode DEFAULT group default qlen 1000\\    link/ether ce:61:4f:9e:51:94 \
+            brd ff:ff:ff:ff:ff:ff link-netns zq-s1\\    RX:  bytes packets errors dropped  \
+            missed   mcast           \\           768      12      0       7       0       0 \
+            \\    TX:  bytes packets errors dropped carrier collsns           \\           \
+            768      12      0       3       0       0 ";
+        assert_eq!(parse(line).unwrap(), ("s1".to_owned(), 7, 3));
+    }
+}

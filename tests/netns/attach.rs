@@ -1,0 +1,120 @@
+//! Where the program is attached: the interfaces a reload adds and
+//! removes, and the XDP modes on a port without native XDP.
+
+use fabriclb::testbed::Shape;
+
+use crate::bed::Bed;
+
+/// Changing `switch.interfaces` (and `xdp_mode`) live attaches and
+/// detaches exactly the ports that changed, as `ip -d link` shows.
+#[test]
+fn a_reload_attaches_and_detaches_exactly_the_changed_interfaces() {
+    let bed = Bed::up("i", 2);
+    let config = |interfaces: &str| {
+        bed.config("")
+            .replace("interfaces = [\"h1\", \"h2\"]", interfaces)
+    };
+    let xdp = |links: &[(&str, &str)]| -> Vec<(String, String)> {
+        links
+            .iter()
+            .map(|(l, m)| ((*l).to_owned(), (*m).to_owned()))
+            .collect()
+    };
+    let daemon = bed
+        .daemon(&config("interfaces = [\"h1\", \"h2\"]"), &["--no-watch"])
+        .expect("fabriclb");
+    assert_eq!(
+        bed.xdp_links("leaf").expect("ip link"),
+        xdp(&[("h1", "xdp"), ("h2", "xdp")])
+    );
+    for (interfaces, changes, attached) in [
+        (
+            "interfaces = [\"h2\"]",
+            &["switch.interfaces: \"h1\" removed"][..],
+            &[("h2", "xdp")][..],
+        ),
+        (
+            "interfaces = [\"h1\"]",
+            &[
+                "switch.interfaces: \"h1\" added",
+                "switch.interfaces: \"h2\" removed",
+            ],
+            &[("h1", "xdp")],
+        ),
+        (
+            "interfaces = [\"h1\"]\nxdp_mode = \"generic\"",
+            &["switch.xdp_mode auto -> generic"],
+            &[("h1", "xdpgeneric")],
+        ),
+    ] {
+        daemon
+            .reconfigure(&config(interfaces))
+            .expect("reconfigure");
+        let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+        for change in changes {
+            assert!(log.contains(&format!("config change: {change}")), "{log}");
+        }
+        assert_eq!(
+            bed.xdp_links("leaf").expect("ip link"),
+            xdp(attached),
+            "{interfaces}"
+        );
+    }
+    daemon.stop().expect("stop");
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), xdp(&[]));
+}
+
+/// A bridge has no native XDP (nor does a dummy link, but this kernel has
+/// no dummy driver): `auto` falls back to generic mode and says so,
+/// `driver` refuses to start, `generic` attaches generic.
+#[test]
+fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
+    let bed = Bed::shaped(
+        "x",
+        Shape {
+            hosts: 1,
+            spines: 1,
+            spine_rate_mbit: None,
+        },
+    );
+    bed.ip("leaf", &["link", "add", "br0", "type", "bridge"])
+        .expect("bridge");
+    bed.ip("leaf", &["link", "set", "br0", "up"]).expect("up");
+    let config = |mode: &str| {
+        bed.config("").replace(
+            "interfaces = [\"h1\"]",
+            &format!("interfaces = [\"br0\"]\nxdp_mode = \"{mode}\""),
+        )
+    };
+
+    let auto = bed.daemon(&config("auto"), &[]).expect("auto starts");
+    let log = auto.wait_for_log("attached").expect("attached");
+    assert!(
+        log.contains("driver mode refused") && log.contains("falling back to generic mode"),
+        "{log}"
+    );
+    assert!(log.contains("mode=\"generic\""), "{log}");
+    let links = bed.xdp_links("leaf").expect("ip link");
+    assert_eq!(links, [("br0".to_owned(), "xdpgeneric".to_owned())]);
+    auto.stop().expect("stop");
+
+    let error = bed
+        .daemon(&config("driver"), &[])
+        .err()
+        .expect("driver mode cannot start on a bridge")
+        .to_string();
+    assert!(
+        error.contains("exited early") && error.contains("attaching to br0"),
+        "{error}"
+    );
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), []);
+
+    let generic = bed.daemon(&config("generic"), &[]).expect("generic starts");
+    let log = generic.wait_for_log("attached").expect("attached");
+    assert!(!log.contains("falling back"), "{log}");
+    assert_eq!(
+        bed.xdp_links("leaf").expect("ip link"),
+        [("br0".to_owned(), "xdpgeneric".to_owned())]
+    );
+    generic.stop().expect("stop");
+}

@@ -1,0 +1,80 @@
+//! The kernel's links as the daemon sees them: a spine link going down and
+//! up under traffic.
+
+use fabriclb::testbed::{LeafCounters, UdpLoad};
+
+use crate::bed::{Bed, wait_for};
+
+/// Spine 2's link at the leaf goes down with `ip link set s2 down` while
+/// UDP flows cross the leaf: the daemon's refresh marks the next hop
+/// unusable, nothing more goes to it, its flows go on over the other
+/// spines; back up, its MAC is solicited again and it carries traffic.
+#[test]
+fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
+    let bed = Bed::up("l", 1);
+    let daemon = bed
+        .daemon(&bed.config(""), &["--refresh-interval-ms", "100"])
+        .expect("fabriclb");
+    let counters = || bed.counters(&daemon);
+    let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
+    let s2 = |c: &LeafCounters| c.spines[1].clone();
+
+    let (before, _) = wait_for("every spine carrying flows", || {
+        let c = counters()?;
+        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(c))
+    })
+    .expect("traffic over every spine");
+    daemon.skip_log().expect("log");
+    bed.ip("leaf", &["link", "set", "s2", "down"])
+        .expect("down");
+    let log = daemon
+        .wait_for_log("next hop changed next_hop=s2 198.18.2.2 usable=false")
+        .expect("the daemon noticed");
+    eprintln!("noticed:\n{log}");
+    // Rendered from the tables after they were written to the maps.
+    let (down, took) = wait_for("metrics showing s2 unusable", || {
+        let c = counters()?;
+        Ok((!s2(&c).usable).then_some(c))
+    })
+    .expect("s2 out");
+    eprintln!("metrics showed s2 unusable {took:?} after the log");
+    let (later, _) = wait_for("the other spines carrying s2's share", || {
+        let c = counters()?;
+        Ok((c.packets_except(2) > down.packets_except(2) + 2000).then_some(c))
+    })
+    .expect("traffic goes on");
+    assert_eq!(
+        s2(&later).packets,
+        s2(&down).packets,
+        "sent to s2 after the daemon took it out"
+    );
+
+    daemon.skip_log().expect("log");
+    bed.ip("leaf", &["link", "set", "s2", "up"]).expect("up");
+    daemon
+        .wait_for_log("next hop changed next_hop=s2 198.18.2.2 usable=true")
+        .expect("the daemon noticed s2 back");
+    let (up, _) = wait_for("metrics showing s2 usable", || {
+        let c = counters()?;
+        Ok(s2(&c).usable.then_some(c))
+    })
+    .expect("s2 back");
+    wait_for("s2 carrying flows again", || {
+        Ok((s2(&counters()?).packets > s2(&up).packets).then_some(()))
+    })
+    .expect("s2 back in use");
+
+    let report = load.stop(&bed.testbed).expect("traffic");
+    let last =
+        LeafCounters::from_metrics(&bed.testbed, &daemon.stop().expect("stop")).expect("metrics");
+    eprintln!("{report:?}; s2 {:?}", s2(&last));
+    // What XDP sent to s2 between the link going down and the daemon
+    // noticing is lost: at most what s2 counted from the last snapshot
+    // before the link went down to the first after the daemon noticed.
+    let window = s2(&down).packets - s2(&before).packets;
+    assert!(
+        report.received <= report.sent
+            && report.received + report.drops.lost() + window >= report.sent,
+        "lost more than the down window ({window}) and the links' drops: {report:?}"
+    );
+}
