@@ -6,8 +6,8 @@
 use aya::programs::{TestRun, TestRunOptions};
 use fabriclb::{
     config,
-    dataplane::Dataplane,
     dataplane::tables::{self, Tables},
+    dataplane::{Dataplane, DataplaneError},
 };
 use lb_common::{
     abi::{GroupStats, NextHop, NextHopStats},
@@ -112,15 +112,26 @@ impl Harness {
     /// Moves to the config `toml` the way the daemon's reload does: new
     /// tables over the old ids, only what differs written.
     pub fn reload(&mut self, toml: &str) {
-        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
-        let tables = Tables::build(&config, Some(&self.tables), |spec| {
-            tables::static_nexthop(spec, 1, LB_MAC)
-        })
-        .expect("tables");
+        let tables = self.tables_for(toml);
         tables
             .write(&mut self.dp, Some(&self.tables))
             .expect("rewrite maps");
         self.tables = tables;
+    }
+
+    /// The daemon's undo of a reload to `toml` whose write failed before
+    /// it wrote anything: the running tables written over the new ones.
+    pub fn undo_unwritten_reload(&mut self, toml: &str) -> Result<(), DataplaneError> {
+        let unwritten = self.tables_for(toml);
+        self.tables.write(&mut self.dp, Some(&unwritten))
+    }
+
+    fn tables_for(&self, toml: &str) -> Tables {
+        let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
+        Tables::build(&config, Some(&self.tables), |spec| {
+            tables::static_nexthop(spec, 1, LB_MAC)
+        })
+        .expect("tables")
     }
 
     /// Runs one frame; returns the verdict and the output frame.

@@ -18,6 +18,7 @@ mod flowlet;
 mod harness;
 mod packets;
 mod pins;
+mod rollback;
 mod switch;
 
 use lb_common::{packet::parse::IPPROTO_UDP, verdict::Reason};

@@ -285,14 +285,7 @@ impl Dataplane {
     /// Removes a port; one the kernel already dropped (its device went
     /// away, which empties its devmap slot) is no error.
     pub fn remove_port(&mut self, ifindex: u32) -> Result<()> {
-        match self.devmap.remove(ifindex) {
-            Err(MapError::SyscallError(e))
-                if e.io_error.raw_os_error() == Some(nix::libc::ENOENT) =>
-            {
-                Ok(())
-            }
-            other => other.map_err(map_err(names::DEVMAP)),
-        }
+        already_gone(self.devmap.remove(ifindex), names::DEVMAP)
     }
 
     pub fn set_route_v4(&mut self, addr: [u8; 4], len: u8, group: u32) -> Result<()> {
@@ -307,16 +300,27 @@ impl Dataplane {
             .map_err(map_err(names::ROUTES_V6))
     }
 
+    /// Removes a route; one that is not there is no error (a rollback
+    /// undoes routes a failed write may never have inserted).
     pub fn remove_route_v4(&mut self, addr: [u8; 4], len: u8) -> Result<()> {
-        self.routes_v4
-            .remove(&Key::new(len.into(), addr))
-            .map_err(map_err(names::ROUTES_V4))
+        let removed = self.routes_v4.remove(&Key::new(len.into(), addr));
+        already_gone(removed, names::ROUTES_V4)
     }
 
+    /// [`Self::remove_route_v4`] for IPv6.
     pub fn remove_route_v6(&mut self, addr: [u8; 16], len: u8) -> Result<()> {
-        self.routes_v6
-            .remove(&Key::new(len.into(), addr))
-            .map_err(map_err(names::ROUTES_V6))
+        let removed = self.routes_v6.remove(&Key::new(len.into(), addr));
+        already_gone(removed, names::ROUTES_V6)
+    }
+}
+
+/// A removal whose entry was already absent has done what it was asked to.
+fn already_gone(removed: std::result::Result<(), MapError>, name: &'static str) -> Result<()> {
+    match removed {
+        Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(nix::libc::ENOENT) => {
+            Ok(())
+        }
+        other => other.map_err(map_err(name)),
     }
 }
 
