@@ -1,5 +1,6 @@
 //! What a live reload changes, for the daemon's log.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use lb_common::select::hash::HashFields;
@@ -73,18 +74,14 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
     {
         out.push(format!("group {:?} removed", group.name));
     }
-    let target = |config: &Config, prefix: &Prefix| {
-        config
-            .routes
-            .iter()
-            .find(|r| r.prefix == *prefix)
-            .map(|r| config.groups[r.group].name.clone())
-    };
+    // Indexed by prefix: a config holds up to 16384 routes, and a scan per
+    // route made a reload of that many take seconds.
+    let (old_targets, new_targets) = (route_targets(old), route_targets(new));
     for route in &new.routes {
         let group = &new.groups[route.group].name;
-        match target(old, &route.prefix) {
+        match old_targets.get(&route.prefix) {
             None => out.push(format!("route {} -> {group:?} added", route.prefix)),
-            Some(was) if was != *group => out.push(format!(
+            Some(&was) if was != group => out.push(format!(
                 "route {}: group {was:?} -> {group:?}",
                 route.prefix
             )),
@@ -92,11 +89,20 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
         }
     }
     for route in &old.routes {
-        if target(new, &route.prefix).is_none() {
+        if !new_targets.contains_key(&route.prefix) {
             out.push(format!("route {} removed", route.prefix));
         }
     }
     out
+}
+
+/// Each route's prefix -> the name of the group that carries it.
+fn route_targets(config: &Config) -> HashMap<&Prefix, &String> {
+    config
+        .routes
+        .iter()
+        .map(|r| (&r.prefix, &config.groups[r.group].name))
+        .collect()
 }
 
 /// Adds "{what} {old} -> {new}" if the value changed.
