@@ -421,7 +421,7 @@ fn forwarding_rate(report: &mut String) -> Result<()> {
         Shape {
             hosts: 2,
             spines: 4,
-            spine_rate_mbit: None,
+            ..Shape::default()
         },
     )?;
     let workdir = std::env::temp_dir().join(format!("{name}-work"));

@@ -74,7 +74,7 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
         Shape {
             hosts: 1,
             spines: 1,
-            spine_rate_mbit: None,
+            ..Shape::default()
         },
     );
     bed.ip("leaf", &["link", "add", "br0", "type", "bridge"])

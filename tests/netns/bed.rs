@@ -49,7 +49,7 @@ impl Bed {
             Shape {
                 hosts,
                 spines: 4,
-                spine_rate_mbit: None,
+                ..Shape::default()
             },
         )
     }

@@ -43,9 +43,23 @@ pub struct ShapeArgs {
     hosts: usize,
     #[arg(long, default_value_t = 4)]
     spines: usize,
-    /// Rate-limit each spine's link to the far leaf (TBF), in Mbit/s.
-    #[arg(long)]
+    /// Rate-limit every spine's link to the far leaf (TBF), in Mbit/s.
+    #[arg(long, conflicts_with = "spine_rates")]
     spine_rate_mbit: Option<u32>,
+    /// Rate-limit spine j's link to the far leaf to the j-th rate, in
+    /// Mbit/s (e.g. 200,200,200,50): one per spine.
+    #[arg(long, value_delimiter = ',')]
+    spine_rates: Vec<u32>,
+    /// How the rate-limited links queue: lossy (tail drop past 20 ms) or
+    /// lossless (a queue no run fills, as a PFC fabric backs up instead).
+    #[arg(long, value_enum, default_value_t = QueueArg::Lossy)]
+    queues: QueueArg,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum QueueArg {
+    Lossy,
+    Lossless,
 }
 
 impl ShapeArgs {
@@ -53,7 +67,14 @@ impl ShapeArgs {
         testbed::Shape {
             hosts: self.hosts,
             spines: self.spines,
-            spine_rate_mbit: self.spine_rate_mbit,
+            spine_rates_mbit: match self.spine_rate_mbit {
+                Some(all) => vec![all],
+                None => self.spine_rates.clone(),
+            },
+            queues: match self.queues {
+                QueueArg::Lossy => testbed::Queues::Lossy,
+                QueueArg::Lossless => testbed::Queues::Lossless,
+            },
         }
     }
 }

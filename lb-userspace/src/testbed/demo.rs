@@ -19,7 +19,7 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
         s.hosts, s.spines, s.hosts
     );
     tear_down_on_signal(name)?;
-    let bed = Testbed::up(name, s)?;
+    let bed = Testbed::up(name, s.clone())?;
     let flowlet = format!("mode = \"flowlet\"\n{}", FIVE_TUPLE);
     let modes = [
         ("ecmp, five-tuple", FIVE_TUPLE.to_owned()),

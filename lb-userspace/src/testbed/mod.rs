@@ -19,7 +19,7 @@ pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use netns::in_netns;
 pub use topology::{
-    FAR_PORT, LINK_MTU, ROCE_MTU, SENT_TTL, Shape, Testbed, host_addr, namespaces, receiver_addr,
-    remove_namespaces, tear_down_on_signal,
+    FAR_PORT, LINK_MTU, LOSSLESS_LIMIT_BYTES, Queues, ROCE_MTU, SENT_TTL, Shape, Testbed,
+    host_addr, namespaces, receiver_addr, remove_namespaces, tear_down_on_signal,
 };
 pub use udp::{LoadReport, TrafficReport, UdpLoad, run_traffic};

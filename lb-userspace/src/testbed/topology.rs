@@ -23,13 +23,16 @@ use anyhow::{Context, Result, ensure};
 use super::netns::{ethtool, in_netns, ip, ip_tc};
 
 /// The shape of a testbed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Shape {
     /// Sender hosts, and as many receivers.
     pub hosts: usize,
     pub spines: usize,
-    /// TBF rate on each spine's link to the far leaf; `None` for none.
-    pub spine_rate_mbit: Option<u32>,
+    /// TBF rate on each spine's link to the far leaf, in Mbit/s: none for
+    /// no shaping, one for every spine, or one per spine.
+    pub spine_rates_mbit: Vec<u32>,
+    /// How the shaped links queue.
+    pub queues: Queues,
 }
 
 impl Default for Shape {
@@ -37,10 +40,48 @@ impl Default for Shape {
         Self {
             hosts: 4,
             spines: 4,
-            spine_rate_mbit: None,
+            spine_rates_mbit: Vec::new(),
+            queues: Queues::Lossy,
         }
     }
 }
+
+impl Shape {
+    /// Spine `j`'s (1-based) rate, if shaped.
+    pub fn spine_rate_mbit(&self, j: usize) -> Option<u32> {
+        match self.spine_rates_mbit.as_slice() {
+            [] => None,
+            [all] => Some(*all),
+            rates => rates.get(j - 1).copied(),
+        }
+    }
+
+    /// The sum of the spines' rates: what the fabric carries at best;
+    /// `None` when a spine is unshaped.
+    pub fn capacity_mbit(&self) -> Option<u64> {
+        (1..=self.spines)
+            .map(|j| self.spine_rate_mbit(j).map(u64::from))
+            .sum()
+    }
+}
+
+/// How a shaped spine link queues what exceeds its rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Queues {
+    /// TBF with a 20 ms latency limit: a switch's shallow buffer, tail drop
+    /// beyond it.
+    #[default]
+    Lossy,
+    /// TBF with a limit of [`LOSSLESS_LIMIT_BYTES`]: nothing drops, the
+    /// queue grows instead, as a PFC fabric backs up rather than drops.
+    Lossless,
+}
+
+/// The lossless queue's limit. A scenario sends at most a few hundred MB
+/// in all (the slow-spine one about 110 MB per mode), so even a spine that
+/// got every packet could hold them; memory is only taken as the queue
+/// fills, and a 4-spine testbed's worst case stays within a few GB.
+pub const LOSSLESS_LIMIT_BYTES: u32 = 512 << 20;
 
 /// Sender host `i` (1-based).
 pub fn host_addr(i: usize) -> Ipv4Addr {
@@ -82,6 +123,16 @@ impl Testbed {
             "hosts must be 1..=32, not {}",
             shape.hosts
         );
+        let rates = shape.spine_rates_mbit.len();
+        ensure!(
+            rates <= 1 || rates == shape.spines,
+            "{rates} spine rates for {} spines: give one for all or one per spine",
+            shape.spines
+        );
+        ensure!(
+            !shape.spine_rates_mbit.contains(&0),
+            "a spine rate of 0 Mbit/s carries nothing"
+        );
         remove_namespaces(name)?;
         let mut bed = Self {
             name: name.to_owned(),
@@ -97,8 +148,8 @@ impl Testbed {
         &self.name
     }
 
-    pub fn shape(&self) -> Shape {
-        self.shape
+    pub fn shape(&self) -> &Shape {
+        &self.shape
     }
 
     pub fn ns(&self, role: &str) -> String {
@@ -120,11 +171,7 @@ impl Testbed {
     }
 
     fn build(&mut self) -> Result<()> {
-        let Shape {
-            hosts,
-            spines,
-            spine_rate_mbit,
-        } = self.shape;
+        let (hosts, spines) = (self.shape.hosts, self.shape.spines);
         for role in &self.roles() {
             let ns = self.ns(role);
             ip(&["netns", "add", &ns])?;
@@ -201,15 +248,17 @@ impl Testbed {
                 "via",
                 &format!("198.18.{j}.1"),
             ])?;
-            if let Some(mbit) = spine_rate_mbit {
+            if let Some(mbit) = self.shape.spine_rate_mbit(j) {
                 let rate = format!("{mbit}mbit");
-                ip_tc(
-                    &spine,
-                    &[
-                        "qdisc", "add", "dev", "fleaf", "root", "tbf", "rate", &rate, "burst",
-                        "64kb", "latency", "20ms",
-                    ],
-                )?;
+                let mut tbf = vec![
+                    "qdisc", "add", "dev", "fleaf", "root", "tbf", "rate", &rate, "burst", "64kb",
+                ];
+                let limit = LOSSLESS_LIMIT_BYTES.to_string();
+                tbf.extend(match self.shape.queues {
+                    Queues::Lossy => ["latency", "20ms"],
+                    Queues::Lossless => ["limit", limit.as_str()],
+                });
+                ip_tc(&spine, &tbf)?;
             }
         }
         // The kernel's own path for what fabriclb passes up, and the
@@ -373,4 +422,27 @@ fn sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
     in_netns(ns, move || {
         std::fs::write(&path, value).with_context(|| format!("writing {path}"))
     })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spine_rates_are_none_one_for_all_or_one_per_spine() {
+        let shape = |rates: &[u32]| Shape {
+            spine_rates_mbit: rates.to_vec(),
+            ..Shape::default()
+        };
+        assert_eq!(shape(&[]).spine_rate_mbit(1), None);
+        assert_eq!(shape(&[]).capacity_mbit(), None);
+        assert_eq!(shape(&[100]).spine_rate_mbit(4), Some(100));
+        assert_eq!(shape(&[100]).capacity_mbit(), Some(400));
+        let slow = shape(&[200, 200, 200, 50]);
+        assert_eq!(
+            (1..=4).map(|j| slow.spine_rate_mbit(j)).collect::<Vec<_>>(),
+            [Some(200), Some(200), Some(200), Some(50)]
+        );
+        assert_eq!(slow.capacity_mbit(), Some(650));
+    }
 }
