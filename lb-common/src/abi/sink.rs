@@ -22,6 +22,9 @@ pub struct SinkQp {
     pub order: PsnOrder,
     pub message: MessageOrder,
     pub bytes: u64,
+    /// `bpf_ktime_get_ns` (CLOCK_MONOTONIC) at the latest packet: when a
+    /// collective's last packet arrived, on the clock its senders read.
+    pub last_ns: u64,
 }
 
 #[cfg(feature = "user")]
@@ -39,6 +42,6 @@ mod tests {
     #[test]
     fn layouts_have_no_padding() {
         assert_eq!(core::mem::size_of::<SinkKey>(), 20);
-        assert_eq!(core::mem::size_of::<SinkQp>(), 48);
+        assert_eq!(core::mem::size_of::<SinkQp>(), 56);
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::netns::{in_netns, pin_to_cpu};
+use super::queues::{QueueWatch, SpineQueue};
 use super::sink::{Sink, SinkTotals};
 use super::udp::RECEIVE_GRACE;
 use super::{Daemon, LeafCounters, LinkDrops, Testbed, receiver_addr};
@@ -58,6 +59,24 @@ pub struct CollectiveReport {
     pub drops: LinkDrops,
     pub leaf: LeafCounters,
     pub elapsed: Duration,
+    /// Each shaped spine's queue: its drops are packets the fabric lost,
+    /// not the testbed.
+    pub spine_queues: Vec<SpineQueue>,
+    /// CLOCK_MONOTONIC nanoseconds when the first sender began.
+    pub started_ns: u64,
+}
+
+impl CollectiveReport {
+    /// Packets the shaped spines dropped.
+    pub fn spine_drops(&self) -> u64 {
+        self.spine_queues.iter().map(|q| q.drops).sum()
+    }
+
+    /// From the first packet sent to the last one received (the sink's
+    /// XDP timestamp on the same clock); zero when nothing arrived.
+    pub fn completion(&self) -> Duration {
+        Duration::from_nanos(self.received.last_ns.saturating_sub(self.started_ns))
+    }
 }
 
 /// Runs `collective` with every host as a rank: the chosen leaf, a sink on
@@ -106,6 +125,7 @@ pub fn run_collective_with<T>(
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
         .collect::<Result<Vec<_>>>()?;
     let drops_before = LinkDrops::read(bed)?;
+    let queues = QueueWatch::start(bed)?;
     let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
     let senders: Vec<_> = (1..=collective.senders.min(hosts))
         .map(|i| {
@@ -143,6 +163,8 @@ pub fn run_collective_with<T>(
         drops: LinkDrops::default(),
         leaf: LeafCounters::default(),
         elapsed: Duration::ZERO,
+        spine_queues: Vec::new(),
+        started_ns: u64::MAX,
     };
     for sender in senders {
         let sent = sender
@@ -151,6 +173,7 @@ pub fn run_collective_with<T>(
         report.sent_packets += sent.packets;
         report.sent_bytes += sent.bytes;
         report.elapsed = report.elapsed.max(sent.elapsed);
+        report.started_ns = report.started_ns.min(sent.started_ns);
     }
     // Let queues (TBF) drain before counting.
     let deadline = Instant::now() + RECEIVE_GRACE;
@@ -159,7 +182,9 @@ pub fn run_collective_with<T>(
             anyhow::Ok(acc + s.totals()?)
         })?;
         report.drops = LinkDrops::read(bed)?.since(&drops_before);
-        if report.received.packets + report.drops.lost() >= report.sent_packets
+        report.spine_queues = queues.current();
+        if report.received.packets + report.drops.lost() + report.spine_drops()
+            >= report.sent_packets
             || matches!(collective.leaf, Leaf::Drop)
             || Instant::now() > deadline
         {
@@ -167,6 +192,7 @@ pub fn run_collective_with<T>(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    report.spine_queues = queues.stop()?;
     if let Some(daemon) = daemon {
         report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
     }

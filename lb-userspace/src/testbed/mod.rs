@@ -7,6 +7,7 @@ mod daemon;
 pub mod demo;
 mod drops;
 mod netns;
+mod queues;
 pub mod sink;
 mod topology;
 mod udp;
@@ -18,6 +19,7 @@ pub use counters::{LeafCounters, SpineCount, mmr};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use netns::in_netns;
+pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{
     FAR_PORT, LINK_MTU, LOSSLESS_LIMIT_BYTES, Queues, ROCE_MTU, SENT_TTL, Shape, Testbed,
     host_addr, namespaces, receiver_addr, remove_namespaces, tear_down_on_signal,

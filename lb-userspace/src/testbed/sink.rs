@@ -22,6 +22,9 @@ pub struct SinkTotals {
     /// MIDDLE/LAST packets that did not follow their message's previous
     /// packet: reordering a receiver cannot place.
     pub message_out_of_order: u64,
+    /// CLOCK_MONOTONIC nanoseconds at the latest packet of any QP; 0 before
+    /// the first.
+    pub last_ns: u64,
 }
 
 impl std::ops::Add for SinkTotals {
@@ -34,6 +37,7 @@ impl std::ops::Add for SinkTotals {
             bytes: self.bytes + other.bytes,
             out_of_order: self.out_of_order + other.out_of_order,
             message_out_of_order: self.message_out_of_order + other.message_out_of_order,
+            last_ns: self.last_ns.max(other.last_ns),
         }
     }
 }
@@ -80,6 +84,7 @@ impl Sink {
                     bytes: qp.bytes,
                     out_of_order: qp.order.out_of_order,
                     message_out_of_order: qp.message.out_of_order,
+                    last_ns: qp.last_ns,
                 }
             }))
     }

@@ -23,6 +23,10 @@ pub struct SendReport {
     pub packets: u64,
     pub bytes: u64,
     pub elapsed: Duration,
+    /// CLOCK_MONOTONIC nanoseconds just before the first packet went out:
+    /// the clock `bpf_ktime_get_ns` reads, so receivers' XDP timestamps
+    /// compare with it.
+    pub started_ns: u64,
 }
 
 /// Sends the whole workload out of `interface` through an AF_PACKET TX
@@ -31,7 +35,10 @@ pub struct SendReport {
 pub fn send(interface: &str, mut generator: Generator, pace: Pace) -> anyhow::Result<SendReport> {
     let mut ring = TxRing::open(interface, 1024, 8192)?;
     let start = Instant::now();
-    let mut report = SendReport::default();
+    let mut report = SendReport {
+        started_ns: monotonic_ns()?,
+        ..SendReport::default()
+    };
     loop {
         let round = generator.next_round();
         if round.is_empty() {
@@ -63,6 +70,12 @@ pub fn send(interface: &str, mut generator: Generator, pace: Pace) -> anyhow::Re
     ring.flush()?;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds.
+pub fn monotonic_ns() -> nix::Result<u64> {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+    Ok(now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64)
 }
 
 /// The sending host's identity on `interface`, and its gateway's MAC from

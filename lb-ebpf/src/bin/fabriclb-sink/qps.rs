@@ -1,6 +1,9 @@
 //! Per-QP counts of what the testbed's receiving host gets.
 
-use aya_ebpf::{bindings::xdp_action, macros::map, maps::HashMap, programs::XdpContext};
+use aya_ebpf::{
+    bindings::xdp_action, helpers::bpf_ktime_get_ns, macros::map, maps::HashMap,
+    programs::XdpContext,
+};
 use lb_common::{
     abi::sink::{MAX_SINK_QPS, SinkKey, SinkQp},
     packet::parse::{PacketView, Parsed, parse},
@@ -29,16 +32,20 @@ pub fn receive(ctx: &XdpContext) -> u32 {
         dest_qp: bth.dest_qp,
     };
     let len = frame.len() as u64;
+    // SAFETY: a helper without arguments.
+    let now = unsafe { bpf_ktime_get_ns() };
     match FL_SINK_QPS.get_ptr_mut(&key) {
         // SAFETY: map value pointer; one sender per QP, so one writer.
         Some(qp) => unsafe {
             (*qp).order.observe(bth.psn);
             (*qp).message.observe(bth.opcode, bth.psn);
             (*qp).bytes += len;
+            (*qp).last_ns = now;
         },
         None => {
             let mut qp = SinkQp {
                 bytes: len,
+                last_ns: now,
                 ..SinkQp::default()
             };
             qp.order.observe(bth.psn);

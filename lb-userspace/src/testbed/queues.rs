@@ -1,0 +1,177 @@
+//! The spines' shaped queues during a run: what each TBF dropped and the
+//! most it held, sampled every [`POLL`] over netlink from inside each
+//! spine's namespace. A `tc` process per sample would cost a core at this
+//! rate on a small machine and disturb the traffic it measures.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use futures_util::TryStreamExt;
+use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
+use nix::sched::{CloneFlags, setns};
+
+use super::Testbed;
+
+/// How often each spine's queue is sampled.
+pub const POLL: Duration = Duration::from_millis(10);
+
+/// One shaped spine's queue over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpineQueue {
+    /// 1-based spine index.
+    pub spine: usize,
+    /// Packets the TBF dropped since the watch began.
+    pub drops: u64,
+    /// The largest backlog sampled, in bytes.
+    pub max_backlog_bytes: u64,
+}
+
+/// Samples the queues of every shaped spine until stopped.
+pub struct QueueWatch {
+    stop: Arc<AtomicBool>,
+    state: Arc<Mutex<Vec<SpineQueue>>>,
+    threads: Vec<JoinHandle<Result<()>>>,
+}
+
+impl QueueWatch {
+    /// Starts one sampling thread per shaped spine of `bed`, and returns
+    /// once each has taken its first sample (the baseline its drops count
+    /// from).
+    pub fn start(bed: &Testbed) -> Result<Self> {
+        let shaped: Vec<usize> = (1..=bed.shape().spines)
+            .filter(|&j| bed.shape().spine_rate_mbit(j).is_some())
+            .collect();
+        let state = Arc::new(Mutex::new(
+            shaped
+                .iter()
+                .map(|&spine| SpineQueue {
+                    spine,
+                    ..SpineQueue::default()
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        let mut ready = Vec::new();
+        for (slot, &j) in shaped.iter().enumerate() {
+            let netns = File::open(format!("/run/netns/{}", bed.ns(&format!("s{j}"))))
+                .with_context(|| format!("opening spine s{j}'s namespace"))?;
+            let (state, stop) = (state.clone(), stop.clone());
+            let (tx, rx) = std::sync::mpsc::channel();
+            ready.push(rx);
+            threads.push(std::thread::spawn(move || {
+                setns(&netns, CloneFlags::CLONE_NEWNET).context("setns")?;
+                sample(slot, &state, &stop, move || {
+                    let _ = tx.send(());
+                })
+                .with_context(|| format!("sampling spine s{j}'s queue"))
+            }));
+        }
+        let mut watch = Self {
+            stop,
+            state,
+            threads,
+        };
+        for rx in ready {
+            if rx.recv().is_err() {
+                // The thread ended before its first sample: its error says why.
+                watch.stop.store(true, Ordering::Relaxed);
+                return Err(watch.join().err().unwrap_or_else(|| anyhow!("no sample")));
+            }
+        }
+        Ok(watch)
+    }
+
+    /// The queues as sampled so far.
+    pub fn current(&self) -> Vec<SpineQueue> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stops sampling; the queues over the whole watch.
+    pub fn stop(mut self) -> Result<Vec<SpineQueue>> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join()?;
+        Ok(self.current())
+    }
+
+    fn join(&mut self) -> Result<()> {
+        for thread in self.threads.drain(..) {
+            thread
+                .join()
+                .map_err(|_| anyhow!("queue sampling thread panicked"))??;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for QueueWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.join();
+    }
+}
+
+/// Samples the TBF of this namespace's `fleaf` into `state[slot]` until
+/// `stop`, calling `started` after the first sample.
+fn sample(
+    slot: usize,
+    state: &Mutex<Vec<SpineQueue>>,
+    stop: &AtomicBool,
+    started: impl FnOnce(),
+) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let (connection, handle, _) = rtnetlink::new_connection()?;
+        tokio::spawn(connection);
+        let index = crate::netlink::Netlink::connect()?
+            .link("fleaf")
+            .await?
+            .ifindex;
+        let read = || async {
+            let qdiscs: Vec<TcMessage> = handle.qdisc().get().execute().try_collect().await?;
+            qdiscs
+                .iter()
+                .filter(|q| q.header.index == index as i32)
+                .find_map(tbf_queue)
+                .context("no TBF on fleaf")
+        };
+        let (first_drops, _) = read().await?;
+        started();
+        loop {
+            let done = stop.load(Ordering::Relaxed);
+            let (drops, backlog) = read().await?;
+            {
+                let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+                let queue = &mut state[slot];
+                queue.drops = drops.saturating_sub(first_drops);
+                queue.max_backlog_bytes = queue.max_backlog_bytes.max(backlog);
+            }
+            if done {
+                return Ok(());
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    })
+}
+
+/// Drops and backlog bytes of a TBF qdisc's message; `None` for others.
+fn tbf_queue(qdisc: &TcMessage) -> Option<(u64, u64)> {
+    let is_tbf = qdisc
+        .attributes
+        .iter()
+        .any(|a| matches!(a, TcAttribute::Kind(kind) if kind == "tbf"));
+    is_tbf.then_some(())?;
+    qdisc.attributes.iter().find_map(|a| match a {
+        TcAttribute::Stats2(stats) => stats.iter().find_map(|s| match s {
+            TcStats2::Queue(q) => Some((u64::from(q.drops), u64::from(q.backlog))),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
