@@ -22,13 +22,20 @@ pub enum TestbedCommand {
     },
     /// Build a testbed, run a ring all-reduce through fabriclb once per
     /// hashing mode, print per-spine shares, MMR and out-of-order counts,
-    /// tear down.
+    /// tear down. With `--scenario`, run that scenario instead (on the
+    /// shape it fixes; only `--name` applies).
     Demo {
         #[command(flatten)]
         shape: ShapeArgs,
         /// Messages per connection.
         #[arg(long, default_value_t = 64)]
         messages: u32,
+        /// slow-spine or slow-spine-lossless.
+        #[arg(long)]
+        scenario: Option<testbed::scenario::Name>,
+        /// Write the scenario's report as JSON to this file.
+        #[arg(long, requires = "scenario")]
+        json: Option<std::path::PathBuf>,
     },
 }
 
@@ -114,8 +121,14 @@ pub fn run(command: TestbedCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        TestbedCommand::Demo { shape, messages } => {
-            testbed::demo::run(&shape.name, shape.shape(), messages)
-        }
+        TestbedCommand::Demo {
+            shape,
+            messages,
+            scenario,
+            json,
+        } => match scenario {
+            Some(scenario) => testbed::scenario::run(&shape.name, scenario, json.as_deref()),
+            None => testbed::demo::run(&shape.name, shape.shape(), messages),
+        },
     }
 }

@@ -8,6 +8,7 @@ pub mod demo;
 mod drops;
 mod netns;
 mod queues;
+pub mod scenario;
 pub mod sink;
 mod topology;
 mod udp;

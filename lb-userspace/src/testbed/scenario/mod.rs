@@ -1,0 +1,181 @@
+//! `fabriclb testbed demo --scenario NAME`: one fabric, one collective,
+//! run through each balancing mode, measured at the spines' queues and the
+//! receivers, printed as a table and written as JSON.
+//!
+//! A scenario (one module each) fixes the fabric's shape and the workload;
+//! the runner here owns the list of modes, so a new mode (telemetry-driven
+//! ones) is a row in [`modes`], not a change to any scenario.
+
+mod report;
+mod slow_spine;
+mod table;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::{Collective, Leaf, Shape, Testbed, run_collective_with, tear_down_on_signal};
+
+pub use report::{ModeReport, Report};
+pub use slow_spine::{RATES_MBIT as SLOW_SPINE_RATES_MBIT, slow_spine};
+pub use table::print;
+
+/// The scenarios `--scenario` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Name {
+    /// One spine at a quarter of the others' rate, lossy queues.
+    SlowSpine,
+    /// The same with queues that never drop.
+    SlowSpineLossless,
+}
+
+impl Name {
+    pub const ALL: [Self; 2] = [Self::SlowSpine, Self::SlowSpineLossless];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SlowSpine => "slow-spine",
+            Self::SlowSpineLossless => "slow-spine-lossless",
+        }
+    }
+
+    /// The scenario at full length.
+    pub fn scenario(self) -> Scenario {
+        match self {
+            Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
+            Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("no scenario {0:?}; there are slow-spine and slow-spine-lossless")]
+pub struct UnknownScenario(String);
+
+impl std::str::FromStr for Name {
+    type Err = UnknownScenario;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .ok_or_else(|| UnknownScenario(s.to_owned()))
+    }
+}
+
+/// A fabric and the collective every mode runs over it.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub shape: Shape,
+    /// The workload; its `leaf` is replaced by each mode's.
+    pub collective: Collective,
+    /// One line on the workload for the table's header.
+    pub workload: String,
+}
+
+/// A way to run the leaf: a row of the table.
+#[derive(Clone, Debug)]
+pub struct Mode {
+    pub name: &'static str,
+    /// The spine group's TOML keys (see [`Testbed::leaf_config`]).
+    pub group: &'static str,
+    /// Whether the mode steers by path telemetry.
+    pub telemetry: bool,
+    /// Extra `fabriclb run` arguments.
+    pub daemon_args: Vec<String>,
+}
+
+/// Every mode a scenario runs, in table order. ECMP hashes the default
+/// fields (five-tuple and destination QP).
+pub fn modes() -> Vec<Mode> {
+    let mode = |name, group| Mode {
+        name,
+        group,
+        telemetry: false,
+        daemon_args: Vec::new(),
+    };
+    vec![
+        mode("ecmp", ""),
+        mode("flowlet", "mode = \"flowlet\""),
+        mode("per-packet", "mode = \"per-packet\""),
+    ]
+}
+
+/// Builds testbed `bed_name` for scenario `name`, runs it through every
+/// mode, prints the table, writes the JSON to `json` if given, tears down
+/// (also on failure and Ctrl-C).
+pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    let scenario = name.scenario();
+    tear_down_on_signal(bed_name)?;
+    let result = Testbed::up(bed_name, scenario.shape.clone())
+        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, &modes()));
+    let _ = std::fs::remove_dir_all(&workdir);
+    let report = result.with_context(|| format!("scenario {}", scenario.name))?;
+    print(&scenario, &report);
+    if let Some(path) = json {
+        report.write(path)?;
+        println!("\nwrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Runs `scenario`'s collective through each of `modes` on `bed` (built
+/// with the scenario's shape) with the `fabriclb` binary.
+pub fn measure(
+    bed: &Testbed,
+    fabriclb: &Path,
+    workdir: &Path,
+    scenario: &Scenario,
+    modes: &[Mode],
+) -> Result<Report> {
+    let capacity = scenario
+        .shape
+        .capacity_mbit()
+        .context("a scenario shapes every spine")?;
+    let mut report = Report {
+        scenario: scenario.name.to_owned(),
+        modes: Vec::new(),
+    };
+    for mode in modes {
+        let collective = Collective {
+            leaf: Leaf::Fabriclb {
+                group: mode.group.to_owned(),
+            },
+            ..scenario.collective.clone()
+        };
+        let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
+        let (run, ()) = run_collective_with(bed, fabriclb, workdir, &collective, &args, |_| Ok(()))
+            .with_context(|| format!("mode {}", mode.name))?;
+        report.modes.push(ModeReport::new(mode, &run, capacity));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for name in Name::ALL {
+            assert_eq!(name.as_str().parse::<Name>().ok(), Some(name));
+            assert_eq!(name.scenario().name, name.as_str());
+        }
+        assert!("fast-spine".parse::<Name>().is_err());
+    }
+
+    /// Rows are told apart by name and telemetry.
+    #[test]
+    fn modes_are_distinct() {
+        let modes = modes();
+        let names: Vec<(&str, bool)> = modes.iter().map(|m| (m.name, m.telemetry)).collect();
+        assert_eq!(
+            names,
+            [("ecmp", false), ("flowlet", false), ("per-packet", false)]
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! A scenario's results as `--json` writes them: one object per mode with
+//! the fields scripts read.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::Mode;
+use crate::testbed::CollectiveReport;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub scenario: String,
+    pub modes: Vec<ModeReport>,
+}
+
+/// One mode's run. `dropped` is what the spines' queues dropped: the
+/// fabric's losses. `link_lost` is what the testbed's own links dropped (a
+/// loaded machine's), so `received = sent - dropped - link_lost`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModeReport {
+    pub mode: String,
+    pub telemetry: bool,
+    pub sent: u64,
+    pub received: u64,
+    pub dropped: u64,
+    pub link_lost: u64,
+    /// First packet sent to last packet received.
+    pub completion_ms: f64,
+    /// Every byte sent over the sum of the spines' rates: the time a split
+    /// in proportion to capacity would take.
+    pub ideal_ms: f64,
+    /// MIDDLE/LAST packets that did not follow their message's previous one.
+    pub in_message_reorders: u64,
+    /// Each spine's fraction of the bytes the leaf forwarded.
+    pub spine_share: Vec<f64>,
+    /// Each spine's largest sampled queue, bytes.
+    pub max_queue_bytes: Vec<u64>,
+    pub flowlet_moves: u64,
+}
+
+impl ModeReport {
+    /// `mode`'s row from its run on a fabric of `capacity_mbit`.
+    pub fn new(mode: &Mode, run: &CollectiveReport, capacity_mbit: u64) -> Self {
+        let total: u64 = run.leaf.spines.iter().map(|s| s.bytes).sum();
+        let mut max_queue_bytes = vec![0; run.leaf.spines.len()];
+        for q in &run.spine_queues {
+            if let Some(slot) = max_queue_bytes.get_mut(q.spine - 1) {
+                *slot = q.max_backlog_bytes;
+            }
+        }
+        Self {
+            mode: mode.name.to_owned(),
+            telemetry: mode.telemetry,
+            sent: run.sent_packets,
+            received: run.received.packets,
+            dropped: run.spine_drops(),
+            link_lost: run.drops.lost(),
+            completion_ms: run.completion().as_secs_f64() * 1e3,
+            // bits / (Mbit/s * 1e6) s = bits / (Mbit/s * 1e3) ms.
+            ideal_ms: run.sent_bytes as f64 * 8.0 / (capacity_mbit as f64 * 1e3),
+            in_message_reorders: run.received.message_out_of_order,
+            spine_share: run
+                .leaf
+                .spines
+                .iter()
+                .map(|s| s.bytes as f64 / total.max(1) as f64)
+                .collect(),
+            max_queue_bytes,
+            flowlet_moves: run.leaf.flowlet_moves,
+        }
+    }
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        // Plain numbers, strings and vectors: serialising cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn from_json(text: &str) -> serde_json::Result<Self> {
+        serde_json::from_str(text)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, self.to_json() + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testbed::{SpineCount, SpineQueue, sink::SinkTotals};
+
+    /// 81.25 MB over 650 Mbit/s is one second; drops are the queues', not
+    /// the links'; each spine's queue lands in its own slot.
+    #[test]
+    fn a_row_from_a_run() {
+        let spine = |bytes| SpineCount {
+            bytes,
+            ..SpineCount::default()
+        };
+        let run = CollectiveReport {
+            sent_packets: 100,
+            sent_bytes: 81_250_000,
+            received: SinkTotals {
+                packets: 93,
+                message_out_of_order: 2,
+                last_ns: 3_500_000_000,
+                ..SinkTotals::default()
+            },
+            drops: Default::default(),
+            leaf: crate::testbed::LeafCounters {
+                spines: vec![spine(30), spine(30), spine(30), spine(10)],
+                flowlet_moves: 4,
+                ..Default::default()
+            },
+            elapsed: Duration::ZERO,
+            spine_queues: vec![
+                SpineQueue {
+                    spine: 4,
+                    drops: 7,
+                    max_backlog_bytes: 9000,
+                },
+                SpineQueue {
+                    spine: 1,
+                    drops: 0,
+                    max_backlog_bytes: 1000,
+                },
+            ],
+            started_ns: 1_000_000_000,
+        };
+        let mode = &super::super::modes()[1];
+        let row = ModeReport::new(mode, &run, 650);
+        assert_eq!(row.mode, "flowlet");
+        assert!(!row.telemetry);
+        assert_eq!((row.sent, row.received, row.dropped), (100, 93, 7));
+        assert_eq!(row.link_lost, 0);
+        assert_eq!(row.completion_ms, 2500.0);
+        assert!((row.ideal_ms - 1000.0).abs() < 1e-9, "{}", row.ideal_ms);
+        assert_eq!(row.spine_share, [0.3, 0.3, 0.3, 0.1]);
+        assert_eq!(row.max_queue_bytes, [1000, 0, 0, 9000]);
+        assert_eq!((row.flowlet_moves, row.in_message_reorders), (4, 2));
+    }
+}

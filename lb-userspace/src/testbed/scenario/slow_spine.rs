@@ -1,0 +1,72 @@
+//! A fabric with a slow spine: four spines, one at a quarter of the
+//! others' rate, and a ring all-reduce offering 80% of the fabric's total
+//! capacity. A balancer blind to capacity sends the slow spine a quarter
+//! of the traffic, where its share of the capacity is 50/650 = 7.7%.
+
+use std::time::Duration;
+
+use super::Scenario;
+use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Shape};
+use crate::traffic::{Pace, Pattern};
+
+/// Spine rates, Mbit/s.
+pub const RATES_MBIT: [u32; 4] = [200, 200, 200, 50];
+/// Offered load as a share of the fabric's capacity.
+const LOAD: f64 = 0.8;
+/// Messages per connection at full length: about 1.7 s of sending.
+pub const MESSAGES: u32 = 400;
+const MESSAGE_BYTES: u32 = 65536;
+const QPS: u32 = 16;
+/// Bytes of a RoCE-MTU frame on the wire as TBF counts them: Ethernet 14,
+/// IPv4 20, UDP 8, BTH 12, payload, ICRC 4 (and a 16-byte RETH on the
+/// first of a message's 32 packets, half a byte a packet, left out).
+const FRAME_BYTES: u32 = ROCE_MTU + 58;
+
+/// The slow-spine scenario with `queues`, `messages` per connection.
+pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
+    let hosts = 4;
+    let capacity_bps: f64 = RATES_MBIT.iter().map(|&r| f64::from(r) * 1e6).sum();
+    // Each of the ring's senders offers an equal part of the load.
+    let rate_pps = LOAD * capacity_bps / 8.0 / hosts as f64 / f64::from(FRAME_BYTES);
+    let name = match queues {
+        Queues::Lossy => "slow-spine",
+        Queues::Lossless => "slow-spine-lossless",
+    };
+    let queue_line = match queues {
+        Queues::Lossy => "lossy queues (TBF, 20 ms latency limit)",
+        Queues::Lossless => "lossless-like queues (TBF limit no run fills)",
+    };
+    Scenario {
+        name,
+        shape: Shape {
+            hosts,
+            spines: RATES_MBIT.len(),
+            spine_rates_mbit: RATES_MBIT.to_vec(),
+            queues,
+        },
+        collective: Collective {
+            pattern: Pattern::Ring,
+            qps_per_connection: QPS,
+            message_bytes: MESSAGE_BYTES,
+            mtu: ROCE_MTU,
+            messages,
+            pace: Pace {
+                rate_pps: Some(rate_pps.round() as u64),
+                gap: Duration::ZERO,
+            },
+            source_port_per_qp: true,
+            small_messages: 0,
+            senders: hosts,
+            leaf: Leaf::Fabriclb {
+                group: String::new(),
+            },
+        },
+        workload: format!(
+            "ring all-reduce, {hosts} ranks, {QPS} QPs per connection each with its own UDP \
+             source port, {messages} messages of 64 KiB per connection, {rate_pps:.0} packets/s \
+             per sender ({:.0}% of {:.0} Mbit/s); spines at {RATES_MBIT:?} Mbit/s, {queue_line}",
+            LOAD * 100.0,
+            capacity_bps / 1e6
+        ),
+    }
+}
