@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
+use fabriclb::testbed::scenario::{Mode, Report, Scenario};
 use fabriclb::testbed::{
     self, Collective, CollectiveReport, Daemon, Leaf, LeafCounters, Shape, Testbed, TrafficReport,
 };
@@ -70,6 +71,12 @@ impl Bed {
     /// See [`testbed::run_collective`].
     pub fn collective(&self, collective: &Collective) -> Result<CollectiveReport> {
         testbed::run_collective(&self.testbed, fabriclb(), &self.workdir, collective)
+    }
+
+    /// See [`testbed::scenario::measure`]; the testbed must have the
+    /// scenario's shape.
+    pub fn scenario(&self, scenario: &Scenario, modes: &[Mode]) -> Result<Report> {
+        testbed::scenario::measure(&self.testbed, fabriclb(), &self.workdir, scenario, modes)
     }
 
     /// See [`testbed::run_collective_with`]; `during` gets the daemon.

@@ -13,5 +13,6 @@ mod links;
 mod local;
 mod reload;
 mod rollback;
+mod scenario;
 mod teardown;
 mod traffic;
