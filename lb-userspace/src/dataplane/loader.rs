@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
@@ -288,29 +289,33 @@ impl Dataplane {
         already_gone(self.devmap.remove(ifindex), names::DEVMAP)
     }
 
-    pub fn set_route_v4(&mut self, addr: [u8; 4], len: u8, group: u32) -> Result<()> {
-        self.routes_v4
-            .insert(&Key::new(len.into(), addr), group, 0)
-            .map_err(map_err(names::ROUTES_V4))
-    }
-
-    pub fn set_route_v6(&mut self, addr: [u8; 16], len: u8, group: u32) -> Result<()> {
-        self.routes_v6
-            .insert(&Key::new(len.into(), addr), group, 0)
-            .map_err(map_err(names::ROUTES_V6))
+    /// Routes `addr/len` to `value` (a group id, or `LOCAL_ROUTE`).
+    pub fn set_route(&mut self, addr: IpAddr, len: u8, value: u32) -> Result<()> {
+        match addr {
+            IpAddr::V4(a) => self
+                .routes_v4
+                .insert(&Key::new(len.into(), a.octets()), value, 0)
+                .map_err(map_err(names::ROUTES_V4)),
+            IpAddr::V6(a) => self
+                .routes_v6
+                .insert(&Key::new(len.into(), a.octets()), value, 0)
+                .map_err(map_err(names::ROUTES_V6)),
+        }
     }
 
     /// Removes a route; one that is not there is no error (a rollback
     /// undoes routes a failed write may never have inserted).
-    pub fn remove_route_v4(&mut self, addr: [u8; 4], len: u8) -> Result<()> {
-        let removed = self.routes_v4.remove(&Key::new(len.into(), addr));
-        already_gone(removed, names::ROUTES_V4)
-    }
-
-    /// [`Self::remove_route_v4`] for IPv6.
-    pub fn remove_route_v6(&mut self, addr: [u8; 16], len: u8) -> Result<()> {
-        let removed = self.routes_v6.remove(&Key::new(len.into(), addr));
-        already_gone(removed, names::ROUTES_V6)
+    pub fn remove_route(&mut self, addr: IpAddr, len: u8) -> Result<()> {
+        match addr {
+            IpAddr::V4(a) => already_gone(
+                self.routes_v4.remove(&Key::new(len.into(), a.octets())),
+                names::ROUTES_V4,
+            ),
+            IpAddr::V6(a) => already_gone(
+                self.routes_v6.remove(&Key::new(len.into(), a.octets())),
+                names::ROUTES_V6,
+            ),
+        }
     }
 }
 

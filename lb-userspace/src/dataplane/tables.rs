@@ -314,10 +314,7 @@ impl Tables {
         let old_routes = previous.map(Tables::trie_entries).unwrap_or_default();
         for (&(addr, len), value) in &routes {
             if old_routes.get(&(addr, len)) != Some(value) {
-                match addr {
-                    IpAddr::V4(a) => dp.set_route_v4(a.octets(), len, *value)?,
-                    IpAddr::V6(a) => dp.set_route_v6(a.octets(), len, *value)?,
-                }
+                dp.set_route(addr, len, *value)?;
             }
         }
         let Some(previous) = previous else {
@@ -325,10 +322,7 @@ impl Tables {
         };
         for &(addr, len) in old_routes.keys() {
             if !routes.contains_key(&(addr, len)) {
-                match addr {
-                    IpAddr::V4(a) => dp.remove_route_v4(a.octets(), len)?,
-                    IpAddr::V6(a) => dp.remove_route_v6(a.octets(), len)?,
-                }
+                dp.remove_route(addr, len)?;
             }
         }
         for old in &previous.groups {
@@ -354,9 +348,6 @@ fn host_len(addr: IpAddr) -> u8 {
         IpAddr::V6(_) => 128,
     }
 }
-
-#[cfg(test)]
-mod local_tests;
 
 /// Next hops for a config whose next hops all give a MAC, all leaving
 /// through `ifindex` with source MAC `src_mac`, all usable: the data plane
@@ -391,5 +382,7 @@ impl GroupTable {
     }
 }
 
+#[cfg(test)]
+mod local_tests;
 #[cfg(test)]
 mod tests;
