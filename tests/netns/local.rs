@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use fabriclb::metrics;
-use fabriclb::testbed::{Daemon, in_netns};
+use fabriclb::testbed::{Daemon, in_netns, read_metric};
 
 use crate::bed::{Bed, wait_for};
 
@@ -116,8 +115,12 @@ fn spine_tx_here(spines: usize) -> std::io::Result<u64> {
 /// The leaf's verdict counter for `reason`, from its metrics file.
 fn verdicts(daemon: &Daemon, reason: &str) -> u64 {
     let text = daemon.metrics().expect("metrics file");
-    metrics::sample(&text, "fabriclb_packets_total", &format!("\"{reason}\""))
-        .unwrap_or_else(|| panic!("no {reason} counter in:\n{text}"))
+    read_metric(
+        &text,
+        "fabriclb_packets_total",
+        &format!("reason=\"{reason}\""),
+    )
+    .unwrap_or_else(|e| panic!("{e}:\n{text}"))
 }
 
 /// [`wait_for`] a condition; panics when it does not come.

@@ -39,7 +39,7 @@ pub struct LeafCounters {
 
 /// The value of `metric` on the line whose labels contain `labels`; an
 /// error naming both when there is none.
-pub fn read(text: &str, metric: &str, labels: &str) -> Result<u64> {
+pub fn read_metric(text: &str, metric: &str, labels: &str) -> Result<u64> {
     match metrics::sample(text, metric, labels) {
         Some(value) => Ok(value),
         None => bail!("metric {metric} with labels {labels} is missing from the metrics file"),
@@ -62,7 +62,7 @@ impl LeafCounters {
             .iter()
             .map(|label| {
                 let filter = format!("nexthop=\"{label}\"");
-                let read = |metric| read(text, metric, &filter);
+                let read = |metric| read_metric(text, metric, &filter);
                 Ok(SpineCount {
                     packets: read("fabriclb_nexthop_packets_total")?,
                     bytes: read("fabriclb_nexthop_bytes_total")?,
@@ -73,7 +73,7 @@ impl LeafCounters {
             })
             .collect::<Result<Vec<_>>>()?;
         let count = |reason: Reason| {
-            read(
+            read_metric(
                 text,
                 "fabriclb_packets_total",
                 &format!("reason=\"{}\"", reason.name()),
@@ -83,11 +83,11 @@ impl LeafCounters {
         for reason in Reason::ALL.into_iter().filter(|r| *r != Reason::Forwarded) {
             passed_to_kernel += count(reason)?;
         }
-        let group = |metric| read(text, metric, "group=\"spines\"");
+        let group = |metric| read_metric(text, metric, "group=\"spines\"");
         let mut modes = Vec::new();
         for (name, _) in Mode::NAMES {
             let filter = format!("group=\"spines\",mode=\"{name}\"");
-            if read(text, "fabriclb_group_mode", &filter)? == 1 {
+            if read_metric(text, "fabriclb_group_mode", &filter)? == 1 {
                 modes.push(name);
             }
         }

@@ -16,7 +16,7 @@ mod udp;
 pub use collective::{
     Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
 };
-pub use counters::{LeafCounters, SpineCount, mmr};
+pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use netns::in_netns;
