@@ -108,6 +108,15 @@ impl LeafCounters {
         })
     }
 
+    /// Each spine's share of the bytes forwarded, in spine order (0..=1).
+    pub fn byte_shares(&self) -> Vec<f64> {
+        let total: u64 = self.spines.iter().map(|s| s.bytes).sum();
+        self.spines
+            .iter()
+            .map(|s| s.bytes as f64 / total.max(1) as f64)
+            .collect()
+    }
+
     /// Busiest spine's bytes over the mean.
     pub fn byte_mmr(&self) -> f64 {
         mmr(self.spines.iter().map(|s| s.bytes))

@@ -66,13 +66,9 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
         };
         match run_collective(&bed, &exe, &workdir, &collective) {
             Ok(report) => {
-                let total: u64 = report.leaf.spines.iter().map(|n| n.bytes).sum();
                 let mut line = format!("{mode:<22}");
-                for spine in &report.leaf.spines {
-                    line.push_str(&format!(
-                        " {:>5.1}%",
-                        100.0 * spine.bytes as f64 / total.max(1) as f64
-                    ));
+                for share in report.leaf.byte_shares() {
+                    line.push_str(&format!(" {:>5.1}%", 100.0 * share));
                 }
                 println!(
                     "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",

@@ -43,7 +43,6 @@ pub struct ModeReport {
 impl ModeReport {
     /// `mode`'s row from its run on a fabric of `capacity_mbit`.
     pub fn new(mode: &Mode, run: &CollectiveReport, capacity_mbit: u64) -> Self {
-        let total: u64 = run.leaf.spines.iter().map(|s| s.bytes).sum();
         let mut max_queue_bytes = vec![0; run.leaf.spines.len()];
         for q in &run.spine_queues {
             if let Some(slot) = max_queue_bytes.get_mut(q.spine - 1) {
@@ -61,12 +60,7 @@ impl ModeReport {
             // bits / (Mbit/s * 1e6) s = bits / (Mbit/s * 1e3) ms.
             ideal_ms: run.sent_bytes as f64 * 8.0 / (capacity_mbit as f64 * 1e3),
             in_message_reorders: run.received.message_out_of_order,
-            spine_share: run
-                .leaf
-                .spines
-                .iter()
-                .map(|s| s.bytes as f64 / total.max(1) as f64)
-                .collect(),
+            spine_share: run.leaf.byte_shares(),
             max_queue_bytes,
             flowlet_moves: run.leaf.flowlet_moves,
         }
