@@ -5,3 +5,4 @@ pub mod buckets;
 pub mod flowlet;
 pub mod hash;
 pub mod load;
+pub mod quality;
