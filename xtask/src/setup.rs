@@ -19,6 +19,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("ethtool", "ethtool"),
     ("ping", "iputils-ping"),
+    // The telemetry sources' real counterparts: SONiC's databases and the
+    // spines' queue exporter.
+    ("redis-server", "redis-server"),
+    ("prometheus-node-exporter", "prometheus-node-exporter"),
 ];
 
 pub fn setup(root: &Path) -> Result<()> {
