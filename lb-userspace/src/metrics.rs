@@ -26,6 +26,26 @@ pub struct NextHopSample<'a> {
     pub label: String,
     pub usable: bool,
     pub stats: NextHopStats,
+    /// The data plane's path quality for it.
+    pub quality: u32,
+    /// Its telemetry, when its group has a source.
+    pub path: Option<PathSample>,
+}
+
+/// One next hop's telemetry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathSample {
+    /// The source's config name.
+    pub source: &'static str,
+    pub band: u32,
+    /// Bytes queued toward it at the last good reading.
+    pub queued_bytes: u64,
+    /// Seconds since the last good reading (since start if none).
+    pub age_seconds: f64,
+    /// Reads that failed.
+    pub errors: u64,
+    /// Whether it fell back to the default quality for want of readings.
+    pub stale: bool,
 }
 
 pub fn render(
@@ -93,7 +113,7 @@ pub fn render(
         }
     }
     type Value = fn(&NextHopSample<'_>) -> u64;
-    let per_nexthop: [(&str, &str, &str, Value); 4] = [
+    let per_nexthop: [(&str, &str, &str, Value); 5] = [
         (
             "fabriclb_nexthop_packets_total",
             "Packets forwarded to the next hop.",
@@ -118,6 +138,12 @@ pub fn render(
             "gauge",
             |n| u64::from(n.usable),
         ),
+        (
+            "fabriclb_nexthop_quality",
+            "Path quality the data plane weighs the next hop by (1024: default, higher is better).",
+            "gauge",
+            |n| u64::from(n.quality),
+        ),
     ];
     for (metric, help, kind, value) in per_nexthop {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
@@ -132,7 +158,60 @@ pub fn render(
             );
         }
     }
+    render_telemetry(&mut out, nexthops);
     out
+}
+
+/// The telemetry of the next hops that have a source.
+fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
+    type Value = fn(&PathSample) -> String;
+    let per_path: [(&str, &str, &str, Value); 5] = [
+        (
+            "fabriclb_nexthop_quality_band",
+            "Quality band from telemetry, 0 (idle) to 7 (congested).",
+            "gauge",
+            |p| p.band.to_string(),
+        ),
+        (
+            "fabriclb_nexthop_queue_bytes",
+            "Bytes queued toward the next hop at the last good reading.",
+            "gauge",
+            |p| p.queued_bytes.to_string(),
+        ),
+        (
+            "fabriclb_telemetry_age_seconds",
+            "Seconds since the next hop's last good telemetry reading.",
+            "gauge",
+            |p| format!("{:.3}", p.age_seconds),
+        ),
+        (
+            "fabriclb_telemetry_errors_total",
+            "Telemetry reads for the next hop that failed.",
+            "counter",
+            |p| p.errors.to_string(),
+        ),
+        (
+            "fabriclb_telemetry_stale",
+            "1 when the next hop fell back to the default quality for want of readings.",
+            "gauge",
+            |p| u64::from(p.stale).to_string(),
+        ),
+    ];
+    for (metric, help, kind, value) in per_path {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
+        for n in nexthops {
+            let Some(path) = &n.path else { continue };
+            let _ = writeln!(
+                out,
+                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\",source=\"{}\"}} {}",
+                escape(n.group),
+                escape(&n.label),
+                n.id,
+                path.source,
+                value(path)
+            );
+        }
+    }
 }
 
 fn escape(value: &str) -> String {
@@ -193,6 +272,15 @@ mod tests {
                     sprayed: 0,
                     ..NextHopStats::default()
                 },
+                quality: 384,
+                path: Some(PathSample {
+                    source: "remote",
+                    band: 5,
+                    queued_bytes: 52000,
+                    age_seconds: 0.0041,
+                    errors: 3,
+                    stale: false,
+                }),
             },
             NextHopSample {
                 group: "spines",
@@ -205,6 +293,8 @@ mod tests {
                     sprayed: 0,
                     ..NextHopStats::default()
                 },
+                quality: 1024,
+                path: None,
             },
         ];
         render(&verdicts, &groups, &nexthops)
@@ -261,6 +351,25 @@ fabriclb_nexthop_sprayed_packets_total{group="spines",nexthop="eth2 02:00:00:00:
 # TYPE fabriclb_nexthop_usable gauge
 fabriclb_nexthop_usable{group="spines",nexthop="eth1 10.0.2.2",id="0"} 1
 fabriclb_nexthop_usable{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 0
+# HELP fabriclb_nexthop_quality Path quality the data plane weighs the next hop by (1024: default, higher is better).
+# TYPE fabriclb_nexthop_quality gauge
+fabriclb_nexthop_quality{group="spines",nexthop="eth1 10.0.2.2",id="0"} 384
+fabriclb_nexthop_quality{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 1024
+# HELP fabriclb_nexthop_quality_band Quality band from telemetry, 0 (idle) to 7 (congested).
+# TYPE fabriclb_nexthop_quality_band gauge
+fabriclb_nexthop_quality_band{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 5
+# HELP fabriclb_nexthop_queue_bytes Bytes queued toward the next hop at the last good reading.
+# TYPE fabriclb_nexthop_queue_bytes gauge
+fabriclb_nexthop_queue_bytes{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 52000
+# HELP fabriclb_telemetry_age_seconds Seconds since the next hop's last good telemetry reading.
+# TYPE fabriclb_telemetry_age_seconds gauge
+fabriclb_telemetry_age_seconds{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 0.004
+# HELP fabriclb_telemetry_errors_total Telemetry reads for the next hop that failed.
+# TYPE fabriclb_telemetry_errors_total counter
+fabriclb_telemetry_errors_total{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 3
+# HELP fabriclb_telemetry_stale 1 when the next hop fell back to the default quality for want of readings.
+# TYPE fabriclb_telemetry_stale gauge
+fabriclb_telemetry_stale{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 0
 "#;
         let text = rendered();
         for (line, (got, want)) in text.lines().zip(expected.lines()).enumerate() {

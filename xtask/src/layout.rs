@@ -16,12 +16,13 @@ const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xt
 
 /// What ships: the daemon, its config, the data-plane programming, metrics,
 /// netlink, and the subcommands that run or check them.
-const PRODUCT: [&str; 7] = [
+const PRODUCT: [&str; 8] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
     "lb-userspace/src/metrics.rs",
     "lb-userspace/src/netlink.rs",
+    "lb-userspace/src/telemetry",
     "lb-userspace/src/cli/run.rs",
     "lb-userspace/src/cli/check_config.rs",
 ];

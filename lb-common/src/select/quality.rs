@@ -89,11 +89,8 @@ impl Profile {
             sum += u64::from(scale.level(value)) * u64::from(scale.weight);
             weights += u64::from(scale.weight);
         }
-        if weights == 0 {
-            0
-        } else {
-            (sum / weights) as u32
-        }
+        // No weight at all: nothing counts, every path is idle.
+        sum.checked_div(weights).unwrap_or(0) as u32
     }
 }
 

@@ -28,6 +28,18 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
         a.flowlet_table_size,
         b.flowlet_table_size,
     );
+    if old.ars_profile != new.ars_profile {
+        out.push(format!(
+            "ars_profile {:?} -> {:?}",
+            old.ars_profile, new.ars_profile
+        ));
+    }
+    if old.telemetry != new.telemetry {
+        out.push(format!(
+            "telemetry {:?} -> {:?}",
+            old.telemetry, new.telemetry
+        ));
+    }
     for group in &new.groups {
         let Some(was) = old.groups.iter().find(|g| g.name == group.name) else {
             out.push(format!(
@@ -63,6 +75,12 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             FieldList(was.hash_fields),
             FieldList(group.hash_fields),
         );
+        if was.telemetry != group.telemetry {
+            out.push(format!(
+                "group {name:?}: telemetry {:?} -> {:?}",
+                was.telemetry, group.telemetry
+            ));
+        }
         added_removed(&mut out, &was.next_hops, &group.next_hops, |nh, how| {
             format!("group {name:?}: next hop \"{nh}\" {how}")
         });

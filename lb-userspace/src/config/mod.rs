@@ -52,9 +52,10 @@ use raw::RawConfig;
 pub use diagnostics::ConfigError;
 pub use diff::changes;
 pub use schema::{
-    Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX,
-    FLOWLET_TABLE_MIN, Group, IFNAME_MAX_LEN, Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
-    Switch, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+    ArsProfile, Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US,
+    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN, Mode, NextHopAddr,
+    NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX,
+    VLAN_MIN, XdpModeSetting, format_mac,
 };
 
 /// Reads and validates the config file at `path`.

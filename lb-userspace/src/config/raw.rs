@@ -12,6 +12,8 @@ use toml::Spanned;
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     pub(super) switch: RawSwitch,
+    pub(super) ars_profile: Option<Spanned<RawArsProfile>>,
+    pub(super) telemetry: Option<Spanned<RawTelemetry>>,
     #[serde(default)]
     pub(super) group: Vec<Spanned<RawGroup>>,
     #[serde(default)]
@@ -36,6 +38,7 @@ pub(super) struct RawGroup {
     pub(super) hash_fields: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) flowlet_gap_us: Option<Spanned<i64>>,
     pub(super) spray: Option<Spanned<String>>,
+    pub(super) telemetry: Option<Spanned<String>>,
     pub(super) next_hops: Spanned<Vec<Spanned<RawNextHop>>>,
 }
 
@@ -46,6 +49,34 @@ pub(super) struct RawNextHop {
     pub(super) mac: Option<Spanned<String>>,
     pub(super) ip: Option<Spanned<String>>,
     pub(super) vlan: Option<Spanned<i64>>,
+    pub(super) telemetry_url: Option<Spanned<String>>,
+    pub(super) telemetry_device: Option<Spanned<String>>,
+    pub(super) sonic_port: Option<Spanned<String>>,
+}
+
+/// `[ars_profile]`, with SONiC's `ARS_PROFILE` field names.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawArsProfile {
+    pub(super) algorithm: Option<Spanned<String>>,
+    pub(super) sampling_interval: Option<Spanned<i64>>,
+    pub(super) past_load_min_value: Option<Spanned<i64>>,
+    pub(super) past_load_max_value: Option<Spanned<i64>>,
+    pub(super) past_load_weight: Option<Spanned<i64>>,
+    pub(super) current_load_min_value: Option<Spanned<i64>>,
+    pub(super) current_load_max_value: Option<Spanned<i64>>,
+    pub(super) current_load_weight: Option<Spanned<i64>>,
+    pub(super) future_load_min_value: Option<Spanned<i64>>,
+    pub(super) future_load_max_value: Option<Spanned<i64>>,
+    pub(super) future_load_weight: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTelemetry {
+    pub(super) stale_after_ms: Option<Spanned<i64>>,
+    pub(super) timeout_ms: Option<Spanned<i64>>,
+    pub(super) counters_db: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

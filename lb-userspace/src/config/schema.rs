@@ -7,6 +7,9 @@ use std::net::IpAddr;
 
 use lb_common::select::flowlet;
 use lb_common::select::hash::HashFields;
+use lb_common::select::quality::{LEVEL_UNIT, Profile, Scale};
+
+use crate::telemetry::{counters_db, remote};
 
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1`).
 pub const IFNAME_MAX_LEN: usize = 15;
@@ -29,6 +32,8 @@ pub const VLAN_MAX: u16 = 4094;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub switch: Switch,
+    pub ars_profile: ArsProfile,
+    pub telemetry: TelemetrySettings,
     /// In file order; [`Route::group`] indexes this.
     pub groups: Vec<Group>,
     /// In file order.
@@ -155,6 +160,9 @@ pub struct Group {
     pub flowlet_gap_us: u32,
     /// What per-packet mode sprays.
     pub spray: Spray,
+    /// Where the next hops' path quality comes from; `None` keeps every
+    /// next hop at the default quality.
+    pub telemetry: Option<GroupTelemetry>,
     /// `1..=MAX_NEXTHOPS_PER_GROUP`, no two equal.
     pub next_hops: Vec<NextHopSpec>,
 }
@@ -229,5 +237,118 @@ impl fmt::Display for Prefix {
     /// `10.1.0.0/16`, `2001:db8::/32`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// Sampling interval bounds and default, microseconds. SONiC's default is
+/// an ASIC's 16; a daemon polling over sockets keeps to milliseconds.
+pub const SAMPLING_INTERVAL_MIN_US: u32 = 1_000;
+pub const SAMPLING_INTERVAL_MAX_US: u32 = 1_000_000;
+pub const SAMPLING_INTERVAL_DEFAULT_US: u32 = 10_000;
+
+/// Bytes per second in one Mbit/s: the file gives loads in Mbit/s.
+pub const BYTES_PER_SEC_PER_MBIT: u64 = 125_000;
+
+/// `[ars_profile]`: how telemetry becomes path quality, with SONiC's
+/// `ARS_PROFILE` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArsProfile {
+    /// How often each source is polled (`sampling_interval`).
+    pub sampling_interval_us: u32,
+    /// Loads in bytes per second, the queue in bytes.
+    pub quality: Profile,
+}
+
+impl Default for ArsProfile {
+    /// The queue alone decides: a load means congestion only against the
+    /// port's speed, which differs per path. 8 KiB queued (a few frames in
+    /// flight) is idle; each further 8 KiB is a band, so a path is in the
+    /// worst band from 72 KiB on, well inside a shallow buffer.
+    fn default() -> Self {
+        Self {
+            sampling_interval_us: SAMPLING_INTERVAL_DEFAULT_US,
+            quality: Profile {
+                past_load: Scale::default(),
+                current_load: Scale::default(),
+                future_load: Scale {
+                    min: 8 << 10,
+                    max: 72 << 10,
+                    weight: 1,
+                },
+                ewma_shift: EWMA_SHIFT,
+                hysteresis: HYSTERESIS,
+            },
+        }
+    }
+}
+
+/// The past load's EWMA gives the newest sample a quarter.
+pub const EWMA_SHIFT: u32 = 2;
+/// A band improves once the level is a quarter band below it.
+pub const HYSTERESIS: u32 = LEVEL_UNIT / 4;
+
+/// Staleness bounds and default, milliseconds.
+pub const STALE_AFTER_MIN_MS: u32 = 10;
+pub const STALE_AFTER_MAX_MS: u32 = 60_000;
+pub const STALE_AFTER_DEFAULT_MS: u32 = 100;
+/// Source timeout bounds and default, milliseconds.
+pub const TELEMETRY_TIMEOUT_MIN_MS: u32 = 1;
+pub const TELEMETRY_TIMEOUT_MAX_MS: u32 = 10_000;
+pub const TELEMETRY_TIMEOUT_DEFAULT_MS: u32 = 50;
+
+/// `[telemetry]`: what every source shares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TelemetrySettings {
+    /// A path with no good reading for this long falls back to the
+    /// default quality.
+    pub stale_after_ms: u32,
+    /// How long one read of a source may take.
+    pub timeout_ms: u32,
+    /// SONiC's Redis, for groups with `telemetry = "counters-db"`.
+    pub counters_db: Option<counters_db::Address>,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            stale_after_ms: STALE_AFTER_DEFAULT_MS,
+            timeout_ms: TELEMETRY_TIMEOUT_DEFAULT_MS,
+            counters_db: None,
+        }
+    }
+}
+
+named_enum! {
+    /// A group's telemetry source.
+    pub enum TelemetrySource {
+        /// This box's own egress queues.
+        #[default]
+        Linux => "linux",
+        /// SONiC's COUNTERS_DB.
+        CountersDb => "counters-db",
+        /// The next-hop switch's egress queue, scraped over HTTP.
+        Remote => "remote",
+    }
+}
+
+/// A group's telemetry: the source and, per next hop in config order,
+/// where that source finds the path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupTelemetry {
+    /// Each next hop's own egress interface.
+    Linux,
+    /// SONiC port names (`sonic_port`, default the interface name).
+    CountersDb { ports: Vec<String> },
+    /// `telemetry_url` and `telemetry_device` of each next hop.
+    Remote { targets: Vec<remote::Target> },
+}
+
+impl GroupTelemetry {
+    pub fn source(&self) -> TelemetrySource {
+        match self {
+            Self::Linux => TelemetrySource::Linux,
+            Self::CountersDb { .. } => TelemetrySource::CountersDb,
+            Self::Remote { .. } => TelemetrySource::Remote,
+        }
     }
 }

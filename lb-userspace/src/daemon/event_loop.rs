@@ -15,6 +15,7 @@ use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
 use super::reload::FileVersion;
 use super::state::{Running, attach};
+use super::telemetry::Telemetry;
 use crate::config;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
@@ -32,6 +33,9 @@ pub struct Options {
 
 /// How often a watched config file is checked for changes.
 const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// How often paths are checked for stale telemetry, also when a source's
+/// poller is stuck and sends nothing.
+const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
     let version = FileVersion::of(&options.config);
@@ -57,18 +61,20 @@ pub async fn run(options: Options) -> Result<()> {
         }
     }
 
+    let telemetry = Telemetry::start(&config, &tables);
     let mut running = Running {
         version,
         tables,
         local: follower,
         links: Vec::new(),
         config,
+        telemetry,
     };
     for interface in running.config.switch.interfaces.clone() {
         let link = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
         running.links.push((interface, link));
     }
-    write_metrics(&options, &dp, &running.tables);
+    write_metrics(&options, &dp, &running);
     info!(
         config = %options.config.display(),
         groups = running.config.groups.len(),
@@ -82,6 +88,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut refresh = tokio::time::interval(options.refresh_interval);
     let mut metrics_tick = tokio::time::interval(options.metrics_interval);
     let mut watch = tokio::time::interval(WATCH_INTERVAL);
+    let mut staleness = tokio::time::interval(STALENESS_CHECK);
     loop {
         tokio::select! {
             _ = sigint.recv() => break,
@@ -97,6 +104,8 @@ pub async fn run(options: Options) -> Result<()> {
                     running.reload(&options.config, &netlink, &mut dp).await;
                 }
             }
+            batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
+            _ = staleness.tick() => running.telemetry_expire(&mut dp),
             events = running.local.events() => {
                 running.address_events(events, &netlink, &mut dp).await;
             }
@@ -106,10 +115,10 @@ pub async fn run(options: Options) -> Result<()> {
                 }
                 running.refresh_local(&netlink, &mut dp).await;
             }
-            _ = metrics_tick.tick() => write_metrics(&options, &dp, &running.tables),
+            _ = metrics_tick.tick() => write_metrics(&options, &dp, &running),
         }
     }
-    write_metrics(&options, &dp, &running.tables);
+    write_metrics(&options, &dp, &running);
     for (_, link) in running.links {
         dp.detach(link)?;
     }

@@ -2,7 +2,8 @@
 //! dispatches events; [`state`] is what it holds; [`reload`] applies a new
 //! config live; [`links`] keeps next hops in step with the kernel's links
 //! and neighbours; [`local`] keeps the box's own addresses local in the
-//! route tries; [`metrics_file`] writes the counters out.
+//! route tries; [`telemetry`] turns path telemetry into path quality;
+//! [`metrics_file`] writes the counters out.
 
 mod event_loop;
 mod links;
@@ -10,5 +11,6 @@ mod local;
 mod metrics_file;
 mod reload;
 mod state;
+mod telemetry;
 
 pub use event_loop::{Options, run};

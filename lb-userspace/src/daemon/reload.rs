@@ -107,6 +107,7 @@ impl Running {
             info!("config change: {change}");
         }
         self.config = config;
+        self.telemetry_restart(dp);
         info!(changes = changes.len(), "config reloaded");
         Ok(())
     }

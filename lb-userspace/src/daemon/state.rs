@@ -6,12 +6,14 @@ use tracing::{info, warn};
 
 use super::local::Follower;
 use super::reload::FileVersion;
+use super::telemetry::Telemetry;
 use crate::config::{Config, XdpModeSetting};
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 
 /// What the daemon runs on: the config in force, the tables it made, the
-/// box's own addresses and where the program is attached.
+/// box's own addresses, where the program is attached, and the paths'
+/// telemetry.
 pub(super) struct Running {
     pub(super) config: Config,
     /// The file's identity when `config` was read from it.
@@ -19,6 +21,7 @@ pub(super) struct Running {
     pub(super) tables: Tables,
     pub(super) local: Follower,
     pub(super) links: Vec<(String, XdpLinkId)>,
+    pub(super) telemetry: Telemetry,
 }
 
 pub(super) fn attach(

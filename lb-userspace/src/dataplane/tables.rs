@@ -153,9 +153,13 @@ impl Tables {
         let len = ids.iter().max().map_or(0, |m| *m as usize + 1);
         let mut nexthops = vec![NextHop::default(); len];
         let mut quality = vec![0; len];
+        // A next hop that stays keeps the quality telemetry gave it.
+        let old_quality = |id: u32| previous.and_then(|p| p.quality.get(id as usize).copied());
         for (&id, (_, spec)) in ids.iter().zip(&keys) {
             nexthops[id as usize] = resolve(spec);
-            quality[id as usize] = PATH_QUALITY_DEFAULT;
+            quality[id as usize] = old_quality(id)
+                .filter(|&q| q != 0)
+                .unwrap_or(PATH_QUALITY_DEFAULT);
         }
 
         let mut next_generation = previous.map_or(1, |p| p.next_generation);
@@ -266,6 +270,33 @@ impl Tables {
             group.rebalance(nexthops, quality);
         }
         true
+    }
+
+    /// Sets the path qualities in `changes` (next-hop id, quality), in the
+    /// maps too, and refits the spray sequences of the groups they are in.
+    pub fn write_qualities(
+        &mut self,
+        dp: &mut Dataplane,
+        changes: &[(u32, u32)],
+    ) -> Result<(), DataplaneError> {
+        let mut touched = BTreeSet::new();
+        for &(id, quality) in changes {
+            let Some(slot) = self.quality.get_mut(id as usize) else {
+                continue;
+            };
+            *slot = quality;
+            dp.set_path_quality(id, quality)?;
+            touched
+                .extend((0..self.groups.len()).filter(|&g| self.groups[g].members.contains(&id)));
+        }
+        for g in touched {
+            let (nexthops, quality) = (&self.nexthops, &self.quality);
+            let group = &mut self.groups[g];
+            let old = group.spray.clone();
+            group.rebalance(nexthops, quality);
+            dp.write_spray(group.id, Some(&old), &group.spray)?;
+        }
+        Ok(())
     }
 
     /// Egress ports the devmap must hold.

@@ -26,7 +26,7 @@ pub struct Reading {
 }
 
 /// Why a path could not be read this time.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TelemetryError {
     /// The source did not answer: connection refused, timeout, a missing
     /// interface or database.

@@ -171,6 +171,8 @@ mod tests {
                 packets: 5,
                 ..NextHopStats::default()
             },
+            quality: 1024,
+            path: None,
         }];
         render(&verdicts, &groups, &nexthops)
     }

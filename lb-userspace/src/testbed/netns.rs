@@ -7,6 +7,12 @@ use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, setns};
 
 pub(super) fn run(cmd: &mut Command) -> Result<()> {
+    output(cmd).map(drop)
+}
+
+/// Runs `cmd` and returns what it printed; an error with its stderr if it
+/// failed.
+pub(super) fn output(cmd: &mut Command) -> Result<String> {
     let output = cmd
         .stdin(Stdio::null())
         .output()
@@ -17,7 +23,7 @@ pub(super) fn run(cmd: &mut Command) -> Result<()> {
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 pub(super) fn ip(args: &[&str]) -> Result<()> {

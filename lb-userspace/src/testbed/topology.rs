@@ -93,8 +93,21 @@ pub fn receiver_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 19, 100 + i as u8, 1)
 }
 
-fn spine_addr(i: usize) -> Ipv4Addr {
+/// Spine `i`'s address on its link to the leaf.
+pub fn spine_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 18, i as u8, 2)
+}
+
+/// The `remote` telemetry source's name in config.
+const REMOTE: &str = "remote";
+/// Each spine's interface toward the far leaf: where its TBF queues.
+pub const SHAPED_DEVICE: &str = "fleaf";
+/// Port of the queue exporter on each spine.
+pub const EXPORTER_PORT: u16 = 9100;
+
+/// The metrics URL of spine `j`'s queue exporter, from the leaf.
+pub fn exporter_url(j: usize) -> String {
+    format!("http://{}:{EXPORTER_PORT}/metrics", spine_addr(j))
 }
 
 /// Where UDP flows go in [`run_traffic`].
@@ -226,8 +239,8 @@ impl Testbed {
             veth(&leaf, &sj, &spine, "leaf")?;
             addr(&leaf, &sj, &format!("198.18.{j}.1/24"))?;
             addr(&spine, "leaf", &format!("{}/24", spine_addr(j)))?;
-            veth(&spine, "fleaf", &fleaf, &sj)?;
-            addr(&spine, "fleaf", &format!("198.19.{j}.1/24"))?;
+            veth(&spine, SHAPED_DEVICE, &fleaf, &sj)?;
+            addr(&spine, SHAPED_DEVICE, &format!("198.19.{j}.1/24"))?;
             addr(&fleaf, &sj, &format!("198.19.{j}.2/24"))?;
             sysctl(&fleaf, &format!("net/ipv4/conf/{sj}/rp_filter"), "0")?;
             ip(&[
@@ -249,16 +262,7 @@ impl Testbed {
                 &format!("198.18.{j}.1"),
             ])?;
             if let Some(mbit) = self.shape.spine_rate_mbit(j) {
-                let rate = format!("{mbit}mbit");
-                let mut tbf = vec![
-                    "qdisc", "add", "dev", "fleaf", "root", "tbf", "rate", &rate, "burst", "64kb",
-                ];
-                let limit = LOSSLESS_LIMIT_BYTES.to_string();
-                tbf.extend(match self.shape.queues {
-                    Queues::Lossy => ["latency", "20ms"],
-                    Queues::Lossless => ["limit", limit.as_str()],
-                });
-                ip_tc(&spine, &tbf)?;
+                self.shape_spine(j, "add", mbit)?;
             }
         }
         // The kernel's own path for what fabriclb passes up, and the
@@ -291,8 +295,13 @@ impl Testbed {
     /// fabriclb's config for the leaf: XDP on the host ports, one group
     /// over the spines (next hops by IP, resolved from ARP) with the TOML
     /// keys `group` adds (mode, hash fields, ...; empty for defaults), the
-    /// receivers' /16 routed over it.
+    /// receivers' /16 routed over it. A group with `telemetry = "remote"`
+    /// reads each spine's queue toward the far leaf from the exporter the
+    /// testbed runs on that spine ([`super::Exporters`]).
     pub fn leaf_config(&self, group: &str) -> String {
+        let remote = group
+            .lines()
+            .any(|l| l.replace(' ', "") == format!("telemetry=\"{REMOTE}\""));
         let interfaces: Vec<String> = (1..=self.shape.hosts)
             .map(|i| format!("\"h{i}\""))
             .collect();
@@ -306,13 +315,51 @@ impl Testbed {
         }
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {
+            let telemetry = if remote {
+                format!(
+                    ", telemetry_url = \"{}\", telemetry_device = \"{SHAPED_DEVICE}\"",
+                    exporter_url(j)
+                )
+            } else {
+                String::new()
+            };
             text.push_str(&format!(
-                "  {{ interface = \"s{j}\", ip = \"{}\" }},\n",
+                "  {{ interface = \"s{j}\", ip = \"{}\"{telemetry} }},\n",
                 spine_addr(j)
             ));
         }
         text.push_str("]\n\n[[route]]\nprefix = \"198.19.0.0/16\"\ngroup = \"spines\"\n");
         text
+    }
+
+    /// Changes spine `j`'s rate toward the far leaf while traffic runs (the
+    /// queue keeps its kind; [`Self::shape`] keeps the rates it was built
+    /// with).
+    pub fn set_spine_rate(&self, j: usize, mbit: u32) -> Result<()> {
+        self.shape_spine(j, "change", mbit)
+    }
+
+    /// `tc qdisc {verb}` of spine `j`'s TBF at `mbit`.
+    fn shape_spine(&self, j: usize, verb: &str, mbit: u32) -> Result<()> {
+        let rate = format!("{mbit}mbit");
+        let limit = LOSSLESS_LIMIT_BYTES.to_string();
+        let mut tbf = vec![
+            "qdisc",
+            verb,
+            "dev",
+            SHAPED_DEVICE,
+            "root",
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            "64kb",
+        ];
+        tbf.extend(match self.shape.queues {
+            Queues::Lossy => ["latency", "20ms"],
+            Queues::Lossless => ["limit", limit.as_str()],
+        });
+        ip_tc(&self.ns(&format!("s{j}")), &tbf)
     }
 
     /// Label of spine `j`'s next hop in fabriclb's metrics.

@@ -78,12 +78,13 @@ fn unknown_key() {
         err(&with_group_key("weight = 2")),
         "configs/x.toml:5:1: unknown field `weight`, \
          expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, \
-         `next_hops`"
+         `telemetry`, `next_hops`"
     );
     assert_eq!(
         err(&with_next_hop("ip = \"10.0.0.1\", vlna = 5")),
         "configs/x.toml:5:53: unknown field `vlna`, \
-         expected one of `interface`, `mac`, `ip`, `vlan`"
+         expected one of `interface`, `mac`, `ip`, `vlan`, `telemetry_url`, \
+         `telemetry_device`, `sonic_port`"
     );
     assert_eq!(
         err(&with_route(
@@ -93,7 +94,7 @@ fn unknown_key() {
     );
     assert_eq!(
         err(&format!("{}[routes]\n", with_route(""))),
-        "configs/x.toml:6:2: unknown field `routes`, expected one of `switch`, `group`, `route`"
+        "configs/x.toml:6:2: unknown field `routes`, expected one of `switch`, `ars_profile`, `telemetry`, `group`, `route`"
     );
 }
 

@@ -11,6 +11,7 @@ mod parse;
 mod route;
 mod schema;
 mod switch;
+mod telemetry;
 
 use std::path::Path;
 

@@ -9,8 +9,9 @@ use lb_common::select::hash::HashFields;
 
 use super::{ok, route_prefix};
 use crate::config::{
-    Config, ConfigError, FLOWLET_GAP_DEFAULT_US, Group, Mode, NextHopAddr, NextHopSpec, Prefix,
-    Route, Spray, Switch, XdpModeSetting, load,
+    ArsProfile, Config, ConfigError, FLOWLET_GAP_DEFAULT_US, Group, GroupTelemetry, Mode,
+    NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, XdpModeSetting,
+    load,
 };
 
 #[test]
@@ -65,6 +66,8 @@ group = "spines"
             xdp_mode: XdpModeSetting::Generic,
             flowlet_table_size: FLOWLET_TABLE_DEFAULT,
         },
+        ars_profile: ArsProfile::default(),
+        telemetry: TelemetrySettings::default(),
         groups: vec![
             Group {
                 name: "spines".into(),
@@ -72,6 +75,7 @@ group = "spines"
                 hash_fields: HashFields::RDMA_BTH_DEST_QP.union(HashFields::DST_IP),
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                telemetry: None,
                 next_hops: vec![
                     NextHopSpec {
                         interface: "eth1".into(),
@@ -103,6 +107,7 @@ group = "spines"
                 hash_fields: HashFields::ALL,
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                telemetry: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth1".into(),
                     addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -115,6 +120,7 @@ group = "spines"
                 hash_fields: HashFields::SRC_IP,
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                telemetry: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth4".into(),
                     addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),
@@ -257,4 +263,17 @@ fn example_configs_say_what_they_claim() {
             .count(),
         1
     );
+}
+
+/// The adaptive example says what the defaults are, and they are.
+#[test]
+fn adaptive_example_spells_out_the_defaults() {
+    let adaptive = example("adaptive-leaf.toml");
+    assert_eq!(adaptive.ars_profile, ArsProfile::default());
+    assert_eq!(adaptive.telemetry, TelemetrySettings::default());
+    let Some(GroupTelemetry::Remote { targets }) = &adaptive.groups[0].telemetry else {
+        panic!("remote telemetry: {:?}", adaptive.groups[0].telemetry)
+    };
+    assert_eq!(targets.len(), 4);
+    assert_eq!(targets[3].url, "http://10.0.7.1:9100/metrics");
 }

@@ -6,14 +6,20 @@ use lb_common::limits::{MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS
 use lb_common::select::hash::HashFields;
 use toml::Spanned;
 
+use super::telemetry::PathKeys;
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
 use crate::config::schema::{
     FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, Group, Mode, Spray,
+    TelemetrySettings,
 };
 
 impl Ctx<'_> {
-    pub(super) fn groups(&self, raw: Vec<Spanned<RawGroup>>) -> Result<Vec<Group>, ConfigError> {
+    pub(super) fn groups(
+        &self,
+        raw: Vec<Spanned<RawGroup>>,
+        telemetry: &TelemetrySettings,
+    ) -> Result<Vec<Group>, ConfigError> {
         self.table_count(&raw, "group", MAX_GROUPS)?;
 
         let mut names = HashMap::new();
@@ -77,7 +83,9 @@ impl Ctx<'_> {
             )?;
             let mut seen = HashMap::new();
             let mut next_hops = Vec::with_capacity(list.len());
-            for nh in list {
+            let mut paths = Vec::with_capacity(list.len());
+            for mut nh in list {
+                paths.push(PathKeys::take(&mut nh));
                 let span = nh.span();
                 total_next_hops += 1;
                 if total_next_hops > MAX_NEXTHOPS as usize {
@@ -111,6 +119,8 @@ impl Ctx<'_> {
                 )?;
                 next_hops.push(spec);
             }
+            let telemetry =
+                self.group_telemetry(&name, group.telemetry, paths, &next_hops, telemetry)?;
 
             groups.push(Group {
                 name,
@@ -118,6 +128,7 @@ impl Ctx<'_> {
                 hash_fields,
                 flowlet_gap_us,
                 spray,
+                telemetry,
                 next_hops,
             });
         }

@@ -7,6 +7,7 @@ mod group;
 mod next_hop;
 mod route;
 mod switch;
+mod telemetry;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -24,10 +25,14 @@ impl Ctx<'_> {
     /// Groups before routes: a route names its group, and gets its index.
     pub(super) fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let switch = self.switch(raw.switch)?;
-        let groups = self.groups(raw.group)?;
+        let ars_profile = self.ars_profile(raw.ars_profile)?;
+        let telemetry = self.telemetry_settings(raw.telemetry, &ars_profile)?;
+        let groups = self.groups(raw.group, &telemetry)?;
         let routes = self.routes(raw.route, &groups)?;
         Ok(Config {
             switch,
+            ars_profile,
+            telemetry,
             groups,
             routes,
         })

@@ -6,18 +6,21 @@
 //! the runner here owns the list of modes, so a new mode (telemetry-driven
 //! ones) is a row in [`modes`], not a change to any scenario.
 
+mod reaction;
 mod report;
 mod slow_spine;
 mod table;
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
 use super::{Collective, Leaf, Shape, Testbed, run_collective_with, tear_down_on_signal};
 
+pub use reaction::{RateChange, Reaction};
 pub use report::{ModeReport, Report};
-pub use slow_spine::{RATES_MBIT as SLOW_SPINE_RATES_MBIT, slow_spine};
+pub use slow_spine::{RATES_MBIT as SLOW_SPINE_RATES_MBIT, slow_spine, spine_slowdown};
 pub use table::print;
 
 /// The scenarios `--scenario` names.
@@ -27,15 +30,22 @@ pub enum Name {
     SlowSpine,
     /// The same with queues that never drop.
     SlowSpineLossless,
+    /// Four equal spines, one slowed to a quarter mid-run: the reaction.
+    SpineSlowdown,
 }
 
 impl Name {
-    pub const ALL: [Self; 2] = [Self::SlowSpine, Self::SlowSpineLossless];
+    pub const ALL: [Self; 3] = [
+        Self::SlowSpine,
+        Self::SlowSpineLossless,
+        Self::SpineSlowdown,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SlowSpine => "slow-spine",
             Self::SlowSpineLossless => "slow-spine-lossless",
+            Self::SpineSlowdown => "spine-slowdown",
         }
     }
 
@@ -44,12 +54,13 @@ impl Name {
         match self {
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
+            Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("no scenario {0:?}; there are slow-spine and slow-spine-lossless")]
+#[error("no scenario {0:?}; there are slow-spine, slow-spine-lossless and spine-slowdown")]
 pub struct UnknownScenario(String);
 
 impl std::str::FromStr for Name {
@@ -68,6 +79,8 @@ impl std::str::FromStr for Name {
 pub struct Scenario {
     pub name: &'static str,
     pub shape: Shape,
+    /// A spine's rate change during the run, whose reaction is measured.
+    pub change: Option<RateChange>,
     /// The workload; its `leaf` is replaced by each mode's.
     pub collective: Collective,
     /// One line on the workload for the table's header.
@@ -87,18 +100,29 @@ pub struct Mode {
 }
 
 /// Every mode a scenario runs, in table order. ECMP hashes the default
-/// fields (five-tuple and destination QP).
+/// fields (five-tuple and destination QP). The telemetry rows read each
+/// spine's queue toward the far leaf from the exporter on that spine.
 pub fn modes() -> Vec<Mode> {
-    let mode = |name, group| Mode {
+    let mode = |name, group, telemetry| Mode {
         name,
         group,
-        telemetry: false,
+        telemetry,
         daemon_args: Vec::new(),
     };
     vec![
-        mode("ecmp", ""),
-        mode("flowlet", "mode = \"flowlet\""),
-        mode("per-packet", "mode = \"per-packet\""),
+        mode("ecmp", "", false),
+        mode("flowlet", "mode = \"flowlet\"", false),
+        mode("per-packet", "mode = \"per-packet\"", false),
+        mode(
+            "flowlet",
+            "mode = \"flowlet\"\ntelemetry = \"remote\"",
+            true,
+        ),
+        mode(
+            "per-packet",
+            "mode = \"per-packet\"\ntelemetry = \"remote\"",
+            true,
+        ),
     ]
 }
 
@@ -132,10 +156,15 @@ pub fn measure(
     scenario: &Scenario,
     modes: &[Mode],
 ) -> Result<Report> {
-    let capacity = scenario
+    let mut capacity = scenario
         .shape
         .capacity_mbit()
         .context("a scenario shapes every spine")?;
+    if let Some(change) = &scenario.change {
+        // What is left after the change bounds the ideal.
+        let before = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
+        capacity = capacity - u64::from(before) + u64::from(change.rate_mbit);
+    }
     let mut report = Report {
         scenario: scenario.name.to_owned(),
         modes: Vec::new(),
@@ -148,9 +177,21 @@ pub fn measure(
             ..scenario.collective.clone()
         };
         let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
-        let (run, ()) = run_collective_with(bed, fabriclb, workdir, &collective, &args, |_| Ok(()))
-            .with_context(|| format!("mode {}", mode.name))?;
-        report.modes.push(ModeReport::new(mode, &run, capacity));
+        let during = |_: Option<&_>| match &scenario.change {
+            Some(change) => reaction::measure(bed, change, Instant::now()).map(Some),
+            None => Ok(None),
+        };
+        let (run, reaction) =
+            run_collective_with(bed, fabriclb, workdir, &collective, &args, during)
+                .with_context(|| format!("mode {}", mode.name))?;
+        if let Some(change) = &scenario.change {
+            // The next mode starts from the scenario's shape again.
+            let rate = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
+            bed.set_spine_rate(change.spine, rate)?;
+        }
+        report
+            .modes
+            .push(ModeReport::new(mode, &run, capacity, reaction));
     }
     Ok(report)
 }
@@ -175,7 +216,19 @@ mod tests {
         let names: Vec<(&str, bool)> = modes.iter().map(|m| (m.name, m.telemetry)).collect();
         assert_eq!(
             names,
-            [("ecmp", false), ("flowlet", false), ("per-packet", false)]
+            [
+                ("ecmp", false),
+                ("flowlet", false),
+                ("per-packet", false),
+                ("flowlet", true),
+                ("per-packet", true)
+            ]
         );
+        for mode in modes {
+            assert_eq!(
+                mode.group.contains("telemetry = \"remote\""),
+                mode.telemetry
+            );
+        }
     }
 }

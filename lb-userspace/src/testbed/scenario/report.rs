@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::Mode;
+use super::{Mode, Reaction};
 use crate::testbed::CollectiveReport;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,9 +28,13 @@ pub struct ModeReport {
     pub link_lost: u64,
     /// First packet sent to last packet received.
     pub completion_ms: f64,
-    /// Every byte sent over the sum of the spines' rates: the time a split
-    /// in proportion to capacity would take.
+    /// What a split in proportion to capacity would take: every byte sent
+    /// over the sum of the spines' rates, or the senders' own paced
+    /// sending time if that is longer (a fabric cannot deliver faster
+    /// than it is offered).
     pub ideal_ms: f64,
+    /// The longest sender's first to last packet.
+    pub sending_ms: f64,
     /// MIDDLE/LAST packets that did not follow their message's previous one.
     pub in_message_reorders: u64,
     /// Each spine's fraction of the bytes the leaf forwarded.
@@ -38,11 +42,20 @@ pub struct ModeReport {
     /// Each spine's largest sampled queue, bytes.
     pub max_queue_bytes: Vec<u64>,
     pub flowlet_moves: u64,
+    /// How the leaf reacted to the scenario's rate change, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reaction: Option<Reaction>,
 }
 
 impl ModeReport {
     /// `mode`'s row from its run on a fabric of `capacity_mbit`.
-    pub fn new(mode: &Mode, run: &CollectiveReport, capacity_mbit: u64) -> Self {
+    pub fn new(
+        mode: &Mode,
+        run: &CollectiveReport,
+        capacity_mbit: u64,
+        reaction: Option<Reaction>,
+    ) -> Self {
+        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
         let mut max_queue_bytes = vec![0; run.leaf.spines.len()];
         for q in &run.spine_queues {
             if let Some(slot) = max_queue_bytes.get_mut(q.spine - 1) {
@@ -58,11 +71,13 @@ impl ModeReport {
             link_lost: run.drops.lost(),
             completion_ms: run.completion().as_secs_f64() * 1e3,
             // bits / (Mbit/s * 1e6) s = bits / (Mbit/s * 1e3) ms.
-            ideal_ms: run.sent_bytes as f64 * 8.0 / (capacity_mbit as f64 * 1e3),
+            ideal_ms: (run.sent_bytes as f64 * 8.0 / (capacity_mbit as f64 * 1e3)).max(sending_ms),
+            sending_ms,
             in_message_reorders: run.received.message_out_of_order,
             spine_share: run.leaf.byte_shares(),
             max_queue_bytes,
             flowlet_moves: run.leaf.flowlet_moves,
+            reaction,
         }
     }
 }
@@ -90,8 +105,9 @@ mod tests {
     use super::*;
     use crate::testbed::{SpineCount, SpineQueue, sink::SinkTotals};
 
-    /// 81.25 MB over 650 Mbit/s is one second; drops are the queues', not
-    /// the links'; each spine's queue lands in its own slot.
+    /// 81.25 MB over 650 Mbit/s is one second, longer than the 0.8 s of
+    /// sending; drops are the queues', not the links'; each spine's queue
+    /// lands in its own slot.
     #[test]
     fn a_row_from_a_run() {
         let spine = |bytes| SpineCount {
@@ -113,7 +129,7 @@ mod tests {
                 flowlet_moves: 4,
                 ..Default::default()
             },
-            elapsed: Duration::ZERO,
+            elapsed: Duration::from_millis(800),
             spine_queues: vec![
                 SpineQueue {
                     spine: 4,
@@ -129,13 +145,23 @@ mod tests {
             started_ns: 1_000_000_000,
         };
         let mode = &super::super::modes()[1];
-        let row = ModeReport::new(mode, &run, 650);
+        let row = ModeReport::new(mode, &run, 650, None);
         assert_eq!(row.mode, "flowlet");
         assert!(!row.telemetry);
         assert_eq!((row.sent, row.received, row.dropped), (100, 93, 7));
         assert_eq!(row.link_lost, 0);
         assert_eq!(row.completion_ms, 2500.0);
         assert!((row.ideal_ms - 1000.0).abs() < 1e-9, "{}", row.ideal_ms);
+        assert_eq!(row.sending_ms, 800.0);
+        let paced = CollectiveReport {
+            elapsed: Duration::from_millis(1250),
+            ..run
+        };
+        assert_eq!(
+            ModeReport::new(mode, &paced, 650, None).ideal_ms,
+            1250.0,
+            "sending took longer than the capacity needs"
+        );
         assert_eq!(row.spine_share, [0.3, 0.3, 0.3, 0.1]);
         assert_eq!(row.max_queue_bytes, [1000, 0, 0, 9000]);
         assert_eq!((row.flowlet_moves, row.in_message_reorders), (4, 2));

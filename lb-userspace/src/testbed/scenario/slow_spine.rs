@@ -2,10 +2,14 @@
 //! others' rate, and a ring all-reduce offering 80% of the fabric's total
 //! capacity. A balancer blind to capacity sends the slow spine a quarter
 //! of the traffic, where its share of the capacity is 50/650 = 7.7%.
+//!
+//! Its variant `spine-slowdown` starts with four equal spines and slows
+//! the last one to a quarter mid-run, to time the leaf's reaction.
 
 use std::time::Duration;
 
 use super::Scenario;
+use super::reaction::RateChange;
 use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Shape};
 use crate::traffic::{Pace, Pattern};
 
@@ -22,16 +26,55 @@ const QPS: u32 = 16;
 /// first of a message's 32 packets, half a byte a packet, left out).
 const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
+/// Spine rates before the slowdown, Mbit/s.
+const EVEN_RATES_MBIT: [u32; 4] = [200; 4];
+/// Offered load of the slowdown, as a share of the capacity before it:
+/// 74% of what is left after it.
+const SLOWDOWN_LOAD: f64 = 0.6;
+/// When the last spine slows down, from the senders' start: about 40% of
+/// the run at full length.
+const SLOWDOWN_AFTER: Duration = Duration::from_millis(800);
+
 /// The slow-spine scenario with `queues`, `messages` per connection.
 pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
-    let hosts = 4;
-    let capacity_bps: f64 = RATES_MBIT.iter().map(|&r| f64::from(r) * 1e6).sum();
-    // Each of the ring's senders offers an equal part of the load.
-    let rate_pps = LOAD * capacity_bps / 8.0 / hosts as f64 / f64::from(FRAME_BYTES);
     let name = match queues {
         Queues::Lossy => "slow-spine",
         Queues::Lossless => "slow-spine-lossless",
     };
+    ring(name, &RATES_MBIT, LOAD, queues, messages, None)
+}
+
+/// Four equal spines, the last slowed to a quarter mid-run; lossy queues,
+/// `messages` per connection.
+pub fn spine_slowdown(messages: u32) -> Scenario {
+    let change = RateChange {
+        spine: EVEN_RATES_MBIT.len(),
+        rate_mbit: RATES_MBIT[RATES_MBIT.len() - 1],
+        after: SLOWDOWN_AFTER,
+    };
+    ring(
+        "spine-slowdown",
+        &EVEN_RATES_MBIT,
+        SLOWDOWN_LOAD,
+        Queues::Lossy,
+        messages,
+        Some(change),
+    )
+}
+
+/// A ring all-reduce over spines of `rates`, offering `load` of their sum.
+fn ring(
+    name: &'static str,
+    rates: &[u32],
+    load: f64,
+    queues: Queues,
+    messages: u32,
+    change: Option<RateChange>,
+) -> Scenario {
+    let hosts = 4;
+    let capacity_bps: f64 = rates.iter().map(|&r| f64::from(r) * 1e6).sum();
+    // Each of the ring's senders offers an equal part of the load.
+    let rate_pps = load * capacity_bps / 8.0 / hosts as f64 / f64::from(FRAME_BYTES);
     let queue_line = match queues {
         Queues::Lossy => "lossy queues (TBF, 20 ms latency limit)",
         Queues::Lossless => "lossless-like queues (TBF limit no run fills)",
@@ -40,10 +83,11 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
         name,
         shape: Shape {
             hosts,
-            spines: RATES_MBIT.len(),
-            spine_rates_mbit: RATES_MBIT.to_vec(),
+            spines: rates.len(),
+            spine_rates_mbit: rates.to_vec(),
             queues,
         },
+        change,
         collective: Collective {
             pattern: Pattern::Ring,
             qps_per_connection: QPS,
@@ -64,9 +108,15 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
         workload: format!(
             "ring all-reduce, {hosts} ranks, {QPS} QPs per connection each with its own UDP \
              source port, {messages} messages of 64 KiB per connection, {rate_pps:.0} packets/s \
-             per sender ({:.0}% of {:.0} Mbit/s); spines at {RATES_MBIT:?} Mbit/s, {queue_line}",
-            LOAD * 100.0,
-            capacity_bps / 1e6
+             per sender ({:.0}% of {:.0} Mbit/s); spines at {rates:?} Mbit/s, {queue_line}{}",
+            load * 100.0,
+            capacity_bps / 1e6,
+            change.map_or_else(String::new, |c| format!(
+                "; spine {} slows to {} Mbit/s {} ms into the run",
+                c.spine,
+                c.rate_mbit,
+                c.after.as_millis()
+            ))
         ),
     }
 }

@@ -41,12 +41,32 @@ pub fn print(scenario: &Scenario, report: &Report) {
             mode.in_message_reorders
         );
     }
+    if let Some(change) = &scenario.change {
+        println!(
+            "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
+             lowered path quality at the leaf, and to the first 10 ms in which the spine \
+             carried at most half its share of before ('-': not within 500 ms)",
+            change.spine, change.rate_mbit
+        );
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1} ms"));
+        for mode in &report.modes {
+            let reaction = mode.reaction.unwrap_or_default();
+            println!(
+                "{:<12} {:>5}  quality {:>9}  shift {:>9}",
+                mode.mode,
+                if mode.telemetry { "yes" } else { "no" },
+                ms(reaction.quality_ms),
+                ms(reaction.shift_ms)
+            );
+        }
+    }
     println!(
         "\nshares are of the bytes fabriclb forwarded per spine; dropped = packets the spines' \
          queues (TBF) dropped; lost = packets the testbed's own links dropped (a loaded \
          machine's); max queue = the largest queue sampled every 10 ms, and its spine; complete \
-         = first packet sent to last packet received; ideal = all bytes sent over the sum of the \
-         spines' rates; moves = flowlet moves; in-msg = MIDDLE/LAST packets that did not follow \
+         = first packet sent to last packet received; ideal = what a split in proportion to capacity \
+         would take: all bytes sent over the sum of the spines' rates, or the paced sending \
+         time if longer; moves = flowlet moves; in-msg = MIDDLE/LAST packets that did not follow \
          their message's previous packet"
     );
 }

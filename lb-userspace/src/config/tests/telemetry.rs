@@ -1,0 +1,174 @@
+//! `[ars_profile]`, `[telemetry]`, a group's `telemetry` and its next
+//! hops' telemetry keys.
+
+use lb_common::select::quality::Scale;
+
+use super::{SWITCH, err, ok, with_group_key, with_next_hop, with_switch_key};
+use crate::config::{ArsProfile, GroupTelemetry, TelemetrySettings};
+use crate::telemetry::remote::Target;
+
+/// A remote next hop's keys.
+const REMOTE: &str = "ip = \"10.0.0.1\", telemetry_url = \"http://10.0.0.1:9100/metrics\", \
+                      telemetry_device = \"eth9\"";
+
+#[test]
+fn defaults_weigh_the_queue_alone() {
+    let config = ok(&with_group_key(""));
+    assert_eq!(config.ars_profile, ArsProfile::default());
+    assert_eq!(config.ars_profile.sampling_interval_us, 10_000);
+    let q = config.ars_profile.quality;
+    assert_eq!((q.past_load.weight, q.current_load.weight), (0, 0));
+    assert_eq!(
+        q.future_load,
+        Scale {
+            min: 8192,
+            max: 73728,
+            weight: 1
+        }
+    );
+    assert_eq!(config.telemetry, TelemetrySettings::default());
+    assert_eq!(
+        (config.telemetry.stale_after_ms, config.telemetry.timeout_ms),
+        (100, 50)
+    );
+    assert_eq!(config.groups[0].telemetry, None);
+}
+
+/// SONiC's names; loads in Mbit/s become bytes per second; a measure
+/// given thresholds but no weight counts with weight 1.
+#[test]
+fn ars_profile_keys() {
+    let text = format!(
+        "{SWITCH}[ars_profile]\nalgorithm = \"ewma\"\nsampling_interval = 5000\n\
+         past_load_min_value = 100\npast_load_max_value = 900\n\
+         future_load_min_value = 0\nfuture_load_max_value = 16384\nfuture_load_weight = 3\n\
+         [telemetry]\nstale_after_ms = 30\ntimeout_ms = 5\n{}",
+        &with_group_key("telemetry = \"linux\"")[SWITCH.len()..]
+    );
+    let config = ok(&text);
+    let p = config.ars_profile;
+    assert_eq!(p.sampling_interval_us, 5000);
+    assert_eq!(
+        p.quality.past_load,
+        Scale {
+            min: 12_500_000,
+            max: 112_500_000,
+            weight: 1
+        }
+    );
+    assert_eq!(p.quality.current_load.weight, 0);
+    assert_eq!(
+        p.quality.future_load,
+        Scale {
+            min: 0,
+            max: 16384,
+            weight: 3
+        }
+    );
+    assert_eq!(
+        (config.telemetry.stale_after_ms, config.telemetry.timeout_ms),
+        (30, 5)
+    );
+    assert_eq!(config.groups[0].telemetry, Some(GroupTelemetry::Linux));
+}
+
+#[test]
+fn ars_profile_refusals() {
+    let profile =
+        |keys: &str| with_switch_key(&with_group_key(""), &format!("[ars_profile]\n{keys}"));
+    assert_eq!(
+        err(&profile("algorithm = \"max\"")),
+        "configs/x.toml:4:13: unsupported ars_profile algorithm \"max\" (supported: \"ewma\")"
+    );
+    assert_eq!(
+        err(&profile("sampling_interval = 16")),
+        "configs/x.toml:4:21: ars_profile sampling_interval (microseconds) 16 is out of \
+         range 1000..=1000000"
+    );
+    assert_eq!(
+        err(&profile(
+            "future_load_min_value = 9000\nfuture_load_max_value = 9000"
+        )),
+        "configs/x.toml:5:25: ars_profile future_load_max_value must be above \
+         future_load_min_value (9000 <= 9000, in the file's units)"
+    );
+    assert_eq!(
+        err(&profile("future_load_weight = 0")),
+        "configs/x.toml:3:1: ars_profile weighs nothing: past_load_weight, current_load_weight \
+         and future_load_weight are all 0, so every path would always look idle"
+    );
+    assert_eq!(
+        err(&profile("past_load_weight = 101")),
+        "configs/x.toml:4:20: ars_profile past_load_weight 101 is out of range 0..=100"
+    );
+    let telemetry =
+        |keys: &str| with_switch_key(&with_group_key(""), &format!("[telemetry]\n{keys}"));
+    assert_eq!(
+        err(&telemetry("stale_after_ms = 10")),
+        "configs/x.toml:4:18: telemetry stale_after_ms 10 is not above the sampling interval \
+         (10000 us): every path would always be stale"
+    );
+    assert_eq!(
+        err(&telemetry("timeout_ms = 0")),
+        "configs/x.toml:4:14: telemetry timeout_ms 0 is out of range 1..=10000"
+    );
+}
+
+#[test]
+fn remote_targets_per_next_hop() {
+    let config =
+        ok(&with_next_hop(REMOTE).replace("name = \"g\"", "name = \"g\"\ntelemetry = \"remote\""));
+    assert_eq!(
+        config.groups[0].telemetry,
+        Some(GroupTelemetry::Remote {
+            targets: vec![Target {
+                url: "http://10.0.0.1:9100/metrics".into(),
+                device: "eth9".into()
+            }]
+        })
+    );
+    // The keys do not change the next hop itself (its id stays on reload).
+    assert_eq!(
+        config.groups[0].next_hops,
+        ok(&with_next_hop("ip = \"10.0.0.1\"")).groups[0].next_hops
+    );
+}
+
+#[test]
+fn telemetry_key_refusals() {
+    assert_eq!(
+        err(&with_group_key("telemetry = \"sflow\"")),
+        "configs/x.toml:5:13: unknown telemetry source \"sflow\" \
+         (sources: \"linux\", \"counters-db\", \"remote\")"
+    );
+    assert_eq!(
+        err(&with_next_hop(REMOTE)),
+        "configs/x.toml:5:69: telemetry_url is set but group \"g\" has no `telemetry` source"
+    );
+    let group = |source: &str, next_hop: &str| {
+        with_next_hop(next_hop).replace(
+            "name = \"g\"",
+            &format!("name = \"g\"\ntelemetry = \"{source}\""),
+        )
+    };
+    assert_eq!(
+        err(&group(
+            "remote",
+            "ip = \"10.0.0.1\", telemetry_url = \"http://h:1/\""
+        )),
+        "configs/x.toml:6:14: next hop of group \"g\" (telemetry = \"remote\") needs \
+         telemetry_url and telemetry_device"
+    );
+    assert_eq!(
+        err(&group(
+            "linux",
+            "ip = \"10.0.0.1\", sonic_port = \"Ethernet0\""
+        )),
+        "configs/x.toml:6:66: sonic_port does not apply to group \"g\"'s telemetry = \"linux\""
+    );
+    assert_eq!(
+        err(&group("counters-db", "ip = \"10.0.0.1\"")),
+        "configs/x.toml:5:13: group \"g\" reads counters-db, but [telemetry] has no \
+         counters_db address (e.g. \"unix:/var/run/redis/redis.sock\")"
+    );
+}

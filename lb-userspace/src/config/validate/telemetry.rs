@@ -1,0 +1,314 @@
+//! `[ars_profile]`, `[telemetry]`, and a group's `telemetry` with its next
+//! hops' telemetry keys.
+
+use std::ops::Range;
+
+use lb_common::select::quality::Scale;
+use toml::Spanned;
+
+use crate::config::diagnostics::{ConfigError, Ctx};
+use crate::config::raw::{RawArsProfile, RawNextHop, RawTelemetry};
+use crate::config::schema::{
+    ArsProfile, BYTES_PER_SEC_PER_MBIT, GroupTelemetry, NextHopSpec, SAMPLING_INTERVAL_MAX_US,
+    SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS, STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS,
+    TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings, TelemetrySource,
+};
+use crate::telemetry::remote;
+
+/// Loads are given in Mbit/s up to 10 Tbit/s; queues in bytes up to 1 TiB.
+const LOAD_MAX_MBIT: u64 = 10_000_000;
+const QUEUE_MAX_BYTES: u64 = 1 << 40;
+const WEIGHT_MAX: u32 = 100;
+
+/// A next hop's telemetry keys, taken out before the next hop itself is
+/// validated: which of them apply depends on the group's source.
+pub(super) struct PathKeys {
+    span: Range<usize>,
+    url: Option<Spanned<String>>,
+    device: Option<Spanned<String>>,
+    sonic_port: Option<Spanned<String>>,
+}
+
+impl PathKeys {
+    pub(super) fn take(nh: &mut Spanned<RawNextHop>) -> Self {
+        let span = nh.span();
+        let nh = nh.get_mut();
+        Self {
+            span,
+            url: nh.telemetry_url.take(),
+            device: nh.telemetry_device.take(),
+            sonic_port: nh.sonic_port.take(),
+        }
+    }
+}
+
+impl Ctx<'_> {
+    pub(super) fn ars_profile(
+        &self,
+        raw: Option<Spanned<RawArsProfile>>,
+    ) -> Result<ArsProfile, ConfigError> {
+        let mut profile = ArsProfile::default();
+        let Some(raw) = raw else {
+            return Ok(profile);
+        };
+        let span = raw.span();
+        let raw = raw.into_inner();
+        if let Some(algorithm) = &raw.algorithm {
+            self.lookup(
+                algorithm,
+                &[("ewma", ())],
+                "unsupported ars_profile algorithm",
+                "supported",
+            )?;
+        }
+        if let Some(interval) = &raw.sampling_interval {
+            profile.sampling_interval_us = self.in_range(
+                interval,
+                SAMPLING_INTERVAL_MIN_US..=SAMPLING_INTERVAL_MAX_US,
+                "ars_profile sampling_interval (microseconds)",
+                "",
+            )?;
+        }
+        let q = &mut profile.quality;
+        q.past_load = self.scale(
+            "past_load",
+            q.past_load,
+            [
+                &raw.past_load_min_value,
+                &raw.past_load_max_value,
+                &raw.past_load_weight,
+            ],
+            LOAD_MAX_MBIT,
+            BYTES_PER_SEC_PER_MBIT,
+        )?;
+        q.current_load = self.scale(
+            "current_load",
+            q.current_load,
+            [
+                &raw.current_load_min_value,
+                &raw.current_load_max_value,
+                &raw.current_load_weight,
+            ],
+            LOAD_MAX_MBIT,
+            BYTES_PER_SEC_PER_MBIT,
+        )?;
+        q.future_load = self.scale(
+            "future_load",
+            q.future_load,
+            [
+                &raw.future_load_min_value,
+                &raw.future_load_max_value,
+                &raw.future_load_weight,
+            ],
+            QUEUE_MAX_BYTES,
+            1,
+        )?;
+        if [q.past_load, q.current_load, q.future_load]
+            .iter()
+            .all(|s| s.weight == 0)
+        {
+            return Err(self.error(
+                span,
+                "ars_profile weighs nothing: past_load_weight, current_load_weight and \
+                 future_load_weight are all 0, so every path would always look idle",
+            ));
+        }
+        Ok(profile)
+    }
+
+    /// One measure's `{name}_min_value`, `_max_value` and `_weight` over
+    /// `default`, values in the file's unit (`unit` bytes each).
+    fn scale(
+        &self,
+        name: &str,
+        default: Scale,
+        [min, max, weight]: [&Option<Spanned<i64>>; 3],
+        max_value: u64,
+        unit: u64,
+    ) -> Result<Scale, ConfigError> {
+        let value = |raw: &Option<Spanned<i64>>, key: &str, default: u64| match raw {
+            Some(v) => self
+                .in_range(v, 0..=max_value, &format!("ars_profile {name}_{key}"), "")
+                .map(|v: u64| v * unit),
+            None => Ok(default),
+        };
+        let scale = Scale {
+            min: value(min, "min_value", default.min)?,
+            max: value(max, "max_value", default.max)?,
+            weight: match weight {
+                Some(w) => {
+                    self.in_range(w, 0..=WEIGHT_MAX, &format!("ars_profile {name}_weight"), "")?
+                }
+                None if min.is_some() || max.is_some() => 1,
+                None => default.weight,
+            },
+        };
+        if scale.weight > 0 && scale.max <= scale.min {
+            let at = max.as_ref().or(min.as_ref()).map_or(0..0, Spanned::span);
+            return Err(self.error(
+                at,
+                format!(
+                    "ars_profile {name}_max_value must be above {name}_min_value \
+                     ({} <= {}, in the file's units)",
+                    scale.max / unit,
+                    scale.min / unit
+                ),
+            ));
+        }
+        Ok(scale)
+    }
+
+    pub(super) fn telemetry_settings(
+        &self,
+        raw: Option<Spanned<RawTelemetry>>,
+        profile: &ArsProfile,
+    ) -> Result<TelemetrySettings, ConfigError> {
+        let mut settings = TelemetrySettings::default();
+        let Some(raw) = raw else {
+            return Ok(settings);
+        };
+        let raw = raw.into_inner();
+        if let Some(stale) = &raw.stale_after_ms {
+            settings.stale_after_ms = self.in_range(
+                stale,
+                STALE_AFTER_MIN_MS..=STALE_AFTER_MAX_MS,
+                "telemetry stale_after_ms",
+                "",
+            )?;
+            if u64::from(settings.stale_after_ms) * 1000 <= u64::from(profile.sampling_interval_us)
+            {
+                return Err(self.error(
+                    stale.span(),
+                    format!(
+                        "telemetry stale_after_ms {} is not above the sampling interval \
+                         ({} us): every path would always be stale",
+                        settings.stale_after_ms, profile.sampling_interval_us
+                    ),
+                ));
+            }
+        }
+        if let Some(timeout) = &raw.timeout_ms {
+            settings.timeout_ms = self.in_range(
+                timeout,
+                TELEMETRY_TIMEOUT_MIN_MS..=TELEMETRY_TIMEOUT_MAX_MS,
+                "telemetry timeout_ms",
+                "",
+            )?;
+        }
+        if let Some(address) = raw.counters_db {
+            let parsed = address.get_ref().parse().map_err(|why| {
+                self.error(
+                    address.span(),
+                    format!("telemetry counters_db {:?}: {why}", address.get_ref()),
+                )
+            })?;
+            settings.counters_db = Some(parsed);
+        }
+        Ok(settings)
+    }
+
+    /// Group `group`'s telemetry from its `telemetry` key and its next
+    /// hops' keys (`paths`, same order as `specs`).
+    pub(super) fn group_telemetry(
+        &self,
+        group: &str,
+        source: Option<Spanned<String>>,
+        paths: Vec<PathKeys>,
+        specs: &[NextHopSpec],
+        settings: &TelemetrySettings,
+    ) -> Result<Option<GroupTelemetry>, ConfigError> {
+        let Some(source_key) = source else {
+            if let Some((span, key)) = paths.iter().find_map(PathKeys::first_key) {
+                return Err(self.error(
+                    span,
+                    format!("{key} is set but group {group:?} has no `telemetry` source"),
+                ));
+            }
+            return Ok(None);
+        };
+        let source = self.lookup(
+            &source_key,
+            &TelemetrySource::NAMES,
+            "unknown telemetry source",
+            "sources",
+        )?;
+        for path in &paths {
+            let stray = match source {
+                TelemetrySource::Linux => path.first_key(),
+                TelemetrySource::CountersDb => path.url_or_device(),
+                TelemetrySource::Remote => {
+                    path.sonic_port.as_ref().map(|p| (p.span(), "sonic_port"))
+                }
+            };
+            if let Some((span, key)) = stray {
+                return Err(self.error(
+                    span,
+                    format!("{key} does not apply to group {group:?}'s telemetry = \"{source}\""),
+                ));
+            }
+        }
+        Ok(Some(match source {
+            TelemetrySource::Linux => GroupTelemetry::Linux,
+            TelemetrySource::CountersDb => {
+                if settings.counters_db.is_none() {
+                    return Err(self.error(
+                        source_key.span(),
+                        format!(
+                            "group {group:?} reads counters-db, but [telemetry] has no \
+                             counters_db address (e.g. \"unix:/var/run/redis/redis.sock\")"
+                        ),
+                    ));
+                }
+                let ports = paths
+                    .into_iter()
+                    .zip(specs)
+                    .map(|(path, spec)| {
+                        path.sonic_port
+                            .map_or_else(|| spec.interface.clone(), Spanned::into_inner)
+                    })
+                    .collect();
+                GroupTelemetry::CountersDb { ports }
+            }
+            TelemetrySource::Remote => {
+                let mut targets = Vec::with_capacity(paths.len());
+                for path in paths {
+                    let (Some(url), Some(device)) = (path.url, path.device) else {
+                        return Err(self.error(
+                            path.span,
+                            format!(
+                                "next hop of group {group:?} (telemetry = \"remote\") needs \
+                                 telemetry_url and telemetry_device"
+                            ),
+                        ));
+                    };
+                    remote::check_url(url.get_ref()).map_err(|why| {
+                        self.error(
+                            url.span(),
+                            format!("telemetry_url {:?}: {why}", url.get_ref()),
+                        )
+                    })?;
+                    if device.get_ref().is_empty() {
+                        return Err(self.error(device.span(), "telemetry_device is empty"));
+                    }
+                    targets.push(remote::Target {
+                        url: url.into_inner(),
+                        device: device.into_inner(),
+                    });
+                }
+                GroupTelemetry::Remote { targets }
+            }
+        }))
+    }
+}
+
+impl PathKeys {
+    fn url_or_device(&self) -> Option<(Range<usize>, &'static str)> {
+        (self.url.as_ref().map(|u| (u.span(), "telemetry_url")))
+            .or_else(|| self.device.as_ref().map(|d| (d.span(), "telemetry_device")))
+    }
+
+    fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
+        self.url_or_device()
+            .or_else(|| self.sonic_port.as_ref().map(|p| (p.span(), "sonic_port")))
+    }
+}

@@ -1,0 +1,369 @@
+//! Path quality from telemetry: one poller thread per group with a
+//! source, its readings turned into bands (`lb_common::select::quality`)
+//! and the bands into the data plane's path quality.
+//!
+//! A poller blocks on its source (a socket, an HTTP scrape), never the
+//! event loop: it sends what it read over a bounded channel and drops a
+//! batch rather than wait, so a slow source cannot stall reloads or link
+//! handling. A path with no good reading for `stale_after_ms` falls back
+//! to the default quality; each path logs when it starts failing and when
+//! it recovers, not on every poll.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
+use lb_common::select::quality::{Measures, PathQuality, Profile};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use super::state::Running;
+use crate::config::{Config, GroupTelemetry};
+use crate::dataplane::Dataplane;
+use crate::dataplane::tables::Tables;
+use crate::telemetry::counters_db::CountersDb;
+use crate::telemetry::linux::Linux;
+use crate::telemetry::remote::Remote;
+use crate::telemetry::{Reading, Source, TelemetryError};
+
+/// Batches a poller may have in flight before it drops the newest.
+const CHANNEL_DEPTH: usize = 64;
+
+/// What one poll of one group's source read.
+pub(super) struct Batch {
+    /// The [`Telemetry`] generation whose pollers sent it; batches of an
+    /// older config are ignored.
+    generation: u64,
+    /// Index of the group in the config.
+    group: usize,
+    at: Instant,
+    readings: Vec<Result<Reading, TelemetryError>>,
+}
+
+/// One path's telemetry state.
+#[derive(Clone, Debug)]
+pub(super) struct PathState {
+    pub(super) source: &'static str,
+    pub(super) quality: PathQuality,
+    pub(super) queued_bytes: u64,
+    pub(super) last_good: Option<Instant>,
+    /// The last transmit counter and when it was read, for the rate.
+    last_tx: Option<(Instant, u64)>,
+    pub(super) errors: u64,
+    /// The error the path is failing with, logged once.
+    failing: Option<TelemetryError>,
+    pub(super) stale: bool,
+}
+
+impl PathState {
+    fn new(source: &'static str) -> Self {
+        Self {
+            source,
+            quality: PathQuality::default(),
+            queued_bytes: 0,
+            last_good: None,
+            last_tx: None,
+            errors: 0,
+            failing: None,
+            stale: true,
+        }
+    }
+
+    fn take(&mut self, reading: Reading, at: Instant, profile: &Profile) {
+        let load = match (self.last_tx, reading.tx_bytes) {
+            (Some((then, before)), Some(now)) if at > then => {
+                let bytes = now.saturating_sub(before) as f64;
+                (bytes / (at - then).as_secs_f64()) as u64
+            }
+            _ => 0,
+        };
+        self.last_tx = reading.tx_bytes.map(|tx| (at, tx));
+        self.queued_bytes = reading.queued_bytes;
+        self.quality.sample(
+            profile,
+            Measures {
+                load,
+                queued: reading.queued_bytes,
+            },
+        );
+        self.last_good = Some(at);
+        self.stale = false;
+    }
+}
+
+/// The pollers of one config and every path's state, by next-hop id.
+pub(super) struct Telemetry {
+    generation: u64,
+    stop: Arc<AtomicBool>,
+    batches: mpsc::Receiver<Batch>,
+    sender: mpsc::Sender<Batch>,
+    profile: Profile,
+    stale_after: Duration,
+    pub(super) paths: HashMap<u32, PathState>,
+    started: Instant,
+}
+
+impl Telemetry {
+    /// Starts a poller per group of `config` that has a source; `tables`
+    /// gives the groups' next-hop ids.
+    pub(super) fn start(config: &Config, tables: &Tables) -> Self {
+        let (sender, batches) = mpsc::channel(CHANNEL_DEPTH);
+        let mut telemetry = Self {
+            generation: 0,
+            stop: Arc::new(AtomicBool::new(false)),
+            batches,
+            sender,
+            profile: config.ars_profile.quality,
+            stale_after: Duration::from_millis(config.telemetry.stale_after_ms.into()),
+            paths: HashMap::new(),
+            started: Instant::now(),
+        };
+        telemetry.spawn(config, tables);
+        telemetry
+    }
+
+    /// Moves to a new config: stops the old pollers, starts new ones, and
+    /// keeps the state of every path that keeps its next-hop id and source.
+    pub(super) fn restart(&mut self, config: &Config, tables: &Tables) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.stop = Arc::new(AtomicBool::new(false));
+        self.generation += 1;
+        self.profile = config.ars_profile.quality;
+        self.stale_after = Duration::from_millis(config.telemetry.stale_after_ms.into());
+        let old = std::mem::take(&mut self.paths);
+        self.spawn(config, tables);
+        for (id, path) in &mut self.paths {
+            if let Some(kept) = old.get(id).filter(|o| o.source == path.source) {
+                *path = kept.clone();
+            }
+        }
+    }
+
+    fn spawn(&mut self, config: &Config, tables: &Tables) {
+        let interval = Duration::from_micros(config.ars_profile.sampling_interval_us.into());
+        let timeout = Duration::from_millis(config.telemetry.timeout_ms.into());
+        for (index, (group, table)) in config.groups.iter().zip(&tables.groups).enumerate() {
+            let Some(telemetry) = &group.telemetry else {
+                continue;
+            };
+            let source: Box<dyn Source> = match telemetry {
+                GroupTelemetry::Linux => Box::new(Linux::new(
+                    group
+                        .next_hops
+                        .iter()
+                        .map(|n| n.interface.clone())
+                        .collect(),
+                )),
+                GroupTelemetry::CountersDb { ports } => {
+                    // Validation refuses counters-db without an address.
+                    let Some(address) = config.telemetry.counters_db.clone() else {
+                        continue;
+                    };
+                    Box::new(CountersDb::new(address, ports.clone(), timeout))
+                }
+                GroupTelemetry::Remote { targets } => {
+                    Box::new(Remote::new(targets.clone(), timeout))
+                }
+            };
+            for &id in &table.members {
+                self.paths.insert(id, PathState::new(source.name()));
+            }
+            let poller = Poller {
+                source,
+                generation: self.generation,
+                group: index,
+                interval,
+                stop: self.stop.clone(),
+                sender: self.sender.clone(),
+            };
+            let name = format!("telemetry-{}", group.name);
+            if let Err(e) = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || poller.run())
+            {
+                warn!(group = %group.name, "no telemetry poller: {e}");
+            }
+        }
+    }
+
+    /// The next batch; pends forever when no group has a source.
+    pub(super) async fn next(&mut self) -> Batch {
+        loop {
+            // The channel never closes: `self` holds a sender.
+            if let Some(batch) = self.batches.recv().await {
+                return batch;
+            }
+        }
+    }
+
+    /// Takes `batch` into the paths' state. Returns the qualities that
+    /// now differ from `tables`', as (next-hop id, quality).
+    pub(super) fn apply(&mut self, batch: Batch, tables: &Tables) -> Vec<(u32, u32)> {
+        if batch.generation != self.generation {
+            return Vec::new();
+        }
+        let Some(group) = tables.groups.get(batch.group) else {
+            return Vec::new();
+        };
+        let (name, members) = (group.name.clone(), group.members.clone());
+        for (&id, reading) in members.iter().zip(batch.readings) {
+            let Some(path) = self.paths.get_mut(&id) else {
+                continue;
+            };
+            let label = || path_label(tables, batch.group, id);
+            match reading {
+                Ok(reading) => {
+                    if path.failing.take().is_some() {
+                        info!(group = %name, next_hop = %label(), "telemetry recovered");
+                    }
+                    path.take(reading, batch.at, &self.profile);
+                }
+                Err(e) => {
+                    path.errors += 1;
+                    if path.failing.as_ref() != Some(&e) {
+                        warn!(group = %name, next_hop = %label(), "telemetry: {e}");
+                        path.failing = Some(e);
+                    }
+                }
+            }
+        }
+        self.expire(batch.at, tables)
+    }
+
+    /// Falls back to the default quality for paths with no good reading
+    /// for `stale_after`. Returns the qualities that now differ from
+    /// `tables`'.
+    pub(super) fn expire(&mut self, now: Instant, tables: &Tables) -> Vec<(u32, u32)> {
+        for (&id, path) in &mut self.paths {
+            let since = path.last_good.unwrap_or(self.started);
+            if !path.stale && now.saturating_duration_since(since) > self.stale_after {
+                warn!(
+                    next_hop = %id_label(tables, id),
+                    source = path.source,
+                    "telemetry stale for {:?}: default quality until it answers",
+                    self.stale_after
+                );
+                path.stale = true;
+                path.quality = PathQuality::default();
+                path.last_tx = None;
+            }
+        }
+        self.changes(tables)
+    }
+
+    /// Each next hop whose quality in `tables` differs from what its
+    /// telemetry says (the default for those without).
+    pub(super) fn changes(&self, tables: &Tables) -> Vec<(u32, u32)> {
+        let members = tables.groups.iter().flat_map(|g| &g.members);
+        members
+            .map(|&id| {
+                let path = self.paths.get(&id);
+                (
+                    id,
+                    path.map_or(PATH_QUALITY_DEFAULT, |p| p.quality.quality()),
+                )
+            })
+            .filter(|&(id, quality)| tables.quality.get(id as usize) != Some(&quality))
+            .collect()
+    }
+
+    /// Seconds since `id`'s last good reading (since start if none).
+    pub(super) fn age(&self, id: u32, now: Instant) -> Option<f64> {
+        let path = self.paths.get(&id)?;
+        let since = path.last_good.unwrap_or(self.started);
+        Some(now.saturating_duration_since(since).as_secs_f64())
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Running {
+    pub(super) fn telemetry_batch(&mut self, batch: Batch, dp: &mut Dataplane) {
+        let changes = self.telemetry.apply(batch, &self.tables);
+        self.write_qualities(&changes, dp);
+    }
+
+    pub(super) fn telemetry_expire(&mut self, dp: &mut Dataplane) {
+        let changes = self.telemetry.expire(Instant::now(), &self.tables);
+        self.write_qualities(&changes, dp);
+    }
+
+    /// After a reload: new pollers for the new config, and the qualities
+    /// of next hops that gained or lost a source.
+    pub(super) fn telemetry_restart(&mut self, dp: &mut Dataplane) {
+        self.telemetry.restart(&self.config, &self.tables);
+        let changes = self.telemetry.changes(&self.tables);
+        self.write_qualities(&changes, dp);
+    }
+
+    fn write_qualities(&mut self, changes: &[(u32, u32)], dp: &mut Dataplane) {
+        if changes.is_empty() {
+            return;
+        }
+        if let Err(e) = self.tables.write_qualities(dp, changes) {
+            warn!("writing path qualities: {e}");
+        }
+    }
+}
+
+fn path_label(tables: &Tables, group: usize, id: u32) -> String {
+    let group = &tables.groups[group];
+    group
+        .members
+        .iter()
+        .position(|&m| m == id)
+        .map_or_else(|| id.to_string(), |slot| group.specs[slot].to_string())
+}
+
+fn id_label(tables: &Tables, id: u32) -> String {
+    tables
+        .groups
+        .iter()
+        .enumerate()
+        .find(|(_, g)| g.members.contains(&id))
+        .map_or_else(|| id.to_string(), |(i, _)| path_label(tables, i, id))
+}
+
+/// One group's source on a thread of its own.
+struct Poller {
+    source: Box<dyn Source>,
+    generation: u64,
+    group: usize,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    sender: mpsc::Sender<Batch>,
+}
+
+impl Poller {
+    fn run(mut self) {
+        let mut next = Instant::now();
+        while !self.stop.load(Ordering::Relaxed) {
+            let readings = self.source.poll();
+            let batch = Batch {
+                generation: self.generation,
+                group: self.group,
+                at: Instant::now(),
+                readings,
+            };
+            // Full: the event loop is busy; this sample is dropped, the
+            // next one is fresher anyway. Closed: the daemon is stopping.
+            if let Err(mpsc::error::TrySendError::Closed(_)) = self.sender.try_send(batch) {
+                return;
+            }
+            next += self.interval;
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else {
+                // A slow poll: start again from now rather than burst.
+                next = now;
+            }
+        }
+    }
+}
