@@ -1,7 +1,9 @@
 //! The spines' shaped queues during a run: what each TBF dropped and the
 //! most it held, sampled every [`POLL`] over netlink from inside each
-//! spine's namespace. A `tc` process per sample would cost a core at this
-//! rate on a small machine and disturb the traffic it measures.
+//! spine's namespace, through the product's [`StatsSocket`] (the one the
+//! `linux` telemetry source reads). A `tc` process per sample would cost a
+//! core at this rate on a small machine and disturb the traffic it
+//! measures.
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,11 +12,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use futures_util::TryStreamExt;
-use netlink_packet_route::tc::{TcAttribute, TcMessage, TcStats2};
 use nix::sched::{CloneFlags, setns};
 
 use super::Testbed;
+use crate::netlink::StatsSocket;
 
 /// How often each spine's queue is sampled.
 pub const POLL: Duration = Duration::from_millis(10);
@@ -123,55 +124,30 @@ fn sample(
     stop: &AtomicBool,
     started: impl FnOnce(),
 ) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let (connection, handle, _) = rtnetlink::new_connection()?;
-        tokio::spawn(connection);
-        let index = crate::netlink::Netlink::connect()?
-            .link("fleaf")
-            .await?
-            .ifindex;
-        let read = || async {
-            let qdiscs: Vec<TcMessage> = handle.qdisc().get().execute().try_collect().await?;
-            qdiscs
-                .iter()
-                .filter(|q| q.header.index == index as i32)
-                .find_map(tbf_queue)
-                .context("no TBF on fleaf")
-        };
-        let (first_drops, _) = read().await?;
-        started();
-        loop {
-            let done = stop.load(Ordering::Relaxed);
-            let (drops, backlog) = read().await?;
-            {
-                let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-                let queue = &mut state[slot];
-                queue.drops = drops.saturating_sub(first_drops);
-                queue.max_backlog_bytes = queue.max_backlog_bytes.max(backlog);
-            }
-            if done {
-                return Ok(());
-            }
-            tokio::time::sleep(POLL).await;
+    let mut socket = StatsSocket::open()?;
+    let index = socket.ifindex("fleaf")?;
+    let mut read = || -> Result<(u64, u64)> {
+        socket
+            .qdiscs()?
+            .into_iter()
+            .find(|q| q.ifindex == index && q.kind == "tbf")
+            .map(|q| (q.drops, q.backlog_bytes))
+            .context("no TBF on fleaf")
+    };
+    let (first_drops, _) = read()?;
+    started();
+    loop {
+        let done = stop.load(Ordering::Relaxed);
+        let (drops, backlog) = read()?;
+        {
+            let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+            let queue = &mut state[slot];
+            queue.drops = drops.saturating_sub(first_drops);
+            queue.max_backlog_bytes = queue.max_backlog_bytes.max(backlog);
         }
-    })
-}
-
-/// Drops and backlog bytes of a TBF qdisc's message; `None` for others.
-fn tbf_queue(qdisc: &TcMessage) -> Option<(u64, u64)> {
-    let is_tbf = qdisc
-        .attributes
-        .iter()
-        .any(|a| matches!(a, TcAttribute::Kind(kind) if kind == "tbf"));
-    is_tbf.then_some(())?;
-    qdisc.attributes.iter().find_map(|a| match a {
-        TcAttribute::Stats2(stats) => stats.iter().find_map(|s| match s {
-            TcStats2::Queue(q) => Some((u64::from(q.drops), u64::from(q.backlog))),
-            _ => None,
-        }),
-        _ => None,
-    })
+        if done {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
 }
