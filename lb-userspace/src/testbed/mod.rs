@@ -6,6 +6,7 @@ mod counters;
 mod daemon;
 pub mod demo;
 mod drops;
+mod exporters;
 mod netns;
 mod queues;
 pub mod scenario;
@@ -19,6 +20,7 @@ pub use collective::{
 pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
+pub use exporters::Exporters;
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{

@@ -93,7 +93,9 @@ pub fn receiver_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 19, 100 + i as u8, 1)
 }
 
-fn spine_addr(i: usize) -> Ipv4Addr {
+/// Spine `i`'s (1-based) address on its link to the leaf: the leaf's next
+/// hop through it.
+pub fn spine_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 18, i as u8, 2)
 }
 
