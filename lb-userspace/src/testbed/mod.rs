@@ -7,6 +7,7 @@ mod daemon;
 pub mod demo;
 mod drops;
 mod leaf_maps;
+mod exporters;
 mod netns;
 mod queues;
 pub mod scenario;
@@ -21,6 +22,7 @@ pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use leaf_maps::LeafMaps;
+pub use exporters::Exporters;
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{

@@ -20,6 +20,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 
+use super::Exporters;
 use super::netns::{ethtool, in_netns, ip, ip_tc};
 
 /// The shape of a testbed.
@@ -93,7 +94,8 @@ pub fn receiver_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 19, 100 + i as u8, 1)
 }
 
-/// Spine `i`'s address on its link to the leaf.
+/// Spine `i`'s (1-based) address on its link to the leaf: the leaf's next
+/// hop through it.
 pub fn spine_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 18, i as u8, 2)
 }
@@ -102,13 +104,6 @@ pub fn spine_addr(i: usize) -> Ipv4Addr {
 const REMOTE: &str = "remote";
 /// Each spine's interface toward the far leaf: where its TBF queues.
 pub const SHAPED_DEVICE: &str = "fleaf";
-/// Port of the queue exporter on each spine.
-pub const EXPORTER_PORT: u16 = 9100;
-
-/// The metrics URL of spine `j`'s queue exporter, from the leaf.
-pub fn exporter_url(j: usize) -> String {
-    format!("http://{}:{EXPORTER_PORT}/metrics", spine_addr(j))
-}
 
 /// Where UDP flows go in [`run_traffic`].
 pub const FAR_PORT: u16 = 7471;
@@ -316,9 +311,10 @@ impl Testbed {
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {
             let telemetry = if remote {
+                let target = Exporters::target(j);
                 format!(
-                    ", telemetry_url = \"{}\", telemetry_device = \"{SHAPED_DEVICE}\"",
-                    exporter_url(j)
+                    ", telemetry_url = \"{}\", telemetry_device = \"{}\"",
+                    target.url, target.device
                 )
             } else {
                 String::new()

@@ -1,0 +1,219 @@
+//! node_exporter on every spine, exporting the spine's qdiscs for the
+//! `remote` telemetry source: spine `j`'s queue toward the far leaf is
+//! `node_qdisc_backlog{device="fleaf"}` at [`Exporters::url`]`(j)`, on the
+//! spine's address on its link to the leaf, where the daemon (in the leaf
+//! namespace) reaches it.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+
+use super::netns::in_netns;
+use super::topology::{SHAPED_DEVICE, spine_addr};
+use super::{PATIENCE, Testbed};
+use crate::telemetry::remote::{Remote, Target};
+use crate::telemetry::{Source, TelemetryError};
+
+/// The port node_exporter listens on.
+pub const PORT: u16 = 9100;
+/// The spine's device toward the far leaf: the queue a path through the
+/// spine waits in.
+pub const DEVICE: &str = SHAPED_DEVICE;
+
+/// `prometheus-node-exporter` in every spine namespace, killed and reaped
+/// on drop.
+pub struct Exporters {
+    /// Spine index, the process, its log.
+    exporters: Vec<(usize, Child, PathBuf)>,
+}
+
+impl Exporters {
+    /// Starts an exporter in each spine of `bed` and returns once every one
+    /// answers from the leaf namespace with its `fleaf` queue (up to
+    /// [`PATIENCE`]).
+    ///
+    /// The exporters get SIGKILL if the thread that started them exits first
+    /// (as [`super::Daemon`]'s process does), so start them from the thread
+    /// that holds the testbed.
+    pub fn start(bed: &Testbed) -> Result<Exporters> {
+        // Logs of their own, should two sets run on one testbed.
+        static SETS: AtomicUsize = AtomicUsize::new(0);
+        let set = SETS.fetch_add(1, Ordering::Relaxed);
+        let mut exporters = Self {
+            exporters: Vec::new(),
+        };
+        for j in 1..=bed.shape().spines {
+            let log_file = std::env::temp_dir().join(format!(
+                "{}-s{j}-node-exporter-{}-{set}.log",
+                bed.name(),
+                std::process::id()
+            ));
+            let log = File::create(&log_file).context("creating node_exporter's log")?;
+            let mut command = Command::new("ip");
+            command
+                .args(["netns", "exec", &bed.ns(&format!("s{j}"))])
+                .arg("prometheus-node-exporter")
+                .args([
+                    "--collector.disable-defaults",
+                    "--collector.qdisc",
+                    "--web.disable-exporter-metrics",
+                ])
+                // No device filter: node_exporter 1.5 accepts
+                // `--collector.qdisk.device-include` but filters nothing
+                // with it (and `device-exclude` alone drops every device),
+                // so all three of the spine's devices are exported.
+                .arg(format!("--web.listen-address={}:{PORT}", spine_addr(j)))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log);
+            // SAFETY: prctl and sigprocmask are async-signal-safe. The kernel
+            // kills the exporter if this thread dies without dropping it; the
+            // setting survives `ip netns exec`'s exec. The testbed's signal
+            // watcher blocks SIGINT/SIGTERM, and children inherit the mask.
+            unsafe {
+                command.pre_exec(|| {
+                    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+                    sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                    Ok(())
+                });
+            }
+            let child = command
+                .spawn()
+                .context("starting prometheus-node-exporter")?;
+            exporters.exporters.push((j, child, log_file));
+        }
+        exporters.wait_ready(bed)?;
+        Ok(exporters)
+    }
+
+    /// Where spine `j`'s (1-based) exporter answers.
+    pub fn url(j: usize) -> String {
+        format!("http://{}:{PORT}/metrics", spine_addr(j))
+    }
+
+    /// The `remote` source's target for spine `j`'s queue toward the far
+    /// leaf.
+    pub fn target(j: usize) -> Target {
+        Target {
+            url: Self::url(j),
+            device: DEVICE.to_owned(),
+        }
+    }
+
+    /// A target per spine, in spine order.
+    pub fn targets(&self) -> Vec<Target> {
+        self.exporters
+            .iter()
+            .map(|(j, _, _)| Self::target(*j))
+            .collect()
+    }
+
+    /// The exporters' process ids, in spine order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.exporters.iter().map(|(_, c, _)| c.id()).collect()
+    }
+
+    /// The CPU time (user and system) the exporters used so far, summed.
+    pub fn cpu_time(&self) -> Result<Duration> {
+        self.pids().into_iter().map(cpu_time).sum()
+    }
+
+    /// Waits until each exporter says it listens (so that an exporter that
+    /// failed to bind is not mistaken for another answering at its
+    /// address) and every spine's queue reads from the leaf.
+    fn wait_ready(&self, bed: &Testbed) -> Result<()> {
+        let targets = self.targets();
+        let exporters: Vec<(u32, PathBuf)> = self
+            .exporters
+            .iter()
+            .map(|(_, child, log)| (child.id(), log.clone()))
+            .collect();
+        let waited = in_netns(&bed.ns("leaf"), move || -> Result<(), String> {
+            let mut remote = Remote::new(targets, Duration::from_millis(500));
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                if let Some((pid, _)) = exporters.iter().find(|(pid, _)| exited(*pid)) {
+                    return Err(format!("node_exporter {pid} exited"));
+                }
+                let listening = exporters.iter().all(|(_, log)| {
+                    std::fs::read_to_string(log).is_ok_and(|l| l.contains("Listening on"))
+                });
+                let readings = remote.poll();
+                if listening && readings.iter().all(Result::is_ok) {
+                    return Ok(());
+                }
+                if Instant::now() > deadline {
+                    let errors: Vec<String> = readings
+                        .iter()
+                        .filter_map(|r| r.as_ref().err().map(TelemetryError::to_string))
+                        .collect();
+                    return Err(format!(
+                        "not every exporter listens and answers after {PATIENCE:?}: {}",
+                        errors.join("; ")
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })?;
+        if let Err(why) = waited {
+            bail!("{why}\n{}", self.logs());
+        }
+        Ok(())
+    }
+
+    /// Every exporter's log, for errors.
+    fn logs(&self) -> String {
+        self.exporters
+            .iter()
+            .map(|(j, _, log)| {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                format!("s{j}'s node_exporter logged:\n{}", text.trim_end())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Exporters {
+    fn drop(&mut self) {
+        for (_, child, log) in &mut self.exporters {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(log);
+        }
+    }
+}
+
+/// A process's fields after its name in `/proc/<pid>/stat` (the name may
+/// hold blanks and parentheses; it ends at the last `)`), from the state
+/// (field 3) on.
+fn stat_fields(pid: u32) -> Result<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    let (_, after_name) = stat
+        .rsplit_once(')')
+        .with_context(|| format!("/proc/{pid}/stat has no name: {stat:?}"))?;
+    Ok(after_name.split_whitespace().map(str::to_owned).collect())
+}
+
+/// utime plus stime (fields 14 and 15) of process `pid`.
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let fields = stat_fields(pid)?;
+    ensure!(fields.len() > 12, "/proc/{pid}/stat is short: {fields:?}");
+    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    ensure!(per_second > 0, "sysconf(_SC_CLK_TCK) failed");
+    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
+/// Whether `pid` has exited (a zombie waiting to be reaped, or gone).
+fn exited(pid: u32) -> bool {
+    stat_fields(pid).map_or(true, |f| f.first().is_none_or(|s| s == "Z" || s == "X"))
+}
