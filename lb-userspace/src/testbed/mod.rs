@@ -6,8 +6,8 @@ mod counters;
 mod daemon;
 pub mod demo;
 mod drops;
-mod leaf_maps;
 mod exporters;
+mod leaf_maps;
 mod netns;
 mod queues;
 pub mod scenario;
@@ -21,8 +21,8 @@ pub use collective::{
 pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
-pub use leaf_maps::LeafMaps;
 pub use exporters::Exporters;
+pub use leaf_maps::LeafMaps;
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{

@@ -16,7 +16,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::{Collective, Leaf, Shape, Testbed, run_collective_with, tear_down_on_signal};
+use super::{
+    Collective, Exporters, Leaf, Shape, Testbed, run_collective_with, tear_down_on_signal,
+};
 
 pub use reaction::{RateChange, Reaction};
 pub use report::{ModeReport, Report};
@@ -169,6 +171,12 @@ pub fn measure(
         scenario: scenario.name.to_owned(),
         modes: Vec::new(),
     };
+    // What the `remote` telemetry rows read.
+    let _exporters = modes
+        .iter()
+        .any(|m| m.telemetry)
+        .then(|| Exporters::start(bed))
+        .transpose()?;
     for mode in modes {
         let collective = Collective {
             leaf: Leaf::Fabriclb {

@@ -41,6 +41,8 @@ pub struct ModeReport {
     pub spine_share: Vec<f64>,
     /// Each spine's largest sampled queue, bytes.
     pub max_queue_bytes: Vec<u64>,
+    /// What each spine's queue dropped, packets.
+    pub spine_dropped: Vec<u64>,
     pub flowlet_moves: u64,
     /// How the leaf reacted to the scenario's rate change, if it has one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -57,9 +59,13 @@ impl ModeReport {
     ) -> Self {
         let sending_ms = run.elapsed.as_secs_f64() * 1e3;
         let mut max_queue_bytes = vec![0; run.leaf.spines.len()];
+        let mut spine_dropped = vec![0; run.leaf.spines.len()];
         for q in &run.spine_queues {
             if let Some(slot) = max_queue_bytes.get_mut(q.spine - 1) {
                 *slot = q.max_backlog_bytes;
+            }
+            if let Some(slot) = spine_dropped.get_mut(q.spine - 1) {
+                *slot = q.drops;
             }
         }
         Self {
@@ -76,6 +82,7 @@ impl ModeReport {
             in_message_reorders: run.received.message_out_of_order,
             spine_share: run.leaf.byte_shares(),
             max_queue_bytes,
+            spine_dropped,
             flowlet_moves: run.leaf.flowlet_moves,
             reaction,
         }
@@ -164,6 +171,7 @@ mod tests {
         );
         assert_eq!(row.spine_share, [0.3, 0.3, 0.3, 0.1]);
         assert_eq!(row.max_queue_bytes, [1000, 0, 0, 9000]);
+        assert_eq!(row.spine_dropped, [0, 0, 0, 7]);
         assert_eq!((row.flowlet_moves, row.in_message_reorders), (4, 2));
     }
 }
