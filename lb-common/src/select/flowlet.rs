@@ -85,7 +85,8 @@ pub enum FlowletStep {
     /// from `current`.
     Choose { current: Option<u32> },
     /// No state from this generation: start where ECMP would put the flow,
-    /// so switching a group to flowlet mode moves no flow mid-burst.
+    /// so switching a group to flowlet mode moves no flow mid-burst, unless
+    /// that next hop is down or degraded ([`starts_on_ecmp`]).
     Start,
 }
 
@@ -111,6 +112,17 @@ pub fn step(
     } else {
         FlowletStep::Continue(state.slot)
     }
+}
+
+/// Whether a flow's first flowlet starts on its ECMP next hop: when that
+/// one is usable and telemetry has not rated it below the default. A new
+/// flow has nothing to reorder, so it need not start on a path known to be
+/// congested or slow; only a flow ECMP was already forwarding (a group
+/// just switched from ECMP) risks a reorder, and then only off a degraded
+/// path, which is where it should not stay.
+#[inline(always)]
+pub fn starts_on_ecmp(usable: bool, quality: u32) -> bool {
+    usable && quality >= PATH_QUALITY_DEFAULT
 }
 
 /// A usable next hop as a flowlet choice sees it.

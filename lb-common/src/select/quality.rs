@@ -1,9 +1,16 @@
 //! Path quality from telemetry, the way switch ASICs' adaptive routing
 //! (SAI ARS, SONiC's `ARS_PROFILE`) computes it: per path, three measures
 //! (past load: an EWMA of the egress rate; current load: the latest rate;
-//! future load: the bytes queued toward it), each scaled between a minimum
-//! and a maximum, weighted, and quantised into [`BANDS`] bands. Band 0 is
-//! an idle path, band 7 a congested one.
+//! future load: how long what is queued toward it takes to drain), each
+//! scaled between a minimum and a maximum, weighted, and quantised into
+//! [`BANDS`] bands. Band 0 is an idle path, band 7 a congested one.
+//!
+//! The future load is a delay, not a byte count, because paths differ in
+//! speed: 100 KB queued is 4 ms at 200 Mbit/s and 16 ms at 50. An ASIC
+//! knows its ports' speeds; telemetry from the next switch does not say
+//! them, so the drain rate is measured: the egress rate over sampling
+//! intervals in which the queue never emptied (it was queued at both
+//! ends), when a queue drains at exactly its port's rate.
 //!
 //! Bands change asymmetrically, so paths do not flap: a path gets worse at
 //! once (the next flowlet must not pile onto a queue that is building), but
@@ -13,8 +20,10 @@
 //!
 //! The band maps to the data plane's path quality, the divisor of a path's
 //! recent load in the flowlet choice and the weight of a path in the spray
-//! sequence: a band-`b` path is worth `(8 - b) / 8` of an idle one, so
-//! traffic splits in proportion to what each path still drains.
+//! sequence: a band-`b` path is worth `(8 - b) / 8` of an idle one, scaled
+//! by its measured drain rate against its group's fastest
+//! ([`PathQuality::scaled_quality`]), so traffic splits in proportion to
+//! what each path drains, and away from where queues build.
 
 use crate::select::flowlet::PATH_QUALITY_DEFAULT;
 
@@ -58,7 +67,7 @@ pub struct Profile {
     pub past_load: Scale,
     /// The latest egress rate, bytes per second.
     pub current_load: Scale,
-    /// Bytes queued toward the path.
+    /// Microseconds the bytes queued toward the path take to drain.
     pub future_load: Scale,
     /// The EWMA gives the newest sample a weight of `1 / 2^ewma_shift`.
     pub ewma_shift: u32,
@@ -70,19 +79,21 @@ pub struct Profile {
 /// One sample of one path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Measures {
-    /// Egress rate since the previous sample, bytes per second.
-    pub load: u64,
+    /// Egress rate since the previous sample, bytes per second; `None`
+    /// when the source has no transmit counter (or no previous sample).
+    pub load: Option<u64>,
     /// Bytes queued toward the path now.
     pub queued: u64,
 }
 
 impl Profile {
-    /// The combined level of `measures`, given the EWMA `past_load`.
-    pub fn level(&self, past_load: u64, measures: Measures) -> u32 {
+    /// The combined level of the EWMA `past_load`, the `current_load` and
+    /// the queueing delay `future_load_us`.
+    pub fn level(&self, past_load: u64, current_load: u64, future_load_us: u64) -> u32 {
         let parts = [
             (self.past_load, past_load),
-            (self.current_load, measures.load),
-            (self.future_load, measures.queued),
+            (self.current_load, current_load),
+            (self.future_load, future_load_us),
         ];
         let (mut sum, mut weights) = (0u64, 0u64);
         for (scale, value) in parts {
@@ -94,12 +105,20 @@ impl Profile {
     }
 }
 
-/// One path's telemetry state: the EWMA and the band it has settled in.
+/// One path's telemetry state: the EWMAs and the band it has settled in.
 /// The default is an idle path with no sample yet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PathQuality {
-    /// EWMA of the egress rate; `None` before the first sample.
+    /// EWMA of the egress rate, bytes per second; `None` before a rate.
     pub past_load: Option<u64>,
+    /// EWMA of the egress rate over intervals the queue never emptied:
+    /// what the path drains at, bytes per second.
+    pub drain_rate: Option<u64>,
+    /// The highest egress rate seen: the drain rate's stand-in (a lower
+    /// bound, so delays err long) until the queue has stayed busy once.
+    pub peak_rate: u64,
+    /// Bytes queued at the previous sample.
+    pub queued: u64,
     /// `0..BANDS`.
     pub band: u32,
 }
@@ -107,12 +126,21 @@ pub struct PathQuality {
 impl PathQuality {
     /// Takes one sample and returns the band it leaves the path in.
     pub fn sample(&mut self, profile: &Profile, measures: Measures) -> u32 {
-        let past = match self.past_load {
-            None => measures.load,
-            Some(past) => ewma(past, measures.load, profile.ewma_shift),
-        };
-        self.past_load = Some(past);
-        let level = profile.level(past, measures);
+        let shift = profile.ewma_shift;
+        let load = measures.load.unwrap_or(0);
+        if let Some(rate) = measures.load {
+            self.past_load = Some(self.past_load.map_or(rate, |p| ewma(p, rate, shift)));
+            self.peak_rate = self.peak_rate.max(rate);
+            if self.queued > 0 && measures.queued > 0 {
+                self.drain_rate = Some(self.drain_rate.map_or(rate, |d| ewma(d, rate, shift)));
+            }
+        }
+        self.queued = measures.queued;
+        let level = profile.level(
+            self.past_load.unwrap_or(0),
+            load,
+            self.delay_us(measures.queued),
+        );
         let target = (level / LEVEL_UNIT).min(BANDS - 1);
         if target > self.band {
             self.band = target;
@@ -122,9 +150,39 @@ impl PathQuality {
         self.band
     }
 
+    /// Microseconds `queued` bytes take to drain. With no rate known at
+    /// all, any queue reads as endless: a path whose speed nobody can tell
+    /// is not one to pile onto.
+    pub fn delay_us(&self, queued: u64) -> u64 {
+        if queued == 0 {
+            return 0;
+        }
+        match self.drain_rate.filter(|&r| r > 0).unwrap_or(self.peak_rate) {
+            0 => u64::MAX,
+            rate => (u128::from(queued) * 1_000_000 / u128::from(rate)).min(u64::MAX.into()) as u64,
+        }
+    }
+
     /// The data plane's path quality for the current band.
     pub fn quality(&self) -> u32 {
         band_quality(self.band)
+    }
+
+    /// The path's quality within a group whose fastest path drains at
+    /// `fastest` bytes per second: its band's quality scaled by its own
+    /// drain rate against that, so a split follows the paths' capacities
+    /// as well as their congestion. (SONiC's `ARS_INTERFACES` gives ports
+    /// of different speeds a scaling factor; the speed of the next
+    /// switch's port is measured here instead.) A path never seen draining
+    /// counts as fast as the fastest: nothing says it is slower. Never 0,
+    /// which the data plane reads as "avoid".
+    pub fn scaled_quality(&self, fastest: u64) -> u32 {
+        let quality = u64::from(self.quality());
+        let scaled = match self.drain_rate {
+            Some(rate) if rate < fastest => quality * rate / fastest,
+            _ => quality,
+        };
+        scaled.max(1) as u32
     }
 }
 

@@ -6,7 +6,7 @@ use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
-        flowlet::{FlowletKey, FlowletState, FlowletStep, step},
+        flowlet::{FlowletKey, FlowletState, FlowletStep, starts_on_ecmp, step},
         load::load_epoch,
     },
     verdict::Reason,
@@ -14,7 +14,7 @@ use lb_common::{
 
 use super::{
     Choice,
-    members::{choose, member, move_load, slot_of, usable},
+    members::{choose, member, move_load, quality, slot_of, usable},
 };
 use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, Scratch};
 
@@ -107,7 +107,7 @@ pub(super) fn dynamic(
         }
         FlowletStep::Start => {
             let slot = match slot_of(group, ecmp_id) {
-                Some(slot) if usable(ecmp_id) => slot,
+                Some(slot) if starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)) => slot,
                 _ => choose(group, epoch, None, 0)?,
             };
             (slot, 0, None)

@@ -29,6 +29,12 @@ pub(super) fn usable(nh_id: u32) -> bool {
         .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0)
 }
 
+/// Next hop `nh_id`'s path quality; 0 (avoid) for an id past the map.
+#[inline(always)]
+pub(super) fn quality(nh_id: u32) -> u32 {
+    FL_PATH_QUALITY.get(nh_id).copied().unwrap_or(0)
+}
+
 /// The slot of next hop `nh_id` in `group`.
 #[inline(always)]
 pub(super) fn slot_of(group: &GroupEntry, nh_id: u32) -> Option<u32> {
@@ -101,7 +107,7 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     let candidate = Candidate {
         slot,
         load: FL_NH_STATS.get(nh_id).map_or(0, |s| s.load.at(walk.epoch)),
-        quality: FL_PATH_QUALITY.get(nh_id).copied().unwrap_or(0),
+        quality: quality(nh_id),
     };
     walk.choice.consider(candidate);
     if walk.current == slot {

@@ -255,15 +255,16 @@ pub const BYTES_PER_SEC_PER_MBIT: u64 = 125_000;
 pub struct ArsProfile {
     /// How often each source is polled (`sampling_interval`).
     pub sampling_interval_us: u32,
-    /// Loads in bytes per second, the queue in bytes.
+    /// Loads in bytes per second, the queueing delay in microseconds.
     pub quality: Profile,
 }
 
 impl Default for ArsProfile {
     /// The queue alone decides: a load means congestion only against the
-    /// port's speed, which differs per path. 8 KiB queued (a few frames in
-    /// flight) is idle; each further 8 KiB is a band, so a path is in the
-    /// worst band from 72 KiB on, well inside a shallow buffer.
+    /// port's speed, which differs per path. Up to 2 ms of queueing is
+    /// idle (a collective's bursts meeting on a path); each further
+    /// millisecond is a band, so a path is in the worst band from 10 ms
+    /// on, inside a shallow buffer's 20 or so.
     fn default() -> Self {
         Self {
             sampling_interval_us: SAMPLING_INTERVAL_DEFAULT_US,
@@ -271,8 +272,8 @@ impl Default for ArsProfile {
                 past_load: Scale::default(),
                 current_load: Scale::default(),
                 future_load: Scale {
-                    min: 8 << 10,
-                    max: 72 << 10,
+                    min: 2000,
+                    max: 10_000,
                     weight: 1,
                 },
                 ewma_shift: EWMA_SHIFT,

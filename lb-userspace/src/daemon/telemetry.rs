@@ -75,9 +75,9 @@ impl PathState {
         let load = match (self.last_tx, reading.tx_bytes) {
             (Some((then, before)), Some(now)) if at > then => {
                 let bytes = now.saturating_sub(before) as f64;
-                (bytes / (at - then).as_secs_f64()) as u64
+                Some((bytes / (at - then).as_secs_f64()) as u64)
             }
-            _ => 0,
+            _ => None,
         };
         self.last_tx = reading.tx_bytes.map(|tx| (at, tx));
         self.queued_bytes = reading.queued_bytes;
@@ -256,17 +256,24 @@ impl Telemetry {
     /// Each next hop whose quality in `tables` differs from what its
     /// telemetry says (the default for those without).
     pub(super) fn changes(&self, tables: &Tables) -> Vec<(u32, u32)> {
-        let members = tables.groups.iter().flat_map(|g| &g.members);
-        members
-            .map(|&id| {
-                let path = self.paths.get(&id);
-                (
-                    id,
-                    path.map_or(PATH_QUALITY_DEFAULT, |p| p.quality.quality()),
-                )
-            })
-            .filter(|&(id, quality)| tables.quality.get(id as usize) != Some(&quality))
-            .collect()
+        let mut changes = Vec::new();
+        for group in &tables.groups {
+            let paths = || group.members.iter().filter_map(|id| self.paths.get(id));
+            let fastest = paths()
+                .filter_map(|p| p.quality.drain_rate)
+                .max()
+                .unwrap_or(0);
+            for &id in &group.members {
+                let quality = self
+                    .paths
+                    .get(&id)
+                    .map_or(PATH_QUALITY_DEFAULT, |p| p.quality.scaled_quality(fastest));
+                if tables.quality.get(id as usize) != Some(&quality) {
+                    changes.push((id, quality));
+                }
+            }
+        }
+        changes
     }
 
     /// Seconds since `id`'s last good reading (since start if none).

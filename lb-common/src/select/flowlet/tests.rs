@@ -110,6 +110,13 @@ fn quality_scales_cost() {
 }
 
 #[test]
+fn a_flow_starts_on_ecmp_unless_it_is_down_or_degraded() {
+    assert!(starts_on_ecmp(true, PATH_QUALITY_DEFAULT));
+    assert!(!starts_on_ecmp(false, PATH_QUALITY_DEFAULT));
+    assert!(!starts_on_ecmp(true, PATH_QUALITY_DEFAULT - 1));
+}
+
+#[test]
 fn hysteresis_keeps_a_flowlet_unless_the_gain_is_real() {
     // Two flows of 64k on slot 0, nothing on slot 1: one moves.
     let c = choice(&[cand(0, 131_072), cand(1, 0)]);

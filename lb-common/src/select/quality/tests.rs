@@ -1,7 +1,7 @@
 use super::*;
 
-/// Queue only, 8 KiB to 72 KiB: a band is 8 KiB wide; a quarter band of
-/// hysteresis.
+/// Queueing delay only, 8192 to 73728 us: a band is 8192 us wide; a
+/// quarter band of hysteresis.
 const QUEUE_ONLY: Profile = Profile {
     past_load: Scale {
         min: 0,
@@ -22,9 +22,17 @@ const QUEUE_ONLY: Profile = Profile {
     hysteresis: 64,
 };
 
+/// A path that drains at 1 MB/s: a byte queued is a microsecond.
+fn draining() -> PathQuality {
+    PathQuality {
+        drain_rate: Some(1_000_000),
+        ..PathQuality::default()
+    }
+}
+
 fn queued(bytes: u64) -> Measures {
     Measures {
-        load: 0,
+        load: None,
         queued: bytes,
     }
 }
@@ -69,21 +77,14 @@ fn the_level_is_the_weighted_mean_of_the_three_measures() {
         ewma_shift: 0,
         hysteresis: 0,
     };
-    // past 100 -> level 256; queue 700 -> level 1792; (256 + 3 * 1792) / 4.
-    let level = profile.level(
-        100,
-        Measures {
-            load: 800,
-            queued: 700,
-        },
-    );
-    assert_eq!(level, 1408);
+    // past 100 -> level 256; delay 700 -> level 1792; (256 + 3 * 1792) / 4.
+    assert_eq!(profile.level(100, 800, 700), 1408);
     let none = Profile {
         future_load: Scale::default(),
         past_load: Scale::default(),
         ..profile
     };
-    assert_eq!(none.level(100, queued(700)), 0, "no weight: always idle");
+    assert_eq!(none.level(100, 800, 700), 0, "no weight: always idle");
 }
 
 #[test]
@@ -95,7 +96,7 @@ fn bands_map_to_eighths_of_the_default_quality() {
 
 #[test]
 fn a_path_gets_worse_at_once_and_better_one_band_per_sample() {
-    let mut path = PathQuality::default();
+    let mut path = draining();
     let mut bands = Vec::new();
     for bytes in [0, 8192 + 5 * 8192 + 100, 1 << 30, 0, 0, 0, 0, 0, 0, 0, 0] {
         bands.push(path.sample(&QUEUE_ONLY, queued(bytes)));
@@ -107,7 +108,7 @@ fn a_path_gets_worse_at_once_and_better_one_band_per_sample() {
 /// must fall a quarter band below the edge first.
 #[test]
 fn hysteresis_holds_a_band_until_the_level_is_clearly_below_it() {
-    let mut path = PathQuality::default();
+    let mut path = draining();
     let band_edge = |band: u64| 8192 + band * 8192;
     assert_eq!(path.sample(&QUEUE_ONLY, queued(band_edge(3) + 10)), 3);
     // Level 3 * 256 - 32: below the edge, inside the margin.
@@ -128,7 +129,10 @@ fn past_load_is_an_ewma_seeded_by_the_first_sample() {
         future_load: Scale::default(),
         ..QUEUE_ONLY
     };
-    let load = |load| Measures { load, queued: 0 };
+    let load = |load| Measures {
+        load: Some(load),
+        queued: 0,
+    };
     let mut path = PathQuality::default();
     path.sample(&profile, load(4000));
     assert_eq!(path.past_load, Some(4000));
@@ -137,4 +141,86 @@ fn past_load_is_an_ewma_seeded_by_the_first_sample() {
     path.sample(&profile, load(0));
     assert_eq!(path.past_load, Some(3750), "a quarter of the way down");
     assert_eq!(path.band, 4, "band 5 at 5000 of 8000, one better at 3750");
+}
+
+/// The drain rate is the egress rate of intervals that began and ended
+/// with a queue; until there is one, the highest rate seen stands in;
+/// with no rate at all, a queue is endless.
+#[test]
+fn delay_is_the_queue_over_the_measured_drain_rate() {
+    let mut path = PathQuality::default();
+    assert_eq!(path.delay_us(1), u64::MAX, "no rate known");
+    assert_eq!(path.delay_us(0), 0);
+    let sample = |path: &mut PathQuality, load, queued| {
+        path.sample(
+            &QUEUE_ONLY,
+            Measures {
+                load: Some(load),
+                queued,
+            },
+        )
+    };
+    // Idle at 2 MB/s, then a queue builds: no busy interval yet.
+    sample(&mut path, 2_000_000, 0);
+    sample(&mut path, 3_000_000, 30_000);
+    assert_eq!(path.drain_rate, None);
+    assert_eq!(path.delay_us(30_000), 10_000, "against the 3 MB/s peak");
+    // Queued at both ends: the port drained at its rate, 1 MB/s.
+    sample(&mut path, 1_000_000, 40_000);
+    assert_eq!(path.drain_rate, Some(1_000_000));
+    assert_eq!(path.delay_us(40_000), 40_000);
+    // The EWMA moves a quarter toward the next busy interval's rate.
+    sample(&mut path, 2_000_000, 10_000);
+    assert_eq!(path.drain_rate, Some(1_250_000));
+    // An interval that ended empty says nothing about the drain rate.
+    sample(&mut path, 500_000, 0);
+    assert_eq!(path.drain_rate, Some(1_250_000));
+    assert_eq!(path.peak_rate, 3_000_000);
+}
+
+/// A 50 Mbit/s path and a 200 Mbit/s one with the same bytes queued are
+/// in different bands: what counts is how long the queue lasts.
+#[test]
+fn equal_queues_on_unequal_paths_rate_differently() {
+    let profile = Profile {
+        future_load: Scale {
+            min: 500,
+            max: 8500,
+            weight: 1,
+        },
+        ..QUEUE_ONLY
+    };
+    let band = |rate_mbit: u64| {
+        let rate = rate_mbit * 125_000;
+        let mut path = PathQuality::default();
+        for _ in 0..2 {
+            path.sample(
+                &profile,
+                Measures {
+                    load: Some(rate),
+                    queued: 60_000,
+                },
+            );
+        }
+        path.band
+    };
+    // 60 KB: 2.4 ms at 200 Mbit/s, 9.6 ms at 50.
+    assert_eq!((band(200), band(50)), (1, 7));
+}
+
+/// A path that drains at a quarter of the fastest's rate is worth a
+/// quarter of its band's quality; one not seen draining, and the fastest
+/// itself, the whole; never 0.
+#[test]
+fn quality_scales_with_the_drain_rate() {
+    let path = |drain_rate, band| PathQuality {
+        drain_rate,
+        band,
+        ..PathQuality::default()
+    };
+    assert_eq!(path(Some(250), 0).scaled_quality(1000), 256);
+    assert_eq!(path(Some(250), 4).scaled_quality(1000), 128);
+    assert_eq!(path(Some(1000), 2).scaled_quality(1000), 768);
+    assert_eq!(path(None, 0).scaled_quality(1000), 1024);
+    assert_eq!(path(Some(1), 7).scaled_quality(1 << 40), 1);
 }

@@ -21,8 +21,8 @@ fn defaults_weigh_the_queue_alone() {
     assert_eq!(
         q.future_load,
         Scale {
-            min: 8192,
-            max: 73728,
+            min: 2000,
+            max: 10000,
             weight: 1
         }
     );

@@ -15,9 +15,10 @@ use crate::config::schema::{
 };
 use crate::telemetry::remote;
 
-/// Loads are given in Mbit/s up to 10 Tbit/s; queues in bytes up to 1 TiB.
+/// Loads are given in Mbit/s up to 10 Tbit/s; queueing delay in
+/// microseconds up to 10 s.
 const LOAD_MAX_MBIT: u64 = 10_000_000;
-const QUEUE_MAX_BYTES: u64 = 1 << 40;
+const DELAY_MAX_US: u64 = 10_000_000;
 const WEIGHT_MAX: u32 = 100;
 
 /// A next hop's telemetry keys, taken out before the next hop itself is
@@ -100,7 +101,7 @@ impl Ctx<'_> {
                 &raw.future_load_max_value,
                 &raw.future_load_weight,
             ],
-            QUEUE_MAX_BYTES,
+            DELAY_MAX_US,
             1,
         )?;
         if [q.past_load, q.current_load, q.future_load]

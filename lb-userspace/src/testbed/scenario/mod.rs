@@ -94,37 +94,43 @@ pub struct Scenario {
 pub struct Mode {
     pub name: &'static str,
     /// The spine group's TOML keys (see [`Testbed::leaf_config`]).
-    pub group: &'static str,
+    pub group: String,
     /// Whether the mode steers by path telemetry.
     pub telemetry: bool,
     /// Extra `fabriclb run` arguments.
     pub daemon_args: Vec<String>,
 }
 
+/// The flowlet gap of the scenarios' flowlet and per-packet rows. A gap
+/// must outlast the difference between the paths' delays, or a flow that
+/// pauses mid-message and moves to a shorter queue overtakes itself. The
+/// testbed's links are 2000 times slower than a 400G fabric's and its
+/// queues hold up to 20 ms where a switch's hold microseconds, so the
+/// switch default of 256 us scales up to 25 ms here; messages on one QP
+/// are still 60 ms apart, so every message is a flowlet of its own.
+pub const FLOWLET_GAP_US: u32 = 25_000;
+
 /// Every mode a scenario runs, in table order. ECMP hashes the default
 /// fields (five-tuple and destination QP). The telemetry rows read each
 /// spine's queue toward the far leaf from the exporter on that spine.
 pub fn modes() -> Vec<Mode> {
-    let mode = |name, group, telemetry| Mode {
+    let mode = |name, keys: &str, telemetry| Mode {
         name,
-        group,
+        group: if name == "ecmp" {
+            keys.to_owned()
+        } else {
+            format!("mode = \"{name}\"\nflowlet_gap_us = {FLOWLET_GAP_US}\n{keys}")
+        },
         telemetry,
         daemon_args: Vec::new(),
     };
+    let remote = "telemetry = \"remote\"";
     vec![
         mode("ecmp", "", false),
-        mode("flowlet", "mode = \"flowlet\"", false),
-        mode("per-packet", "mode = \"per-packet\"", false),
-        mode(
-            "flowlet",
-            "mode = \"flowlet\"\ntelemetry = \"remote\"",
-            true,
-        ),
-        mode(
-            "per-packet",
-            "mode = \"per-packet\"\ntelemetry = \"remote\"",
-            true,
-        ),
+        mode("flowlet", "", false),
+        mode("per-packet", "", false),
+        mode("flowlet", remote, true),
+        mode("per-packet", remote, true),
     ]
 }
 
@@ -180,7 +186,7 @@ pub fn measure(
     for mode in modes {
         let collective = Collective {
             leaf: Leaf::Fabriclb {
-                group: mode.group.to_owned(),
+                group: mode.group.clone(),
             },
             ..scenario.collective.clone()
         };
