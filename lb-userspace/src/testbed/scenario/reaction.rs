@@ -1,8 +1,10 @@
 //! How fast the leaf reacts when a spine slows down mid-run: from the
 //! moment `tc` is told the new rate, to the first sample of the leaf's
 //! path-quality map that shows the spine worse than the default, and to
-//! the first 10 ms in which the spine's share of the leaf's bytes has
-//! fallen to half of what it carried before.
+//! the end of the first 20 ms in which the spine carried at most half the
+//! share of the leaf's bytes it carried before, if it also did from there
+//! to the end of the watch (a lull of a run without telemetry is not a
+//! shift).
 
 use std::time::{Duration, Instant};
 
@@ -27,8 +29,8 @@ pub struct RateChange {
 pub struct Reaction {
     /// tc change to the first lowered quality of the spine's next hop.
     pub quality_ms: Option<f64>,
-    /// tc change to the end of the first 10 ms window in which the spine
-    /// carried at most half its share of before.
+    /// tc change to the end of the first 20 ms window in which the spine
+    /// carried at most half its share of before, and did to the end.
     pub shift_ms: Option<f64>,
 }
 
@@ -36,7 +38,11 @@ pub struct Reaction {
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 const BEFORE: Duration = Duration::from_millis(100);
 const AFTER: Duration = Duration::from_millis(500);
-const SHARE_WINDOW: Duration = Duration::from_millis(10);
+/// Traffic moves in flowlets of a message each, 4 ms at a sender's rate:
+/// a share over a much shorter window swings with every one.
+const SHARE_WINDOW: Duration = Duration::from_millis(20);
+/// How much of the watch must follow a shift to show it lasts.
+const REST: Duration = Duration::from_millis(100);
 
 /// One sample: when (from the change), the spine's quality, every spine's
 /// bytes so far.
@@ -104,21 +110,30 @@ fn reaction(samples: &[Sample], slot: usize) -> Reaction {
         (Some(a), Some(b)) => share(a, b, slot),
         _ => None,
     };
-    let window = SHARE_WINDOW.as_secs_f64() * 1e3;
-    let shift_ms = before.and_then(|before| {
-        samples.iter().enumerate().find_map(|(i, end)| {
-            // Only windows that start at or after the change.
-            let start = samples[..i]
-                .iter()
-                .rev()
-                .find(|s| s.at <= end.at - window)?;
-            (start.at >= 0.0 && share(start, end, slot)? <= before / 2.0).then_some(end.at)
-        })
-    });
+    let shift_ms = before.and_then(|before| shift(samples, slot, before));
     Reaction {
         quality_ms,
         shift_ms,
     }
+}
+
+/// The end of the first window, from the change on, in which spine `slot`
+/// carried at most half its share of `before`, provided it also did from
+/// there to the end of the watch, at least [`REST`] later: a fall that
+/// lasts, not a lull.
+fn shift(samples: &[Sample], slot: usize, before: f64) -> Option<f64> {
+    let window = SHARE_WINDOW.as_secs_f64() * 1e3;
+    let last = samples.last()?;
+    let rest = REST.as_secs_f64() * 1e3;
+    samples
+        .iter()
+        .enumerate()
+        .filter(|(_, start)| start.at >= 0.0)
+        .find_map(|(i, start)| {
+            let end = samples[i..].iter().find(|s| s.at >= start.at + window)?;
+            let low = |a, b| share(a, b, slot).is_some_and(|s| s <= before / 2.0);
+            (end.at + rest <= last.at && low(start, end) && low(end, last)).then_some(end.at)
+        })
 }
 
 /// Spine `slot`'s share of the bytes forwarded from `a` to `b`.
@@ -131,13 +146,28 @@ fn share(a: &Sample, b: &Sample, slot: usize) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// `samples` with spine 2 given 100 bytes in each ms `gets` says.
+    fn with_b(samples: &[Sample], gets: impl Fn(i64) -> bool) -> Vec<Sample> {
+        samples
+            .iter()
+            .map(|s| {
+                let b = (-20..=s.at as i64).filter(|&m| gets(m)).count() as u64 * 100;
+                Sample {
+                    at: s.at,
+                    quality: 1024,
+                    bytes: vec![s.bytes[0], b],
+                }
+            })
+            .collect()
+    }
+
     /// Two spines: 50/50 before the change at 0 ms; quality drops at 3 ms,
     /// spine 2 gets nothing from 5 ms on.
     #[test]
     fn reaction_from_samples() {
         let mut samples = Vec::new();
         let (mut a, mut b) = (0u64, 0u64);
-        for ms in -20..=40 {
+        for ms in -20..=200 {
             a += 100;
             if ms < 5 {
                 b += 100;
@@ -150,9 +180,15 @@ mod tests {
         }
         let r = reaction(&samples, 1);
         assert_eq!(r.quality_ms, Some(3.0));
-        // The window ending at 10 ms holds b's last 4 increments and a's
-        // 10: 4/14 is above half of 0.5; the one ending at 11, 3/13 is not.
-        assert_eq!(r.shift_ms, Some(11.0));
+        // The window (0, 20] holds 4 of b's increments against a's 20.
+        assert_eq!(r.shift_ms, Some(20.0));
+        // b keeping pace until 40 ms: (t, t + 20] holds 39 - t of b's
+        // increments against a's 20, at most a quarter of all from t = 33.
+        let steady = with_b(&samples, |ms| ms < 40);
+        assert_eq!(reaction(&steady, 1).shift_ms, Some(53.0));
+        // A lull from 10 to 40 ms, then b back at a's pace: no shift.
+        let lull = with_b(&samples, |ms| !(10..40).contains(&ms));
+        assert_eq!(reaction(&lull, 1).shift_ms, None);
         let flat: Vec<Sample> = samples
             .iter()
             .map(|s| Sample {

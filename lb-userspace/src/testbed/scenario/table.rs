@@ -44,8 +44,9 @@ pub fn print(scenario: &Scenario, report: &Report) {
     if let Some(change) = &scenario.change {
         println!(
             "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
-             lowered path quality at the leaf, and to the first 10 ms in which the spine \
-             carried at most half its share of before ('-': not within 500 ms)",
+             lowered path quality at the leaf, and to the end of the first 20 ms in which the \
+             spine carried at most half its share of before, if it did so to the end of the \
+             500 ms watch ('-': never)",
             change.spine, change.rate_mbit
         );
         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1} ms"));
