@@ -15,4 +15,5 @@ mod reload;
 mod rollback;
 mod scenario;
 mod teardown;
+mod telemetry;
 mod traffic;

@@ -79,15 +79,23 @@ impl PathState {
             }
             _ => None,
         };
+        let primed = self.last_tx.is_some();
         self.last_tx = reading.tx_bytes.map(|tx| (at, tx));
         self.queued_bytes = reading.queued_bytes;
-        self.quality.sample(
-            profile,
-            Measures {
-                load,
-                queued: reading.queued_bytes,
-            },
-        );
+        // A path's first reading (at start, or after it went stale) only
+        // primes its transmit counter: with no rate yet its queue could
+        // not be told from an endless one, and a band 7 that takes seven
+        // samples to recover from would herd every new flowlet onto the
+        // paths that happened to read empty.
+        if primed || reading.tx_bytes.is_none() {
+            self.quality.sample(
+                profile,
+                Measures {
+                    load,
+                    queued: reading.queued_bytes,
+                },
+            );
+        }
         self.last_good = Some(at);
         self.stale = false;
     }
