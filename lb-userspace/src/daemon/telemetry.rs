@@ -52,8 +52,8 @@ pub(super) struct PathState {
     /// The last transmit counter and when it was read, for the rate.
     last_tx: Option<(Instant, u64)>,
     pub(super) errors: u64,
-    /// The error the path is failing with, logged once.
-    failing: Option<TelemetryError>,
+    /// Whether its reads are failing (logged once per spell).
+    failing: bool,
     pub(super) stale: bool,
 }
 
@@ -66,7 +66,7 @@ impl PathState {
             last_good: None,
             last_tx: None,
             errors: 0,
-            failing: None,
+            failing: false,
             stale: true,
         }
     }
@@ -223,16 +223,18 @@ impl Telemetry {
             let label = || path_label(tables, batch.group, id);
             match reading {
                 Ok(reading) => {
-                    if path.failing.take().is_some() {
+                    if std::mem::take(&mut path.failing) {
                         info!(group = %name, next_hop = %label(), "telemetry recovered");
                     }
                     path.take(reading, batch.at, &self.profile);
                 }
                 Err(e) => {
                     path.errors += 1;
-                    if path.failing.as_ref() != Some(&e) {
+                    // Once per spell of failures, whatever each says (a
+                    // dead exporter answers "reset", then "refused").
+                    if !path.failing {
                         warn!(group = %name, next_hop = %label(), "telemetry: {e}");
-                        path.failing = Some(e);
+                        path.failing = true;
                     }
                 }
             }
