@@ -13,8 +13,14 @@
 //! - Forwarding rate: packets per second through the namespace testbed with
 //!   fabriclb on the leaf against the kernel's own multipath routing there,
 //!   same traffic, interleaved runs, as a ratio.
+//! - Adaptive routing: the testbed scenarios `slow-spine` and
+//!   `slow-spine-lossless` through every balancing mode (`adaptive.rs`).
 //!
-//! Writes the table to `target/bench/dataplane.md`. Needs root.
+//! Writes the tables to `target/bench/dataplane.md`, the charts to
+//! `target/bench/program-cost.svg` and `adaptive.svg`. Needs root.
+
+#[path = "dataplane/adaptive.rs"]
+mod adaptive;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -92,6 +98,11 @@ fn bench_config() -> String {
 }
 
 fn main() -> Result<()> {
+    // One watcher removes every testbed of the run on Ctrl-C: the adaptive
+    // section's are named under this one, and namespaces are matched by
+    // prefix. (Two watchers would race for the signal.)
+    let bed_name = format!("flb{}", std::process::id() % 100_000);
+    testbed::tear_down_on_signal(&bed_name)?;
     let config = config::parse(&bench_config(), "bench.toml".as_ref())?;
     let tables = tables::Tables::build(&config, None, |spec| {
         tables::static_nexthop(spec, 1, LB_MAC)
@@ -105,14 +116,16 @@ fn main() -> Result<()> {
     let costs = cost(&mut dp, &mut report)?;
     balance(&mut dp, &tables, &mut report)?;
     drop(dp);
-    forwarding_rate(&mut report)?;
+    forwarding_rate(&bed_name, &mut report)?;
+    let scenarios = adaptive::section(&bed_name, &mut report)?;
     print!("{report}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("dataplane.md"), &report)?;
     std::fs::write(dir.join("program-cost.svg"), chart(&costs))?;
+    std::fs::write(dir.join("adaptive.svg"), adaptive::chart(&scenarios))?;
     println!(
-        "\nwritten to {0}/dataplane.md and {0}/program-cost.svg",
+        "\nwritten to {0}/dataplane.md, {0}/program-cost.svg and {0}/adaptive.svg",
         dir.display()
     );
     Ok(())
@@ -413,11 +426,9 @@ const RATE_PAYLOAD: u32 = 256;
 /// kernel's own five-tuple multipath route, same traffic, interleaved
 /// runs. The sender alone (the leaf drops in XDP) is the floor; the
 /// difference of per-packet times isolates the leaf hop.
-fn forwarding_rate(report: &mut String) -> Result<()> {
-    let name = format!("flb{}", std::process::id() % 100_000);
-    testbed::tear_down_on_signal(&name)?;
+fn forwarding_rate(name: &str, report: &mut String) -> Result<()> {
     let bed = Testbed::up(
-        &name,
+        name,
         Shape {
             hosts: 2,
             spines: 4,
@@ -504,32 +515,63 @@ fn forwarding_rate(report: &mut String) -> Result<()> {
 
 /// Bars of median ns/packet, baseline against fabriclb, per packet kind.
 fn chart(costs: &Costs) -> String {
-    let (width, row, left) = (760.0, 44.0, 190.0);
     let max = costs.iter().map(|c| c.2.max(c.1)).fold(1.0, f64::max);
-    let scale = (width - left - 80.0) / max;
-    let height = 40.0 + row * costs.len() as f64 + 30.0;
+    let rows: Vec<_> = costs
+        .iter()
+        .map(|&(name, base, lb)| {
+            (
+                name.to_owned(),
+                [
+                    Bar {
+                        fraction: base / max,
+                        fill: "#9aa5b1",
+                        text: format!("{base:.0} baseline"),
+                    },
+                    Bar {
+                        fraction: lb / max,
+                        fill: "#2f6fbb",
+                        text: format!("{lb:.0} fabriclb"),
+                    },
+                ],
+            )
+        })
+        .collect();
+    paired_bars("Program cost, ns/packet (BPF_PROG_TEST_RUN, median)", &rows)
+}
+
+/// One bar of a [`paired_bars`] row.
+struct Bar {
+    /// Length as a share of the room for bars (the longest is 1).
+    fraction: f64,
+    fill: &'static str,
+    /// What follows the bar.
+    text: String,
+}
+
+/// A hand-written SVG: `title`, then per row its label and two bars.
+fn paired_bars(title: &str, rows: &[(String, [Bar; 2])]) -> String {
+    let (width, row, left) = (760.0, 44.0, 190.0);
+    let room = width - left - 80.0;
+    let height = 40.0 + row * rows.len() as f64 + 30.0;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <text x=\"10\" y=\"20\" font-size=\"14\">Program cost, ns/packet (BPF_PROG_TEST_RUN, median)</text>\n"
+         <text x=\"10\" y=\"20\" font-size=\"14\">{title}</text>\n"
     );
-    for (i, (name, base, lb)) in costs.iter().enumerate() {
+    for (i, (label, bars)) in rows.iter().enumerate() {
         let y = 40.0 + row * i as f64;
-        let _ = write!(
-            svg,
-            "<text x=\"10\" y=\"{}\">{name}</text>\n\
-             <rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"16\" fill=\"#9aa5b1\"/>\
-             <text x=\"{:.1}\" y=\"{}\">{base:.0} baseline</text>\n\
-             <rect x=\"{left}\" y=\"{}\" width=\"{:.1}\" height=\"16\" fill=\"#2f6fbb\"/>\
-             <text x=\"{:.1}\" y=\"{}\">{lb:.0} fabriclb</text>\n",
-            y + 20.0,
-            base * scale,
-            left + base * scale + 4.0,
-            y + 12.0,
-            y + 18.0,
-            lb * scale,
-            left + lb * scale + 4.0,
-            y + 30.0,
-        );
+        let _ = writeln!(svg, "<text x=\"10\" y=\"{}\">{label}</text>", y + 20.0);
+        for (bar, top) in bars.iter().zip([y, y + 18.0]) {
+            let length = bar.fraction * room;
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{left}\" y=\"{top}\" width=\"{length:.1}\" height=\"16\" fill=\"{}\"/>\
+                 <text x=\"{:.1}\" y=\"{}\">{}</text>",
+                bar.fill,
+                left + length + 4.0,
+                top + 12.0,
+                bar.text,
+            );
+        }
     }
     svg.push_str("</svg>\n");
     svg

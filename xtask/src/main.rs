@@ -36,9 +36,10 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// Run setup, then the data-plane benchmarks (program cost, balance); writes target/bench/ (must run as root)
+    /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding rate, adaptive routing); writes target/bench/ (must run as root)
     Bench,
-    /// Run build, then `fabriclb testbed demo`
+    /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
+    /// slow-spine, slow-spine-lossless and spine-slowdown scenarios (JSON in target/demo/)
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
         #[arg(last = true)]
@@ -152,13 +153,33 @@ fn bench(root: &Path) -> Result<()> {
     )
 }
 
+/// The scenarios a bare `cargo xtask demo` runs after the default demo: the
+/// adaptive-routing results.
+const HEADLINE_SCENARIOS: [&str; 3] = ["slow-spine", "slow-spine-lossless", "spine-slowdown"];
+
 fn demo(root: &Path, args: &[String]) -> Result<()> {
     build(root)?;
     let bin = target_dir(root).join("release").join("fabriclb");
-    run(Command::new(bin)
-        .current_dir(root)
-        .args(["testbed", "demo"])
-        .args(args))
+    let demo = |extra: &[&str]| {
+        run(Command::new(&bin)
+            .current_dir(root)
+            .args(["testbed", "demo"])
+            .args(extra))
+    };
+    if !args.is_empty() {
+        return demo(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    demo(&[])?;
+    std::fs::create_dir_all(root.join("target/demo")).context("creating target/demo")?;
+    for name in HEADLINE_SCENARIOS {
+        demo(&[
+            "--scenario",
+            name,
+            "--json",
+            &format!("target/demo/{name}.json"),
+        ])?;
+    }
+    Ok(())
 }
 
 /// Honours `CARGO_TARGET_DIR` so `demo` finds the binary `build` just produced.
