@@ -32,6 +32,10 @@ pub struct Reaction {
     /// tc change to the end of the first 20 ms window in which the spine
     /// carried at most half its share of before, and did to the end.
     pub shift_ms: Option<f64>,
+    /// The spine's share of the leaf's bytes in the 100 ms before the
+    /// change and in the 500 ms after it.
+    pub share_before: Option<f64>,
+    pub share_after: Option<f64>,
 }
 
 /// Samples taken this often, for this long before and after the change.
@@ -111,9 +115,16 @@ fn reaction(samples: &[Sample], slot: usize) -> Reaction {
         _ => None,
     };
     let shift_ms = before.and_then(|before| shift(samples, slot, before));
+    let at_change = samples.iter().find(|s| s.at >= 0.0);
+    let after = match (at_change, samples.last()) {
+        (Some(a), Some(b)) => share(a, b, slot),
+        _ => None,
+    };
     Reaction {
         quality_ms,
         shift_ms,
+        share_before: before,
+        share_after: after,
     }
 }
 
@@ -197,6 +208,14 @@ mod tests {
                 bytes: vec![s.bytes[0], s.bytes[0]],
             })
             .collect();
-        assert_eq!(reaction(&flat, 1), Reaction::default());
+        let unmoved = reaction(&flat, 1);
+        assert_eq!((unmoved.quality_ms, unmoved.shift_ms), (None, None));
+        assert_eq!(
+            (unmoved.share_before, unmoved.share_after),
+            (Some(0.5), Some(0.5))
+        );
+        // b's 4 increments from 1 to 4 ms against a's 200 to the end.
+        assert_eq!(r.share_before, Some(0.5));
+        assert_eq!(r.share_after, Some(4.0 / 204.0));
     }
 }

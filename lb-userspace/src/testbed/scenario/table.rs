@@ -46,18 +46,23 @@ pub fn print(scenario: &Scenario, report: &Report) {
             "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
              lowered path quality at the leaf, and to the end of the first 20 ms in which the \
              spine carried at most half its share of before, if it did so to the end of the \
-             500 ms watch ('-': never)",
+             500 ms watch ('-': never); the spine's share in the 100 ms before and the 500 ms \
+             after the change",
             change.spine, change.rate_mbit
         );
         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1} ms"));
         for mode in &report.modes {
             let reaction = mode.reaction.unwrap_or_default();
+            let share =
+                |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", 100.0 * v));
             println!(
-                "{:<12} {:>5}  quality {:>9}  shift {:>9}",
+                "{:<12} {:>5}  quality {:>9}  shift {:>9}  share {:>6} -> {:>6}",
                 mode.mode,
                 if mode.telemetry { "yes" } else { "no" },
                 ms(reaction.quality_ms),
-                ms(reaction.shift_ms)
+                ms(reaction.shift_ms),
+                share(reaction.share_before),
+                share(reaction.share_after)
             );
         }
     }
