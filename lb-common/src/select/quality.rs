@@ -111,9 +111,8 @@ impl Profile {
 pub struct PathQuality {
     /// EWMA of the egress rate, bytes per second; `None` before a rate.
     pub past_load: Option<u64>,
-    /// The egress rate over intervals the queue never emptied, lower ones
-    /// taken at once, higher ones through an EWMA: what the path drains
-    /// at, bytes per second.
+    /// EWMA of the egress rate over intervals the queue never emptied:
+    /// what the path drains at, bytes per second.
     pub drain_rate: Option<u64>,
     /// The highest egress rate seen: the drain rate's stand-in (a lower
     /// bound, so delays err long) until the queue has stayed busy once.
@@ -132,14 +131,12 @@ impl PathQuality {
         if let Some(rate) = measures.load {
             self.past_load = Some(self.past_load.map_or(rate, |p| ewma(p, rate, shift)));
             self.peak_rate = self.peak_rate.max(rate);
-            // Like the band, the drain rate gets worse at once (a port
-            // that slowed down must not look fast for several samples) and
-            // better through the EWMA.
+            // Through an EWMA both ways: a busy interval whose queue
+            // emptied and refilled between samples reads low, and taking
+            // such a reading at once made fast paths look slow by turns
+            // and herded flowlets (fast spines' queues to their limit).
             if self.queued > 0 && measures.queued > 0 {
-                self.drain_rate = Some(match self.drain_rate {
-                    Some(d) if rate >= d => ewma(d, rate, shift),
-                    _ => rate,
-                });
+                self.drain_rate = Some(self.drain_rate.map_or(rate, |d| ewma(d, rate, shift)));
             }
         }
         self.queued = measures.queued;

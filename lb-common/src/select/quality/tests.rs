@@ -175,10 +175,11 @@ fn delay_is_the_queue_over_the_measured_drain_rate() {
     // An interval that ended empty says nothing about the drain rate.
     sample(&mut path, 500_000, 0);
     assert_eq!(path.drain_rate, Some(1_250_000));
-    // A busy interval slower than that is taken at once: the port slowed.
-    sample(&mut path, 500_000, 20_000);
-    sample(&mut path, 400_000, 20_000);
-    assert_eq!(path.drain_rate, Some(400_000));
+    // A slower busy interval moves it a quarter of the way down (of the
+    // two, the first began empty).
+    sample(&mut path, 250_000, 20_000);
+    sample(&mut path, 250_000, 20_000);
+    assert_eq!(path.drain_rate, Some(1_000_000));
     assert_eq!(path.peak_rate, 3_000_000);
 }
 
