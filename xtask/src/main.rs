@@ -155,7 +155,12 @@ fn bench(root: &Path) -> Result<()> {
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
 /// adaptive-routing results.
-const HEADLINE_SCENARIOS: [&str; 3] = ["slow-spine", "slow-spine-lossless", "spine-slowdown"];
+const HEADLINE_SCENARIOS: [&str; 4] = [
+    "slow-spine",
+    "slow-spine-lossless",
+    "spine-slowdown",
+    "cross-traffic",
+];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {
     build(root)?;

@@ -3,6 +3,7 @@
 
 mod collective;
 mod counters;
+mod cross;
 mod daemon;
 pub mod demo;
 mod drops;
@@ -19,6 +20,7 @@ pub use collective::{
     Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
 };
 pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
+pub use cross::{CrossReport, CrossTraffic};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use exporters::Exporters;

@@ -358,6 +358,34 @@ impl Testbed {
         ip_tc(&self.ns(&format!("s{j}")), &tbf)
     }
 
+    /// A namespace `c{j}` attached to spine `j` only, its address
+    /// 198.18.(200+j).1 routed through the spine: a source of traffic the
+    /// spine forwards toward the far leaf without the leaf seeing it. Torn
+    /// down with the testbed; returns the namespace.
+    pub fn add_cross_port(&self, j: usize) -> Result<String> {
+        let (ns, spine) = (self.ns(&format!("c{j}")), self.ns(&format!("s{j}")));
+        // A stale one from a run that was killed; none is the usual case.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &ns])
+            .stderr(std::process::Stdio::null())
+            .status();
+        ip(&["netns", "add", &ns])?;
+        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+        veth(&ns, "eth0", &spine, "cross")?;
+        addr(&ns, "eth0", &format!("198.18.{}.1/24", 200 + j))?;
+        addr(&spine, "cross", &format!("198.18.{}.254/24", 200 + j))?;
+        ip(&[
+            "-n",
+            &ns,
+            "route",
+            "add",
+            "default",
+            "via",
+            &format!("198.18.{}.254", 200 + j),
+        ])?;
+        Ok(ns)
+    }
+
     /// Label of spine `j`'s next hop in fabriclb's metrics.
     pub fn spine_label(&self, j: usize) -> String {
         format!("s{j} {}", spine_addr(j))

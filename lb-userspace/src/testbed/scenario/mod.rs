@@ -17,12 +17,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::{
-    Collective, Exporters, Leaf, Shape, Testbed, run_collective_with, tear_down_on_signal,
+    Collective, CrossTraffic, Exporters, Leaf, Shape, Testbed, run_collective_with,
+    tear_down_on_signal,
 };
 
 pub use reaction::{RateChange, Reaction};
 pub use report::{ModeReport, Report};
-pub use slow_spine::{RATES_MBIT as SLOW_SPINE_RATES_MBIT, slow_spine, spine_slowdown};
+pub use slow_spine::{
+    RATES_MBIT as SLOW_SPINE_RATES_MBIT, cross_traffic, slow_spine, spine_slowdown,
+};
 pub use table::print;
 
 /// The scenarios `--scenario` names.
@@ -34,13 +37,16 @@ pub enum Name {
     SlowSpineLossless,
     /// Four equal spines, one slowed to a quarter mid-run: the reaction.
     SpineSlowdown,
+    /// Four equal spines, one filled by traffic the leaf does not see.
+    CrossTraffic,
 }
 
 impl Name {
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
+        Self::CrossTraffic,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +54,7 @@ impl Name {
             Self::SlowSpine => "slow-spine",
             Self::SlowSpineLossless => "slow-spine-lossless",
             Self::SpineSlowdown => "spine-slowdown",
+            Self::CrossTraffic => "cross-traffic",
         }
     }
 
@@ -57,12 +64,16 @@ impl Name {
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
+            Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("no scenario {0:?}; there are slow-spine, slow-spine-lossless and spine-slowdown")]
+#[error(
+    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown and \
+     cross-traffic"
+)]
 pub struct UnknownScenario(String);
 
 impl std::str::FromStr for Name {
@@ -83,10 +94,19 @@ pub struct Scenario {
     pub shape: Shape,
     /// A spine's rate change during the run, whose reaction is measured.
     pub change: Option<RateChange>,
+    /// Traffic through one spine from outside the leaf's view.
+    pub cross: Option<Cross>,
     /// The workload; its `leaf` is replaced by each mode's.
     pub collective: Collective,
     /// One line on the workload for the table's header.
     pub workload: String,
+}
+
+/// `mbit` Mbit/s of UDP through spine `spine` (1-based) for each run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cross {
+    pub spine: usize,
+    pub mbit: u32,
 }
 
 /// A way to run the leaf: a row of the table.
@@ -173,6 +193,9 @@ pub fn measure(
         let before = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
         capacity = capacity - u64::from(before) + u64::from(change.rate_mbit);
     }
+    if let Some(cross) = &scenario.cross {
+        capacity -= u64::from(cross.mbit);
+    }
     let mut report = Report {
         scenario: scenario.name.to_owned(),
         modes: Vec::new(),
@@ -195,9 +218,14 @@ pub fn measure(
             Some(change) => reaction::measure(bed, change, Instant::now()).map(Some),
             None => Ok(None),
         };
+        let cross = scenario
+            .cross
+            .map(|c| CrossTraffic::start(bed, c.spine, c.mbit))
+            .transpose()?;
         let (run, reaction) =
             run_collective_with(bed, fabriclb, workdir, &collective, &args, during)
                 .with_context(|| format!("mode {}", mode.name))?;
+        let cross = cross.map(CrossTraffic::stop).transpose()?;
         if let Some(change) = &scenario.change {
             // The next mode starts from the scenario's shape again.
             let rate = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
@@ -205,7 +233,7 @@ pub fn measure(
         }
         report
             .modes
-            .push(ModeReport::new(mode, &run, capacity, reaction));
+            .push(ModeReport::new(mode, &run, capacity, reaction).with_cross(cross));
     }
     Ok(report)
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Mode, Reaction};
 use crate::testbed::CollectiveReport;
+use crate::testbed::CrossReport;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -47,6 +48,10 @@ pub struct ModeReport {
     /// How the leaf reacted to the scenario's rate change, if it has one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reaction: Option<Reaction>,
+    /// The cross traffic's datagrams, if the scenario has some; `dropped`
+    /// counts only the collective's packets.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cross: Option<CrossReport>,
 }
 
 impl ModeReport {
@@ -85,7 +90,21 @@ impl ModeReport {
             spine_dropped,
             flowlet_moves: run.leaf.flowlet_moves,
             reaction,
+            cross: None,
         }
+    }
+
+    /// With cross traffic, the spine's queue drops both kinds: `dropped`
+    /// becomes the collective's own loss, what was sent and neither
+    /// received nor lost on a testbed link (the sink counts every one of
+    /// its packets that arrives); `spine_dropped` stays the queues' count
+    /// of both.
+    pub fn with_cross(mut self, report: Option<CrossReport>) -> Self {
+        if let Some(report) = report {
+            self.dropped = self.sent.saturating_sub(self.received + self.link_lost);
+            self.cross = Some(report);
+        }
+        self
     }
 }
 

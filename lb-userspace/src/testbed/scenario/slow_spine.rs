@@ -4,10 +4,13 @@
 //! of the traffic, where its share of the capacity is 50/650 = 7.7%.
 //!
 //! Its variant `spine-slowdown` starts with four equal spines and slows
-//! the last one to a quarter mid-run, to time the leaf's reaction.
+//! the last one to a quarter mid-run, to time the leaf's reaction;
+//! `cross-traffic` fills one of four equal spines from outside the leaf's
+//! view.
 
 use std::time::Duration;
 
+use super::Cross;
 use super::Scenario;
 use super::reaction::RateChange;
 use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Shape};
@@ -34,6 +37,9 @@ const SLOWDOWN_LOAD: f64 = 0.6;
 /// When the last spine slows down, from the senders' start: about 40% of
 /// the run at full length.
 const SLOWDOWN_AFTER: Duration = Duration::from_millis(800);
+/// The spine the cross traffic fills, and how much.
+const CROSS_SPINE: usize = 2;
+const CROSS_MBIT: u32 = 150;
 
 /// The slow-spine scenario with `queues`, `messages` per connection.
 pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
@@ -41,7 +47,7 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
         Queues::Lossy => "slow-spine",
         Queues::Lossless => "slow-spine-lossless",
     };
-    ring(name, &RATES_MBIT, LOAD, queues, messages, None)
+    ring(name, &RATES_MBIT, LOAD, queues, messages)
 }
 
 /// Four equal spines, the last slowed to a quarter mid-run; lossy queues,
@@ -52,25 +58,59 @@ pub fn spine_slowdown(messages: u32) -> Scenario {
         rate_mbit: RATES_MBIT[RATES_MBIT.len() - 1],
         after: SLOWDOWN_AFTER,
     };
-    ring(
+    let scenario = ring(
         "spine-slowdown",
         &EVEN_RATES_MBIT,
         SLOWDOWN_LOAD,
         Queues::Lossy,
         messages,
-        Some(change),
-    )
+    );
+    Scenario {
+        workload: format!(
+            "{}; spine {} slows to {} Mbit/s {} ms into the run",
+            scenario.workload,
+            change.spine,
+            change.rate_mbit,
+            change.after.as_millis()
+        ),
+        change: Some(change),
+        ..scenario
+    }
+}
+
+/// Four equal spines, one of them carrying [`CROSS_MBIT`] of traffic the
+/// leaf never sees (another leaf's, say); the collective offers 80% of
+/// what is left, as in `slow-spine`. Lossy queues, `messages` per
+/// connection. What the leaf forwards cannot tell that spine apart: only
+/// its queue, read from the spine, can.
+pub fn cross_traffic(messages: u32) -> Scenario {
+    let cross = Cross {
+        spine: CROSS_SPINE,
+        mbit: CROSS_MBIT,
+    };
+    let left: u32 = EVEN_RATES_MBIT.iter().sum::<u32>() - CROSS_MBIT;
+    let all: u32 = EVEN_RATES_MBIT.iter().sum();
+    let load = LOAD * f64::from(left) / f64::from(all);
+    let scenario = ring(
+        "cross-traffic",
+        &EVEN_RATES_MBIT,
+        load,
+        Queues::Lossy,
+        messages,
+    );
+    Scenario {
+        workload: format!(
+            "{}; {CROSS_MBIT} Mbit/s of UDP from outside the leaf's view through spine \
+             {CROSS_SPINE}",
+            scenario.workload
+        ),
+        cross: Some(cross),
+        ..scenario
+    }
 }
 
 /// A ring all-reduce over spines of `rates`, offering `load` of their sum.
-fn ring(
-    name: &'static str,
-    rates: &[u32],
-    load: f64,
-    queues: Queues,
-    messages: u32,
-    change: Option<RateChange>,
-) -> Scenario {
+fn ring(name: &'static str, rates: &[u32], load: f64, queues: Queues, messages: u32) -> Scenario {
     let hosts = 4;
     let capacity_bps: f64 = rates.iter().map(|&r| f64::from(r) * 1e6).sum();
     // Each of the ring's senders offers an equal part of the load.
@@ -87,7 +127,8 @@ fn ring(
             spine_rates_mbit: rates.to_vec(),
             queues,
         },
-        change,
+        change: None,
+        cross: None,
         collective: Collective {
             pattern: Pattern::Ring,
             qps_per_connection: QPS,
@@ -108,15 +149,9 @@ fn ring(
         workload: format!(
             "ring all-reduce, {hosts} ranks, {QPS} QPs per connection each with its own UDP \
              source port, {messages} messages of 64 KiB per connection, {rate_pps:.0} packets/s \
-             per sender ({:.0}% of {:.0} Mbit/s); spines at {rates:?} Mbit/s, {queue_line}{}",
+             per sender ({:.0}% of {:.0} Mbit/s); spines at {rates:?} Mbit/s, {queue_line}",
             load * 100.0,
             capacity_bps / 1e6,
-            change.map_or_else(String::new, |c| format!(
-                "; spine {} slows to {} Mbit/s {} ms into the run",
-                c.spine,
-                c.rate_mbit,
-                c.after.as_millis()
-            ))
         ),
     }
 }

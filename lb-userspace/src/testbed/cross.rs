@@ -1,0 +1,155 @@
+//! Cross traffic: UDP from a namespace hanging off one spine toward the
+//! far leaf, through the same shaped queue as the spine's share of the
+//! collective, but from outside the leaf's view: what the leaf cannot
+//! count, only telemetry of the spine's queue shows. The spine forwards
+//! it, so it is a fixed load that the queue drops from, not a local
+//! socket the queue would slow down. The far leaf counts what arrives, so
+//! what the queue dropped of it can be told from what it dropped of the
+//! collective.
+
+use std::net::{Ipv4Addr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+
+use super::Testbed;
+use super::netns::in_netns;
+
+/// Datagram payload: with headers, about what the collective's frames are.
+const PAYLOAD: usize = 1400;
+/// The port the far leaf receives it on.
+const PORT: u16 = 9471;
+/// How long the far leaf waits for the last datagrams after sending stops.
+const GRACE: Duration = Duration::from_millis(300);
+
+/// UDP at a fixed rate through one spine, until stopped.
+pub struct CrossTraffic {
+    /// The namespace it is sent from, removed on drop.
+    ns: String,
+    /// Stops the sender; the receiver has a flag of its own, so that it
+    /// keeps counting while the queue drains.
+    stop_sending: Arc<AtomicBool>,
+    stop_receiving: Arc<AtomicBool>,
+    sender: Option<JoinHandle<Result<u64>>>,
+    received: Arc<AtomicU64>,
+    receiver: Option<JoinHandle<Result<()>>>,
+}
+
+/// What it sent and what of it the spine's queue (or a link) lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CrossReport {
+    pub sent: u64,
+    pub lost: u64,
+}
+
+impl CrossTraffic {
+    /// Starts `mbit` Mbit/s of UDP through spine `j` to the far leaf's
+    /// address on its link with that spine, which the spine sends out of
+    /// its shaped device.
+    pub fn start(bed: &Testbed, j: usize, mbit: u32) -> Result<Self> {
+        let ns = bed.add_cross_port(j)?;
+        let target = Ipv4Addr::new(198, 19, j as u8, 2);
+        let socket = in_netns(&bed.ns("fleaf"), move || UdpSocket::bind((target, PORT)))??;
+        socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+        // Room for a burst the counting thread is slow to read: a datagram
+        // the socket drops would count as the queue's loss.
+        nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RcvBuf, &(8 << 20))?;
+        let stop_sending = Arc::new(AtomicBool::new(false));
+        let stop_receiving = Arc::new(AtomicBool::new(false));
+        let received = Arc::new(AtomicU64::new(0));
+        let receiver = {
+            let (stop, received) = (stop_receiving.clone(), received.clone());
+            std::thread::spawn(move || receive(&socket, &stop, &received))
+        };
+        let sender = {
+            let (stop, ns) = (stop_sending.clone(), ns.clone());
+            std::thread::spawn(move || in_netns(&ns, move || send(target, mbit, &stop))?)
+        };
+        Ok(Self {
+            ns,
+            stop_sending,
+            stop_receiving,
+            sender: Some(sender),
+            received,
+            receiver: Some(receiver),
+        })
+    }
+
+    /// Stops sending, waits for the rest to arrive, and reports.
+    pub fn stop(mut self) -> Result<CrossReport> {
+        self.stop_sending.store(true, Ordering::Relaxed);
+        let sent = self
+            .sender
+            .take()
+            .context("stopped twice")?
+            .join()
+            .map_err(|_| anyhow!("cross sender panicked"))??;
+        let deadline = Instant::now() + GRACE;
+        while self.received.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let received = self.received.load(Ordering::Relaxed);
+        self.stop_receiving.store(true, Ordering::Relaxed);
+        if let Some(receiver) = self.receiver.take() {
+            receiver
+                .join()
+                .map_err(|_| anyhow!("cross receiver panicked"))??;
+        }
+        Ok(CrossReport {
+            sent,
+            lost: sent.saturating_sub(received),
+        })
+    }
+}
+
+impl Drop for CrossTraffic {
+    fn drop(&mut self) {
+        self.stop_sending.store(true, Ordering::Relaxed);
+        self.stop_receiving.store(true, Ordering::Relaxed);
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.ns])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// Sends to `target` at `mbit` until `stop`, in a burst per millisecond of
+/// what the rate allows by then; returns the datagrams sent.
+fn send(target: Ipv4Addr, mbit: u32, stop: &AtomicBool) -> Result<u64> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    socket.connect((target, PORT))?;
+    let payload = [0u8; PAYLOAD];
+    let per_second = f64::from(mbit) * 1e6 / 8.0 / PAYLOAD as f64;
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let due = (start.elapsed().as_secs_f64() * per_second) as u64;
+        while sent < due {
+            socket.send(&payload)?;
+            sent += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(sent)
+}
+
+fn receive(socket: &UdpSocket, stop: &AtomicBool, received: &AtomicU64) -> Result<()> {
+    let mut buf = [0u8; PAYLOAD + 1];
+    while !stop.load(Ordering::Relaxed) {
+        match socket.recv(&mut buf) {
+            Ok(_) => {
+                received.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
