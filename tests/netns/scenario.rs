@@ -2,7 +2,7 @@
 
 use fabriclb::testbed::Queues;
 use fabriclb::testbed::scenario::{
-    Report, SLOW_SPINE_RATES_MBIT, modes, slow_spine, spine_slowdown,
+    Report, SLOW_SPINE_RATES_MBIT, cross_traffic, modes, slow_spine, spine_slowdown,
 };
 
 use crate::bed::Bed;
@@ -151,5 +151,33 @@ fn a_slowed_spine_loses_its_share_with_telemetry_only() {
         value["modes"][1]["reaction"]["quality_ms"].is_f64(),
         "{}",
         report.to_json()
+    );
+}
+
+/// Traffic the leaf cannot see fills spine 2: ECMP loses the collective's
+/// packets there; with telemetry from the spine's queue the leaf moves
+/// most of its traffic elsewhere and loses next to nothing.
+#[test]
+fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
+    let scenario = cross_traffic(120);
+    let bed = Bed::shaped("c", scenario.shape.clone());
+    let rows: Vec<_> = modes()
+        .into_iter()
+        .filter(|m| m.name == "ecmp" || (m.name == "flowlet" && m.telemetry))
+        .collect();
+    let report = bed.scenario(&scenario, &rows).expect("scenario run");
+    eprintln!("{report:#?}");
+    let [ecmp, steered] = report.modes.as_slice() else {
+        panic!("two rows: {report:?}")
+    };
+    for row in [ecmp, steered] {
+        let cross = row.cross.expect("cross traffic ran");
+        assert!(cross.sent > 0, "{row:?}");
+    }
+    assert!(ecmp.dropped > 0, "{ecmp:?}");
+    assert!(steered.dropped * 100 <= steered.sent, "{steered:?}");
+    assert!(
+        steered.spine_share[1] < ecmp.spine_share[1] * 0.75,
+        "spine 2 kept its share: {steered:?} against {ecmp:?}"
     );
 }
