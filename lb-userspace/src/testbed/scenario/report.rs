@@ -193,4 +193,22 @@ mod tests {
         assert_eq!(row.spine_dropped, [0, 0, 0, 7]);
         assert_eq!((row.flowlet_moves, row.in_message_reorders), (4, 2));
     }
+
+    /// Floats a run really produced come back from the JSON as written
+    /// (serde_json's default parser was off by an ulp on some of them).
+    #[test]
+    fn floats_survive_the_json() {
+        let values: [f64; 5] = [
+            525.8587190000001,
+            498.44879199999997,
+            0.2833333333333333,
+            0.27708333333333335,
+            0.22083333333333333,
+        ];
+        for value in values {
+            let text = serde_json::to_string(&value).unwrap_or_default();
+            let back: f64 = serde_json::from_str(&text).unwrap_or(f64::NAN);
+            assert_eq!(back.to_bits(), value.to_bits(), "{text}");
+        }
+    }
 }
