@@ -119,7 +119,8 @@ fn telemetry_steers_flowlets_off_the_slow_spine() {
 }
 
 /// A spine slowed to a quarter mid-run: with telemetry the leaf lowers its
-/// quality and the spine's share falls by a third or more; ECMP's stays.
+/// quality and the spine's share falls below two thirds of an even
+/// split; ECMP's stays.
 /// (How fast, and how far on a quiet machine, is the scenario's figure,
 /// not a test's: tests run side by side on two cores.)
 #[test]
@@ -138,10 +139,10 @@ fn a_slowed_spine_loses_its_share_with_telemetry_only() {
     let reaction = |row: &fabriclb::testbed::scenario::ModeReport| {
         row.reaction.expect("the scenario measures a reaction")
     };
-    let fell = |row| {
-        let r = reaction(row);
-        r.share_after.expect("traffic after") < r.share_before.expect("traffic before") * 2.0 / 3.0
-    };
+    // Against an even split rather than the share measured before: over
+    // a few hundred milliseconds flowlets of 64 KiB make that one noisy.
+    let even = 1.0 / SLOW_SPINE_RATES_MBIT.len() as f64;
+    let fell = |row| reaction(row).share_after.expect("traffic after") < even * 2.0 / 3.0;
     assert_eq!(reaction(ecmp).quality_ms, None, "{ecmp:?}");
     assert!(!fell(ecmp), "ECMP moved traffic: {ecmp:?}");
     assert!(reaction(steered).quality_ms.is_some(), "{steered:?}");

@@ -32,7 +32,7 @@ pub struct Reaction {
     /// tc change to the end of the first 20 ms window in which the spine
     /// carried at most half its share of before, and did to the end.
     pub shift_ms: Option<f64>,
-    /// The spine's share of the leaf's bytes in the 100 ms before the
+    /// The spine's share of the leaf's bytes in the 300 ms before the
     /// change and in the 500 ms after it.
     pub share_before: Option<f64>,
     pub share_after: Option<f64>,
@@ -40,7 +40,7 @@ pub struct Reaction {
 
 /// Samples taken this often, for this long before and after the change.
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
-const BEFORE: Duration = Duration::from_millis(100);
+const BEFORE: Duration = Duration::from_millis(300);
 const AFTER: Duration = Duration::from_millis(500);
 /// Traffic moves in flowlets of a message each, 4 ms at a sender's rate:
 /// a share over a much shorter window swings with every one.

@@ -46,7 +46,7 @@ pub fn print(scenario: &Scenario, report: &Report) {
             "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
              lowered path quality at the leaf, and to the end of the first 20 ms in which the \
              spine carried at most half its share of before, if it did so to the end of the \
-             500 ms watch ('-': never); the spine's share in the 100 ms before and the 500 ms \
+             500 ms watch ('-': never); the spine's share in the 300 ms before and the 500 ms \
              after the change",
             change.spine, change.rate_mbit
         );
