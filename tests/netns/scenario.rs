@@ -11,11 +11,12 @@ use crate::bed::Bed;
 /// queues, offered 80% of the total capacity: the slow spine gets about a
 /// quarter of the traffic and drops what it cannot carry. Every packet
 /// sent is received or counted as dropped by a queue (or a testbed link),
-/// the slow spine's queue holds the longest delay, and the collective
-/// takes longer than a capacity-weighted split would. The report survives
-/// a JSON round trip with the field names scripts read.
+/// every drop is the slow spine's, and its queue holds the longest delay.
+/// (Lossy queues drop rather than delay: how much later a collective
+/// completes is the lossless scenario's figure.) The report survives a
+/// JSON round trip with the field names scripts read.
 #[test]
-fn slow_spine_drops_at_the_slow_spine_and_completes_late() {
+fn slow_spine_drops_at_the_slow_spine_only() {
     let messages = 120;
     let scenario = slow_spine(Queues::Lossy, messages);
     let bed = Bed::shaped("s", scenario.shape.clone());
@@ -47,7 +48,7 @@ fn slow_spine_drops_at_the_slow_spine_and_completes_late() {
             j + 1
         );
     }
-    assert!(row.completion_ms > row.ideal_ms, "{row:?}");
+    assert_eq!(row.spine_dropped, [0, 0, 0, row.dropped], "{row:?}");
     let shares: f64 = row.spine_share.iter().sum();
     assert!((shares - 1.0).abs() < 1e-9, "{row:?}");
 
