@@ -15,6 +15,17 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file: reading a FIFO or a device could block or never
+    /// end.
+    #[error(
+        "{}: not a regular file (a FIFO, a device or a directory); a config is read \
+         only from a regular file",
+        file.display()
+    )]
+    NotAFile { file: PathBuf },
+    /// Larger than any config needs.
+    #[error("{}: {len} bytes; a config may be at most {max} bytes", file.display())]
+    TooLarge { file: PathBuf, len: u64, max: u64 },
     /// The file is not valid TOML, or not a valid fabriclb config.
     /// `line` and `column` are 1-based; the column counts characters.
     #[error("{}:{line}:{column}: {reason}", file.display())]

@@ -60,11 +60,53 @@ pub use schema::{
 
 /// Reads and validates the config file at `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let text = read(path)?;
+    parse(&text, path)
+}
+
+/// The most a config file may hold: 16384 routes and 1024 next hops take
+/// about 2 MB of TOML; anything far past that is a mistake or an attack.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Reads a config file: a regular file only, opened without blocking (a
+/// FIFO would otherwise hold the daemon until someone writes to it), and
+/// at most [`MAX_CONFIG_BYTES`].
+fn read(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
+    let io = |source| ConfigError::Io {
         file: path.to_path_buf(),
         source,
-    })?;
-    parse(&text, path)
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ConfigError::NotAFile {
+            file: path.to_path_buf(),
+        });
+    }
+    let too_large = |len| ConfigError::TooLarge {
+        file: path.to_path_buf(),
+        len,
+        max: MAX_CONFIG_BYTES,
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    // The file may grow while it is read: read no more than allowed.
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large(text.len() as u64));
+    }
+    Ok(text)
 }
 
 /// Parses and validates config `text`; `file` is only used in errors.

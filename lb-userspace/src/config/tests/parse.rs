@@ -277,3 +277,45 @@ fn adaptive_example_spells_out_the_defaults() {
     assert_eq!(targets.len(), 4);
     assert_eq!(targets[3].url, "http://10.0.7.1:9100/metrics");
 }
+
+/// A FIFO at the config path is refused at once instead of blocking the
+/// daemon until somebody writes to it; so is a device that never ends.
+#[test]
+fn only_a_regular_file_is_read() {
+    let dir = std::env::temp_dir().join(format!("fabriclb-config-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fifo = dir.join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || tx.send(load(&path).map(drop).map_err(|e| e.to_string())));
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("loading a FIFO blocked");
+    assert_eq!(
+        result,
+        Err(format!(
+            "{}: not a regular file (a FIFO, a device or a directory); a config is read only \
+             from a regular file",
+            fifo.display()
+        ))
+    );
+    let zero = load(Path::new("/dev/zero"))
+        .map(drop)
+        .map_err(|e| e.to_string());
+    assert!(zero.is_err_and(|e| e.contains("not a regular file")));
+
+    let big = dir.join("big.toml");
+    let file = std::fs::File::create(&big).expect("big");
+    file.set_len(crate::config::MAX_CONFIG_BYTES + 1)
+        .expect("sparse");
+    assert_eq!(
+        load(&big).map(drop).map_err(|e| e.to_string()),
+        Err(format!(
+            "{}: 16777217 bytes; a config may be at most 16777216 bytes",
+            big.display()
+        ))
+    );
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
