@@ -8,7 +8,9 @@ use crate::bed::{Bed, wait_for};
 /// Spine 2's link at the leaf goes down with `ip link set s2 down` while
 /// UDP flows cross the leaf: the daemon's refresh marks the next hop
 /// unusable, nothing more goes to it, its flows go on over the other
-/// spines; back up, its MAC is solicited again and it carries traffic.
+/// spines, and the refreshes say once, not every time, that its neighbour
+/// cannot be solicited; back up, its MAC is solicited again and it
+/// carries traffic.
 #[test]
 fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
     let bed = Bed::up("l", 1);
@@ -48,6 +50,17 @@ fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
         s2(&down).packets,
         "sent to s2 after the daemon took it out"
     );
+    // Refreshes go on finding s2's neighbour unresolvable: that is said
+    // once, not once per refresh (at least five of them here).
+    for _ in 0..5 {
+        bed.fresh_counters(&daemon).expect("a metrics snapshot");
+    }
+    let log = daemon.log().expect("log");
+    let repeats = log
+        .lines()
+        .filter(|l| l.contains("cannot solicit") && l.contains("s2 198.18.2.2"))
+        .count();
+    assert_eq!(repeats, 1, "{log}");
 
     daemon.skip_log().expect("log");
     bed.ip("leaf", &["link", "set", "s2", "up"]).expect("up");

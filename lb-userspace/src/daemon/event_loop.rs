@@ -10,7 +10,7 @@ use lb_common::abi::NEXTHOP_USABLE;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
-use super::links::resolve_with_wait;
+use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
 use super::reload::FileVersion;
@@ -44,7 +44,8 @@ pub async fn run(options: Options) -> Result<()> {
     let mut dp =
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
 
-    let snapshot = resolve_with_wait(&netlink, &config).await?;
+    let mut ongoing = Ongoing::default();
+    let snapshot = resolve_with_wait(&netlink, &config, &mut ongoing).await?;
     let mut tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
     // Local before attaching: no packet for the box is ever forwarded.
     let follower = Follower::start(&netlink).await?;
@@ -69,6 +70,7 @@ pub async fn run(options: Options) -> Result<()> {
         links: Vec::new(),
         config,
         telemetry,
+        ongoing,
     };
     for interface in running.config.switch.interfaces.clone() {
         let link = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;

@@ -2,7 +2,7 @@
 //! them, soliciting missing MACs, and refreshing the tables when a link or
 //! a MAC changes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -23,8 +23,8 @@ impl Running {
         netlink: &Netlink,
         dp: &mut Dataplane,
     ) -> Result<()> {
-        let snapshot = Snapshot::take(netlink, &self.config).await?;
-        snapshot.solicit_missing(&self.config);
+        let snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
+        snapshot.solicit_missing(&self.config, &mut self.ongoing);
         let previous = self.tables.clone();
         let mut changed = false;
         for group in &previous.groups {
@@ -61,17 +61,23 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
-    pub(super) async fn take(netlink: &Netlink, config: &Config) -> Result<Self> {
+    pub(super) async fn take(
+        netlink: &Netlink,
+        config: &Config,
+        ongoing: &mut Ongoing,
+    ) -> Result<Self> {
         let mut links = HashMap::new();
         for spec in specs(config) {
             if links.contains_key(&spec.interface) {
                 continue;
             }
+            let key = format!("link {}", spec.interface);
             match netlink.link(&spec.interface).await {
                 Ok(link) => {
+                    ongoing.ended(&key);
                     links.insert(spec.interface.clone(), link);
                 }
-                Err(e) => warn!(interface = %spec.interface, "{e}"),
+                Err(e) => ongoing.started(key, || warn!(interface = %spec.interface, "{e}")),
             }
         }
         Ok(Self {
@@ -109,7 +115,7 @@ impl Snapshot {
     }
 
     /// Asks the kernel to resolve every IP next hop it has no MAC for.
-    pub(super) fn solicit_missing(&self, config: &Config) {
+    pub(super) fn solicit_missing(&self, config: &Config, ongoing: &mut Ongoing) {
         for spec in specs(config) {
             let (NextHopAddr::Ip(ip), Some(link)) = (spec.addr, self.links.get(&spec.interface))
             else {
@@ -117,19 +123,28 @@ impl Snapshot {
             };
             if self.resolve(spec).dst_mac == [0; 6] {
                 let bound = spec.vlan.is_none().then_some(spec.interface.as_str());
-                if let Err(e) = netlink::solicit(bound, link.ifindex, ip) {
-                    warn!(next_hop = %spec, "cannot solicit the neighbour: {e}");
+                let key = format!("solicit {spec}");
+                match netlink::solicit(bound, link.ifindex, ip) {
+                    Ok(()) => ongoing.ended(&key),
+                    Err(e) => ongoing.started(
+                        key,
+                        || warn!(next_hop = %spec, "cannot solicit the neighbour: {e}"),
+                    ),
                 }
             }
         }
     }
 }
 
-pub(super) async fn resolve_with_wait(netlink: &Netlink, config: &Config) -> Result<Snapshot> {
+pub(super) async fn resolve_with_wait(
+    netlink: &Netlink,
+    config: &Config,
+    ongoing: &mut Ongoing,
+) -> Result<Snapshot> {
     let deadline = tokio::time::Instant::now() + INITIAL_RESOLVE_WAIT;
     let mut solicited = false;
     loop {
-        let snapshot = Snapshot::take(netlink, config).await?;
+        let snapshot = Snapshot::take(netlink, config, ongoing).await?;
         let unresolved = specs(config).any(|s| {
             let n = snapshot.resolve(s);
             matches!(s.addr, NextHopAddr::Ip(_)) && n.ifindex != 0 && n.dst_mac == [0; 6]
@@ -138,9 +153,48 @@ pub(super) async fn resolve_with_wait(netlink: &Netlink, config: &Config) -> Res
             return Ok(snapshot);
         }
         if !solicited {
-            snapshot.solicit_missing(config);
+            snapshot.solicit_missing(config, ongoing);
             solicited = true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Conditions a refresh finds again and again while they last (a link
+/// missing, a neighbour that cannot be solicited): each is logged when it
+/// starts, not on every refresh.
+#[derive(Debug, Default)]
+pub(super) struct Ongoing(HashSet<String>);
+
+impl Ongoing {
+    /// Runs `log` if `key` is not already ongoing, and marks it so.
+    pub(super) fn started(&mut self, key: String, log: impl FnOnce()) {
+        if self.0.insert(key) {
+            log();
+        }
+    }
+
+    /// Ends `key`, so that it is logged again if it comes back.
+    pub(super) fn ended(&mut self, key: &str) {
+        self.0.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ongoing_condition_logs_once_until_it_ends() {
+        let mut ongoing = Ongoing::default();
+        let mut logged = 0;
+        for _ in 0..3 {
+            ongoing.started("link s2".into(), || logged += 1);
+        }
+        ongoing.started("link s3".into(), || logged += 1);
+        assert_eq!(logged, 2);
+        ongoing.ended("link s2");
+        ongoing.started("link s2".into(), || logged += 1);
+        assert_eq!(logged, 3);
     }
 }

@@ -67,8 +67,8 @@ impl Running {
                 old.flowlet_table_size, config.switch.flowlet_table_size
             );
         }
-        let snapshot = Snapshot::take(netlink, &config).await?;
-        snapshot.solicit_missing(&config);
+        let snapshot = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
+        snapshot.solicit_missing(&config, &mut self.ongoing);
         let tables = Tables::build(&config, Some(&self.tables), |spec| snapshot.resolve(spec))?;
         if let Err(e) = tables.write(dp, Some(&self.tables)) {
             // Put back what was written so far: the old tables, diffed

@@ -4,6 +4,7 @@ use anyhow::Result;
 use aya::programs::{XdpMode, xdp::XdpLinkId};
 use tracing::{info, warn};
 
+use super::links::Ongoing;
 use super::local::Follower;
 use super::reload::FileVersion;
 use super::telemetry::Telemetry;
@@ -22,6 +23,8 @@ pub(super) struct Running {
     pub(super) local: Follower,
     pub(super) links: Vec<(String, XdpLinkId)>,
     pub(super) telemetry: Telemetry,
+    /// What the refreshes keep finding wrong, logged once each.
+    pub(super) ongoing: Ongoing,
 }
 
 pub(super) fn attach(
