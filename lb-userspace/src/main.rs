@@ -1,3 +1,4 @@
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -11,6 +12,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal only: in a file, a pipe or
+        // the journal they are escape codes in the way of grep.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match cli::Cli::parse().run() {
         Ok(()) => ExitCode::SUCCESS,

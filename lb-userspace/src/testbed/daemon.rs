@@ -61,8 +61,6 @@ impl Daemon {
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             )
-            // Plain lines to match, not terminal colours.
-            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

@@ -1,0 +1,55 @@
+//! What the daemon's log looks like where it goes: plain text when stderr
+//! is a file or a pipe (journald, a log collector), as operators grep it.
+
+use std::process::Command;
+
+use crate::bed::name;
+
+/// Removes the namespace on drop, also after a failed assertion.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// `fabriclb run` with stderr piped and NO_COLOR unset, in a namespace of
+/// its own where its only interface does not exist: it warns, fails to
+/// attach, and none of what it wrote carries a terminal escape.
+#[test]
+fn a_log_to_a_pipe_has_no_colours() {
+    let ns = Netns(name("g"));
+    let status = Command::new("ip").args(["netns", "add", &ns.0]).status();
+    assert!(status.is_ok_and(|s| s.success()), "ip netns add");
+    let dir = std::env::temp_dir().join(format!("{}-logs", ns.0));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("leaf.toml");
+    std::fs::write(
+        &config,
+        "[switch]\ninterfaces = [\"nosuch0\"]\n\n[[group]]\nname = \"g\"\n\
+         next_hops = [{ interface = \"nosuch1\", mac = \"02:00:00:00:00:01\" }]\n\n\
+         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n",
+    )
+    .expect("config");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            env!("CARGO_BIN_EXE_fabriclb"),
+            "run",
+            "--config",
+        ])
+        .arg(&config)
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("fabriclb run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(stderr.contains("nosuch0"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
