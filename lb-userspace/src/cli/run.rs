@@ -12,11 +12,12 @@ pub struct RunArgs {
     /// Write a Prometheus text-format snapshot of the counters here.
     #[arg(long)]
     metrics_file: Option<PathBuf>,
-    /// How often the metrics file is rewritten, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    /// How often the metrics file is rewritten, in milliseconds (1 or more).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     metrics_interval_ms: u64,
-    /// How often links and neighbours are re-read, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    /// How often links and neighbours are re-read, in milliseconds (1 or
+    /// more).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     refresh_interval_ms: u64,
     /// Reload only on SIGHUP, not also when the config file changes.
     #[arg(long)]
@@ -24,14 +25,25 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // Refused now rather than warned about at every interval.
+    if let Some(path) = &args.metrics_file {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+            anyhow::bail!(
+                "--metrics-file {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(daemon::run(daemon::Options {
         config: args.config,
         metrics_file: args.metrics_file,
-        metrics_interval: Duration::from_millis(args.metrics_interval_ms.max(1)),
-        refresh_interval: Duration::from_millis(args.refresh_interval_ms.max(1)),
+        metrics_interval: Duration::from_millis(args.metrics_interval_ms),
+        refresh_interval: Duration::from_millis(args.refresh_interval_ms),
         watch_config: !args.no_watch,
     }))
 }

@@ -1,5 +1,6 @@
-//! What the daemon's log looks like where it goes: plain text when stderr
-//! is a file or a pipe (journald, a log collector), as operators grep it.
+//! What `fabriclb run` says at start: command lines it refuses before
+//! doing anything, and its log as plain text when stderr is a file or a
+//! pipe (journald, a log collector), as operators grep it.
 
 use std::process::Command;
 
@@ -52,4 +53,37 @@ fn a_log_to_a_pipe_has_no_colours() {
     assert!(stderr.contains("WARN"), "{stderr}");
     assert!(stderr.contains("nosuch0"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
+
+/// Intervals of 0 and a metrics file in a directory that does not exist
+/// are refused at once with what is wrong, not clamped or warned about at
+/// every interval.
+#[test]
+fn bad_run_arguments_are_refused_at_start() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabriclb"))
+            .args(["run", "--config", "/nonexistent/leaf.toml"])
+            .args(args)
+            .output()
+            .expect("fabriclb run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for flag in ["--metrics-interval-ms", "--refresh-interval-ms"] {
+        let (code, stderr) = run(&[flag, "0"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '0' for '{flag}")),
+            "{stderr}"
+        );
+    }
+    let (code, stderr) = run(&["--metrics-file", "/nonexistent-fabriclb-dir/m.prom"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "fabriclb: --metrics-file /nonexistent-fabriclb-dir/m.prom: the directory \
+         /nonexistent-fabriclb-dir does not exist"
+    );
 }
