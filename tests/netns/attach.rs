@@ -118,3 +118,31 @@ fn xdp_mode_auto_falls_back_driver_refuses_generic_attaches() {
     );
     generic.stop().expect("stop");
 }
+
+/// An ingress interface deleted and created again under the same name
+/// lost the program with the old device: the next refresh attaches it
+/// again and says so.
+#[test]
+fn a_re_created_ingress_interface_gets_the_program_again() {
+    let bed = Bed::up("h", 1);
+    let daemon = bed
+        .daemon(&bed.config(""), &["--refresh-interval-ms", "100"])
+        .expect("fabriclb");
+    let h1 = vec![("h1".to_owned(), "xdp".to_owned())];
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), h1);
+    daemon.skip_log().expect("log");
+    bed.ip("leaf", &["link", "del", "h1"]).expect("delete h1");
+    let host = bed.testbed.ns("h1");
+    bed.ip(
+        "leaf",
+        &[
+            "link", "add", "h1", "type", "veth", "peer", "name", "eth0", "netns", &host,
+        ],
+    )
+    .expect("create h1 again");
+    bed.ip("leaf", &["link", "set", "h1", "up"]).expect("h1 up");
+    daemon
+        .wait_for_log("re-attached to the re-created interface")
+        .expect("the daemon attached again");
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), h1);
+}

@@ -73,8 +73,8 @@ pub async fn run(options: Options) -> Result<()> {
         ongoing,
     };
     for interface in running.config.switch.interfaces.clone() {
-        let link = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
-        running.links.push((interface, link));
+        let attached = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
+        running.links.push(attached);
     }
     write_metrics(&options, &dp, &running);
     info!(
@@ -116,13 +116,17 @@ pub async fn run(options: Options) -> Result<()> {
                     warn!("refreshing next hops: {e:#}");
                 }
                 running.refresh_local(&netlink, &mut dp).await;
+                running.reattach_ingress(&mut dp);
             }
             _ = metrics_tick.tick() => write_metrics(&options, &dp, &running),
         }
     }
     write_metrics(&options, &dp, &running);
-    for (_, link) in running.links {
-        dp.detach(link)?;
+    for attached in running.links {
+        // An interface deleted meanwhile took its program with it.
+        if let Err(e) = dp.detach(attached.link) {
+            warn!(interface = attached.interface, "detaching: {e}");
+        }
     }
     info!("detached; exiting");
     Ok(())

@@ -82,22 +82,23 @@ impl Running {
         local::report_shadowed(Some(&old_tables), &self.tables);
 
         let mut attached = Vec::new();
-        for (interface, link) in std::mem::take(&mut self.links) {
-            if config.switch.interfaces.contains(&interface)
+        for link in std::mem::take(&mut self.links) {
+            if config.switch.interfaces.contains(&link.interface)
                 && config.switch.xdp_mode == old.xdp_mode
             {
-                attached.push((interface, link));
+                attached.push(link);
             } else {
-                match dp.detach(link) {
+                let interface = link.interface;
+                match dp.detach(link.link) {
                     Ok(()) => info!(interface, "detached"),
                     Err(e) => warn!(interface, "detaching: {e}"),
                 }
             }
         }
         for interface in &config.switch.interfaces {
-            if !attached.iter().any(|(name, _)| name == interface) {
+            if !attached.iter().any(|a| &a.interface == interface) {
                 match attach(dp, interface, config.switch.xdp_mode) {
-                    Ok(link) => attached.push((interface.clone(), link)),
+                    Ok(link) => attached.push(link),
                     Err(e) => error!(interface, "not attached: {e:#}"),
                 }
             }

@@ -21,17 +21,26 @@ pub(super) struct Running {
     pub(super) version: Option<FileVersion>,
     pub(super) tables: Tables,
     pub(super) local: Follower,
-    pub(super) links: Vec<(String, XdpLinkId)>,
+    pub(super) links: Vec<Attached>,
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.
     pub(super) ongoing: Ongoing,
+}
+
+/// The program on one ingress interface.
+pub(super) struct Attached {
+    pub(super) interface: String,
+    pub(super) link: XdpLinkId,
+    /// The device it went onto: one deleted and created again under the
+    /// same name has another, and no program.
+    pub(super) ifindex: u32,
 }
 
 pub(super) fn attach(
     dp: &mut Dataplane,
     interface: &str,
     setting: XdpModeSetting,
-) -> Result<XdpLinkId> {
+) -> Result<Attached> {
     let (link, mode) = match setting {
         XdpModeSetting::Driver => (dp.attach(interface, XdpMode::Driver)?, "driver"),
         XdpModeSetting::Generic => (dp.attach(interface, XdpMode::Skb)?, "generic"),
@@ -47,5 +56,49 @@ pub(super) fn attach(
         },
     };
     info!(interface, mode, "attached");
-    Ok(link)
+    Ok(Attached {
+        interface: interface.to_owned(),
+        link,
+        ifindex: ifindex(interface).unwrap_or(0),
+    })
+}
+
+/// `interface`'s index now; `None` while no such interface exists.
+pub(super) fn ifindex(interface: &str) -> Option<u32> {
+    nix::net::if_::if_nametoindex(interface).ok()
+}
+
+impl Running {
+    /// Attaches the program again to an ingress interface that was deleted
+    /// and created anew (the program went with the old device), and says
+    /// once while one is missing.
+    pub(super) fn reattach_ingress(&mut self, dp: &mut Dataplane) {
+        let mode = self.config.switch.xdp_mode;
+        for attached in &mut self.links {
+            let key = format!("ingress {}", attached.interface);
+            let interface = attached.interface.clone();
+            match ifindex(&interface) {
+                None => self.ongoing.started(key, || {
+                    warn!(
+                        interface,
+                        "ingress interface gone; attaching again when it comes back"
+                    )
+                }),
+                Some(now) if now == attached.ifindex => self.ongoing.ended(&key),
+                Some(_) => match attach(dp, &interface, mode) {
+                    Ok(again) => {
+                        info!(interface, "re-attached to the re-created interface");
+                        let old = std::mem::replace(attached, again);
+                        // Its link went with the old device; this only
+                        // drops aya's record of it.
+                        let _ = dp.detach(old.link);
+                        self.ongoing.ended(&key);
+                    }
+                    Err(e) => self.ongoing.started(key, || {
+                        warn!(interface, "re-created but not attached: {e:#}")
+                    }),
+                },
+            }
+        }
+    }
 }
