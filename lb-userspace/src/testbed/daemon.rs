@@ -3,7 +3,6 @@
 
 use std::cell::Cell;
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 
 use super::Testbed;
+use super::netns::die_with_parent;
 
 /// How long [`Daemon::wait_for_log`] and start-up wait: far beyond what a
 /// reload takes, so only a daemon that never gets there fails, however
@@ -64,20 +64,8 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SAFETY: prctl and sigprocmask are async-signal-safe. If this
-        // process dies without stopping the daemon (killed, or exiting from
-        // the testbed's signal watcher), the kernel stops the daemon too;
-        // the setting survives `ip netns exec`'s exec. The signal mask is
-        // inherited: the watcher's blocked SIGINT/SIGTERM must not reach
-        // the daemon, or it could never be stopped.
-        unsafe {
-            command.pre_exec(|| {
-                use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-                Ok(())
-            });
-        }
+        // SIGTERM: the daemon detaches on its way out.
+        die_with_parent(&mut command, nix::sys::signal::Signal::SIGTERM);
         let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {
             child,

@@ -5,7 +5,6 @@
 //! namespace) reaches it.
 
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use super::netns::in_netns;
+use super::netns::{die_with_parent, in_netns};
 use super::topology::{SHAPED_DEVICE, spine_addr};
 use super::{PATIENCE, Testbed};
 use crate::telemetry::remote::{Remote, Target};
@@ -71,18 +70,7 @@ impl Exporters {
                 .stdin(Stdio::null())
                 .stdout(log.try_clone()?)
                 .stderr(log);
-            // SAFETY: prctl and sigprocmask are async-signal-safe. The kernel
-            // kills the exporter if this thread dies without dropping it; the
-            // setting survives `ip netns exec`'s exec. The testbed's signal
-            // watcher blocks SIGINT/SIGTERM, and children inherit the mask.
-            unsafe {
-                command.pre_exec(|| {
-                    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
-                    sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                    Ok(())
-                });
-            }
+            die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL);
             let child = command
                 .spawn()
                 .context("starting prometheus-node-exporter")?;

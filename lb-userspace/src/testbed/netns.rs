@@ -53,6 +53,24 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
 }
 
+/// Makes `command`'s process die by `signal` when the thread that spawns
+/// it exits without stopping it (killed, or exiting from the testbed's
+/// signal watcher), and start with no signal blocked: it inherits the
+/// watcher's blocked SIGINT/SIGTERM otherwise, and could never be stopped.
+/// The setting survives `ip netns exec`'s exec.
+pub(super) fn die_with_parent(command: &mut Command, signal: nix::sys::signal::Signal) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: prctl and sigprocmask are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+            nix::sys::prctl::set_pdeathsig(signal)?;
+            Ok(())
+        });
+    }
+}
+
 /// Pins the calling thread to CPU `index` (modulo the CPUs there are).
 pub(super) fn pin_to_cpu(index: usize) -> Result<()> {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
