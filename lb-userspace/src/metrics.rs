@@ -148,14 +148,7 @@ pub fn render(
     for (metric, help, kind, value) in per_nexthop {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
         for n in nexthops {
-            let _ = writeln!(
-                out,
-                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\"}} {}",
-                escape(n.group),
-                escape(&n.label),
-                n.id,
-                value(n)
-            );
+            let _ = writeln!(out, "{metric}{{{}}} {}", nexthop_labels(n), value(n));
         }
     }
     render_telemetry(&mut out, nexthops);
@@ -201,17 +194,25 @@ fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
         for n in nexthops {
             let Some(path) = &n.path else { continue };
+            let labels = nexthop_labels(n);
             let _ = writeln!(
                 out,
-                "{metric}{{group=\"{}\",nexthop=\"{}\",id=\"{}\",source=\"{}\"}} {}",
-                escape(n.group),
-                escape(&n.label),
-                n.id,
+                "{metric}{{{labels},source=\"{}\"}} {}",
                 path.source,
                 value(path)
             );
         }
     }
+}
+
+/// A next hop's labels, the same on each of its metrics.
+fn nexthop_labels(n: &NextHopSample<'_>) -> String {
+    format!(
+        "group=\"{}\",nexthop=\"{}\",id=\"{}\"",
+        escape(n.group),
+        escape(&n.label),
+        n.id
+    )
 }
 
 fn escape(value: &str) -> String {
