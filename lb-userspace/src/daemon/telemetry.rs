@@ -118,13 +118,14 @@ impl Telemetry {
     /// gives the groups' next-hop ids.
     pub(super) fn start(config: &Config, tables: &Tables) -> Self {
         let (sender, batches) = mpsc::channel(CHANNEL_DEPTH);
+        let (profile, stale_after) = settings(config);
         let mut telemetry = Self {
             generation: 0,
             stop: Arc::new(AtomicBool::new(false)),
             batches,
             sender,
-            profile: config.ars_profile.quality,
-            stale_after: Duration::from_millis(config.telemetry.stale_after_ms.into()),
+            profile,
+            stale_after,
             paths: HashMap::new(),
             started: Instant::now(),
         };
@@ -138,8 +139,7 @@ impl Telemetry {
         self.stop.store(true, Ordering::Relaxed);
         self.stop = Arc::new(AtomicBool::new(false));
         self.generation += 1;
-        self.profile = config.ars_profile.quality;
-        self.stale_after = Duration::from_millis(config.telemetry.stale_after_ms.into());
+        (self.profile, self.stale_after) = settings(config);
         let old = std::mem::take(&mut self.paths);
         self.spawn(config, tables);
         for (id, path) in &mut self.paths {
@@ -215,8 +215,8 @@ impl Telemetry {
         let Some(group) = tables.groups.get(batch.group) else {
             return Vec::new();
         };
-        let (name, members) = (group.name.clone(), group.members.clone());
-        for (&id, reading) in members.iter().zip(batch.readings) {
+        let name = &group.name;
+        for (&id, reading) in group.members.iter().zip(batch.readings) {
             let Some(path) = self.paths.get_mut(&id) else {
                 continue;
             };
@@ -327,6 +327,13 @@ impl Running {
             warn!("writing path qualities: {e}");
         }
     }
+}
+
+/// What a path's state is judged by: the quality profile and how long a
+/// reading stays good.
+fn settings(config: &Config) -> (Profile, Duration) {
+    let stale_after = Duration::from_millis(config.telemetry.stale_after_ms.into());
+    (config.ars_profile.quality, stale_after)
 }
 
 fn path_label(tables: &Tables, group: usize, id: u32) -> String {
