@@ -2,7 +2,7 @@
 
 use fabriclb::testbed::Queues;
 use fabriclb::testbed::scenario::{
-    Report, SLOW_SPINE_RATES_MBIT, cross_traffic, modes, slow_spine, spine_slowdown,
+    Report, SLOW_SPINE_RATES_MBIT, Scenario, cross_traffic, modes, slow_spine, spine_slowdown,
 };
 
 use crate::bed::Bed;
@@ -128,14 +128,7 @@ fn telemetry_steers_flowlets_off_the_slow_spine() {
 /// not a test's: tests run side by side on two cores.)
 #[test]
 fn a_slowed_spine_loses_its_share_with_telemetry_only() {
-    let scenario = spine_slowdown(340);
-    let bed = Bed::shaped("k", scenario.shape.clone());
-    let rows: Vec<_> = modes()
-        .into_iter()
-        .filter(|m| m.name == "ecmp" || (m.name == "flowlet" && m.telemetry))
-        .collect();
-    let report = bed.scenario(&scenario, &rows).expect("scenario run");
-    eprintln!("{report:#?}");
+    let report = ecmp_against_steering("k", &spine_slowdown(340));
     let [ecmp, steered] = report.modes.as_slice() else {
         panic!("two rows: {report:?}")
     };
@@ -163,14 +156,7 @@ fn a_slowed_spine_loses_its_share_with_telemetry_only() {
 /// most of its traffic elsewhere and loses next to nothing.
 #[test]
 fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
-    let scenario = cross_traffic(120);
-    let bed = Bed::shaped("c", scenario.shape.clone());
-    let rows: Vec<_> = modes()
-        .into_iter()
-        .filter(|m| m.name == "ecmp" || (m.name == "flowlet" && m.telemetry))
-        .collect();
-    let report = bed.scenario(&scenario, &rows).expect("scenario run");
-    eprintln!("{report:#?}");
+    let report = ecmp_against_steering("c", &cross_traffic(120));
     let [ecmp, steered] = report.modes.as_slice() else {
         panic!("two rows: {report:?}")
     };
@@ -188,4 +174,17 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
         steered.spine_share[1] < ecmp.spine_share[1] * 0.75,
         "spine 2 kept its share: {steered:?} against {ecmp:?}"
     );
+}
+
+/// `scenario` on a testbed of `tag`, run with ECMP and with flowlets
+/// steered by telemetry, in that order.
+fn ecmp_against_steering(tag: &str, scenario: &Scenario) -> Report {
+    let bed = Bed::shaped(tag, scenario.shape.clone());
+    let rows: Vec<_> = modes()
+        .into_iter()
+        .filter(|m| m.name == "ecmp" || (m.name == "flowlet" && m.telemetry))
+        .collect();
+    let report = bed.scenario(scenario, &rows).expect("scenario run");
+    eprintln!("{report:#?}");
+    report
 }
