@@ -142,7 +142,85 @@ fn a_re_created_ingress_interface_gets_the_program_again() {
     .expect("create h1 again");
     bed.ip("leaf", &["link", "set", "h1", "up"]).expect("h1 up");
     daemon
-        .wait_for_log("re-attached to the re-created interface")
+        .wait_for_log("ingress interface appeared: program attached")
         .expect("the daemon attached again");
     assert_eq!(bed.xdp_links("leaf").expect("ip link"), h1);
+}
+
+/// One rule at start and at reload: an ingress interface that does not
+/// exist is a warning and gets the program when it appears; one that
+/// exists but refuses the program (driver mode on a bridge) fails the
+/// start and is refused by a reload, which then changes nothing.
+#[test]
+fn missing_ingress_waits_and_refusing_ingress_fails_alike_at_start_and_reload() {
+    let bed = Bed::up("2", 1);
+    let config = |interfaces: &str| {
+        bed.config("").replace(
+            "interfaces = [\"h1\"]",
+            &format!("interfaces = [{interfaces}]\nxdp_mode = \"driver\""),
+        )
+    };
+    let attached = |names: &[&str]| -> Vec<(String, String)> {
+        names
+            .iter()
+            .map(|n| ((*n).to_owned(), "xdp".to_owned()))
+            .collect()
+    };
+    let missing = "ingress interface does not exist; attaching when it appears";
+
+    let daemon = bed
+        .daemon(
+            &config("\"h1\", \"h8\""),
+            &["--no-watch", "--refresh-interval-ms", "100"],
+        )
+        .expect("a missing ingress interface is no reason not to start");
+    let log = daemon.log().expect("log");
+    assert!(log.contains(missing) && log.contains("h8"), "{log}");
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), attached(&["h1"]));
+
+    daemon.skip_log().expect("log");
+    bed.ip(
+        "leaf",
+        &[
+            "link", "add", "h8", "type", "veth", "peer", "name", "h8peer",
+        ],
+    )
+    .expect("h8 appears");
+    daemon
+        .wait_for_log("ingress interface appeared: program attached")
+        .expect("attached when it appeared");
+    assert_eq!(
+        bed.xdp_links("leaf").expect("ip link"),
+        attached(&["h1", "h8"])
+    );
+
+    daemon
+        .reconfigure(&config("\"h1\", \"h8\", \"h7\""))
+        .expect("reconfigure");
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    assert!(log.contains(missing) && log.contains("h7"), "{log}");
+    assert!(!log.contains("ERROR"), "{log}");
+
+    bed.ip("leaf", &["link", "add", "br0", "type", "bridge"])
+        .expect("bridge");
+    let refusing = config("\"h1\", \"h8\", \"br0\"");
+    daemon.reconfigure(&refusing).expect("reconfigure");
+    let log = daemon
+        .wait_for_log("new config refused, the running one stays")
+        .expect("refused");
+    assert!(log.contains("attaching to br0"), "{log}");
+    assert!(!log.contains("config reloaded"), "{log}");
+    assert_eq!(
+        bed.xdp_links("leaf").expect("ip link"),
+        attached(&["h1", "h8"])
+    );
+    daemon.stop().expect("stop");
+
+    let error = bed
+        .daemon(&refusing, &[])
+        .err()
+        .expect("the refused config does not start either")
+        .to_string();
+    assert!(error.contains("attaching to br0"), "{error}");
+    assert_eq!(bed.xdp_links("leaf").expect("ip link"), []);
 }

@@ -9,6 +9,7 @@
 
 mod attach;
 mod bed;
+mod config_file;
 mod links;
 mod local;
 mod reload;

@@ -71,7 +71,7 @@ pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 /// Reads a config file: a regular file only, opened without blocking (a
 /// FIFO would otherwise hold the daemon until someone writes to it), and
 /// at most [`MAX_CONFIG_BYTES`].
-fn read(path: &Path) -> Result<String, ConfigError> {
+pub fn read(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
 

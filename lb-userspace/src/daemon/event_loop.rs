@@ -10,13 +10,13 @@ use lb_common::abi::NEXTHOP_USABLE;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
+use super::config_file;
+use super::ingress::{self, Ingress};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
-use super::reload::FileVersion;
-use super::state::{Running, attach};
+use super::state::Running;
 use super::telemetry::Telemetry;
-use crate::config;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::netlink::Netlink;
@@ -38,8 +38,7 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
-    let version = FileVersion::of(&options.config);
-    let config = config::load(&options.config)?;
+    let (config, version) = config_file::load(&options.config).await?;
     let netlink = Netlink::connect()?;
     let mut dp =
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
@@ -64,17 +63,19 @@ pub async fn run(options: Options) -> Result<()> {
 
     let telemetry = Telemetry::start(&config, &tables);
     let mut running = Running {
-        version,
+        version: Some(version),
+        settling: None,
         tables,
         local: follower,
-        links: Vec::new(),
+        ingress: Vec::new(),
         config,
         telemetry,
         ongoing,
     };
-    for interface in running.config.switch.interfaces.clone() {
-        let attached = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
-        running.links.push(attached);
+    for interface in &running.config.switch.interfaces {
+        let mode = running.config.switch.xdp_mode;
+        let ingress = Ingress::new(&mut dp, interface, mode, &mut running.ongoing)?;
+        running.ingress.push(ingress);
     }
     write_metrics(&options, &dp, &running);
     info!(
@@ -100,11 +101,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.reload(&options.config, &netlink, &mut dp).await;
             }
             _ = watch.tick(), if options.watch_config => {
-                let now = FileVersion::of(&options.config);
-                if now.is_some() && now != running.version {
-                    info!("{} changed: reloading", options.config.display());
-                    running.reload(&options.config, &netlink, &mut dp).await;
-                }
+                running.watch_config(&options.config, &netlink, &mut dp).await;
             }
             batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
             _ = staleness.tick() => running.telemetry_expire(&mut dp),
@@ -122,12 +119,7 @@ pub async fn run(options: Options) -> Result<()> {
         }
     }
     write_metrics(&options, &dp, &running);
-    for attached in running.links {
-        // An interface deleted meanwhile took its program with it.
-        if let Err(e) = dp.detach(attached.link) {
-            warn!(interface = attached.interface, "detaching: {e}");
-        }
-    }
+    ingress::detach_all(&mut dp, running.ingress);
     info!("detached; exiting");
     Ok(())
 }

@@ -176,7 +176,13 @@ impl Ongoing {
 
     /// Ends `key`, so that it is logged again if it comes back.
     pub(super) fn ended(&mut self, key: &str) {
-        self.0.remove(key);
+        self.ended_now(key);
+    }
+
+    /// [`Ongoing::ended`], saying whether `key` was ongoing (for logging
+    /// that it is over).
+    pub(super) fn ended_now(&mut self, key: &str) -> bool {
+        self.0.remove(key)
     }
 }
 

@@ -5,7 +5,9 @@
 //! route tries; [`telemetry`] turns path telemetry into path quality;
 //! [`metrics_file`] writes the counters out.
 
+mod config_file;
 mod event_loop;
+mod ingress;
 mod links;
 mod local;
 mod metrics_file;

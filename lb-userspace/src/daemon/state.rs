@@ -4,9 +4,10 @@ use anyhow::Result;
 use aya::programs::{XdpMode, xdp::XdpLinkId};
 use tracing::{info, warn};
 
+use super::config_file::FileVersion;
+use super::ingress::Ingress;
 use super::links::Ongoing;
 use super::local::Follower;
-use super::reload::FileVersion;
 use super::telemetry::Telemetry;
 use crate::config::{Config, XdpModeSetting};
 use crate::dataplane::Dataplane;
@@ -19,15 +20,18 @@ pub(super) struct Running {
     pub(super) config: Config,
     /// The file's identity when `config` was read from it.
     pub(super) version: Option<FileVersion>,
+    /// A version of the file seen once, reloaded if the next look finds
+    /// it unchanged.
+    pub(super) settling: Option<FileVersion>,
     pub(super) tables: Tables,
     pub(super) local: Follower,
-    pub(super) links: Vec<Attached>,
+    pub(super) ingress: Vec<Ingress>,
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.
     pub(super) ongoing: Ongoing,
 }
 
-/// The program on one ingress interface.
+/// The program on one ingress interface that has it.
 pub(super) struct Attached {
     pub(super) interface: String,
     pub(super) link: XdpLinkId,
@@ -66,39 +70,4 @@ pub(super) fn attach(
 /// `interface`'s index now; `None` while no such interface exists.
 pub(super) fn ifindex(interface: &str) -> Option<u32> {
     nix::net::if_::if_nametoindex(interface).ok()
-}
-
-impl Running {
-    /// Attaches the program again to an ingress interface that was deleted
-    /// and created anew (the program went with the old device), and says
-    /// once while one is missing.
-    pub(super) fn reattach_ingress(&mut self, dp: &mut Dataplane) {
-        let mode = self.config.switch.xdp_mode;
-        for attached in &mut self.links {
-            let key = format!("ingress {}", attached.interface);
-            let interface = attached.interface.clone();
-            match ifindex(&interface) {
-                None => self.ongoing.started(key, || {
-                    warn!(
-                        interface,
-                        "ingress interface gone; attaching again when it comes back"
-                    )
-                }),
-                Some(now) if now == attached.ifindex => self.ongoing.ended(&key),
-                Some(_) => match attach(dp, &interface, mode) {
-                    Ok(again) => {
-                        info!(interface, "re-attached to the re-created interface");
-                        let old = std::mem::replace(attached, again);
-                        // Its link went with the old device; this only
-                        // drops aya's record of it.
-                        let _ = dp.detach(old.link);
-                        self.ongoing.ended(&key);
-                    }
-                    Err(e) => self.ongoing.started(key, || {
-                        warn!(interface, "re-created but not attached: {e:#}")
-                    }),
-                },
-            }
-        }
-    }
 }
