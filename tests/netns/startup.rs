@@ -2,6 +2,7 @@
 //! doing anything, and its log as plain text when stderr is a file or a
 //! pipe (journald, a log collector), as operators grep it.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::bed::name;
@@ -15,6 +16,21 @@ impl Drop for Netns {
     }
 }
 
+/// Writes into `dir` (created) a valid config whose ingress interface
+/// `nosuch0` and next-hop interface `nosuch1` do not exist.
+fn config_without_interfaces(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("dir");
+    let config = dir.join("leaf.toml");
+    std::fs::write(
+        &config,
+        "[switch]\ninterfaces = [\"nosuch0\"]\n\n[[group]]\nname = \"g\"\n\
+         next_hops = [{ interface = \"nosuch1\", mac = \"02:00:00:00:00:01\" }]\n\n\
+         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n",
+    )
+    .expect("config");
+    config
+}
+
 /// `fabriclb run` with stderr piped and NO_COLOR unset, in a namespace of
 /// its own where its only interface does not exist: it warns, fails to
 /// attach, and none of what it wrote carries a terminal escape.
@@ -24,15 +40,7 @@ fn a_log_to_a_pipe_has_no_colours() {
     let status = Command::new("ip").args(["netns", "add", &ns.0]).status();
     assert!(status.is_ok_and(|s| s.success()), "ip netns add");
     let dir = std::env::temp_dir().join(format!("{}-logs", ns.0));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("leaf.toml");
-    std::fs::write(
-        &config,
-        "[switch]\ninterfaces = [\"nosuch0\"]\n\n[[group]]\nname = \"g\"\n\
-         next_hops = [{ interface = \"nosuch1\", mac = \"02:00:00:00:00:01\" }]\n\n\
-         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n",
-    )
-    .expect("config");
+    let config = config_without_interfaces(&dir);
     let out = Command::new("ip")
         .args([
             "netns",
@@ -53,6 +61,13 @@ fn a_log_to_a_pipe_has_no_colours() {
     assert!(stderr.contains("WARN"), "{stderr}");
     assert!(stderr.contains("nosuch0"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    // Named once, and no fallback to generic mode, which cannot help.
+    assert_eq!(
+        stderr.lines().last(),
+        Some("fabriclb: attaching to nosuch0: no such interface"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("falling back"), "{stderr}");
 }
 
 /// Intervals of 0 and a metrics file in a directory that does not exist
