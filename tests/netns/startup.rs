@@ -102,3 +102,31 @@ fn bad_run_arguments_are_refused_at_start() {
          /nonexistent-fabriclb-dir does not exist"
     );
 }
+
+/// Without CAP_PERFMON (nor CAP_SYS_ADMIN, which stands in for it) the
+/// kernel's verifier would refuse the program with a log of tens of
+/// kilobytes; `run` refuses first, in one line naming what lacks.
+#[test]
+fn a_run_without_cap_perfmon_is_refused_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("fl{}-caps", std::process::id()));
+    // Valid, so that only the capability stands between it and loading.
+    let config = config_without_interfaces(&dir);
+    let out = Command::new("capsh")
+        .args(["--drop=cap_perfmon,cap_sys_admin", "--", "-c"])
+        .arg(format!(
+            "exec {} run --config {}",
+            env!("CARGO_BIN_EXE_fabriclb"),
+            config.display()
+        ))
+        .output()
+        .expect("capsh");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "fabriclb: fabriclb run needs CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON, CAP_NET_RAW; \
+         missing: CAP_PERFMON\n"
+    );
+    assert!(stderr.len() < 200, "{} bytes", stderr.len());
+}

@@ -76,6 +76,7 @@ pub async fn run(options: Options) -> Result<()> {
         let attached = attach(&mut dp, &interface, running.config.switch.xdp_mode)?;
         running.links.push(attached);
     }
+    running.drop_privileges(&mut dp);
     write_metrics(&options, &dp, &running);
     info!(
         config = %options.config.display(),
