@@ -2,6 +2,7 @@
 //! doing anything, and its log as plain text when stderr is a file or a
 //! pipe (journald, a log collector), as operators grep it.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::bed::{name, wait_for};
@@ -15,16 +16,10 @@ impl Drop for Netns {
     }
 }
 
-/// `fabriclb run` with stderr to a file and NO_COLOR unset, in a
-/// namespace of its own where its interfaces do not exist: it warns, runs
-/// until told to stop, and none of what it wrote carries a terminal escape.
-#[test]
-fn a_log_to_a_file_has_no_colours() {
-    let ns = Netns(name("g"));
-    let status = Command::new("ip").args(["netns", "add", &ns.0]).status();
-    assert!(status.is_ok_and(|s| s.success()), "ip netns add");
-    let dir = std::env::temp_dir().join(format!("{}-logs", ns.0));
-    std::fs::create_dir_all(&dir).expect("dir");
+/// Writes into `dir` (created) a valid config whose ingress interface
+/// `nosuch0` and next-hop interface `nosuch1` do not exist.
+fn config_without_interfaces(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("dir");
     let config = dir.join("leaf.toml");
     std::fs::write(
         &config,
@@ -33,6 +28,20 @@ fn a_log_to_a_file_has_no_colours() {
          [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n",
     )
     .expect("config");
+    config
+}
+
+/// `fabriclb run` with stderr to a file and NO_COLOR unset, in a
+/// namespace of its own where its interfaces do not exist: it warns once
+/// per interface, naming it once, runs until told to stop, and none of
+/// what it wrote carries a terminal escape.
+#[test]
+fn a_log_to_a_file_has_no_colours() {
+    let ns = Netns(name("g"));
+    let status = Command::new("ip").args(["netns", "add", &ns.0]).status();
+    assert!(status.is_ok_and(|s| s.success()), "ip netns add");
+    let dir = std::env::temp_dir().join(format!("{}-logs", ns.0));
+    let config = config_without_interfaces(&dir);
     let log = dir.join("log");
     let mut child = Command::new("ip")
         .args([
@@ -62,6 +71,13 @@ fn a_log_to_a_file_has_no_colours() {
     assert!(stderr.contains("WARN"), "{stderr}");
     assert!(stderr.contains("nosuch0"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    // Named once, and no fallback to generic mode, which cannot help.
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("ingress interface does not exist"))
+        .unwrap_or_default();
+    assert_eq!(warning.matches("nosuch0").count(), 1, "{stderr}");
+    assert!(!stderr.contains("falling back"), "{stderr}");
 }
 
 /// Intervals of 0 and a metrics file in a directory that does not exist
@@ -95,4 +111,32 @@ fn bad_run_arguments_are_refused_at_start() {
         "fabriclb: --metrics-file /nonexistent-fabriclb-dir/m.prom: the directory \
          /nonexistent-fabriclb-dir does not exist"
     );
+}
+
+/// Without CAP_PERFMON (nor CAP_SYS_ADMIN, which stands in for it) the
+/// kernel's verifier would refuse the program with a log of tens of
+/// kilobytes; `run` refuses first, in one line naming what lacks.
+#[test]
+fn a_run_without_cap_perfmon_is_refused_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("fl{}-caps", std::process::id()));
+    // Valid, so that only the capability stands between it and loading.
+    let config = config_without_interfaces(&dir);
+    let out = Command::new("capsh")
+        .args(["--drop=cap_perfmon,cap_sys_admin", "--", "-c"])
+        .arg(format!(
+            "exec {} run --config {}",
+            env!("CARGO_BIN_EXE_fabriclb"),
+            config.display()
+        ))
+        .output()
+        .expect("capsh");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "fabriclb: fabriclb run needs CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON, CAP_NET_RAW; \
+         missing: CAP_PERFMON\n"
+    );
+    assert!(stderr.len() < 200, "{} bytes", stderr.len());
 }

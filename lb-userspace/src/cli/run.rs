@@ -36,6 +36,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             );
         }
     }
+    // Before anything is loaded: one line naming what lacks, not the
+    // verifier's refusal.
+    daemon::require_at_start()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -77,6 +77,7 @@ pub async fn run(options: Options) -> Result<()> {
         let ingress = Ingress::new(&mut dp, interface, mode, &mut running.ongoing)?;
         running.ingress.push(ingress);
     }
+    running.drop_privileges(&mut dp);
     write_metrics(&options, &dp, &running);
     info!(
         config = %options.config.display(),

@@ -3,7 +3,8 @@
 //! config live; [`links`] keeps next hops in step with the kernel's links
 //! and neighbours; [`local`] keeps the box's own addresses local in the
 //! route tries; [`telemetry`] turns path telemetry into path quality;
-//! [`metrics_file`] writes the counters out.
+//! [`metrics_file`] writes the counters out; [`privileges`] checks the
+//! capabilities at start and drops those it no longer needs.
 
 mod config_file;
 mod event_loop;
@@ -11,8 +12,10 @@ mod ingress;
 mod links;
 mod local;
 mod metrics_file;
+mod privileges;
 mod reload;
 mod state;
 mod telemetry;
 
 pub use event_loop::{Options, run};
+pub use privileges::{PrivilegeError, require_at_start};

@@ -10,8 +10,8 @@ use super::links::Ongoing;
 use super::local::Follower;
 use super::telemetry::Telemetry;
 use crate::config::{Config, XdpModeSetting};
-use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
+use crate::dataplane::{Dataplane, occupant};
 
 /// What the daemon runs on: the config in force, the tables it made, the
 /// box's own addresses, where the program is attached, and the paths'
@@ -33,7 +33,6 @@ pub(super) struct Running {
 
 /// The program on one ingress interface that has it.
 pub(super) struct Attached {
-    pub(super) interface: String,
     pub(super) link: XdpLinkId,
     /// The device it went onto: one deleted and created again under the
     /// same name has another, and no program.
@@ -45,23 +44,27 @@ pub(super) fn attach(
     interface: &str,
     setting: XdpModeSetting,
 ) -> Result<Attached> {
+    let mut attach_in = |mode| {
+        dp.attach(interface, mode)
+            .map_err(|e| occupant::attach_error(interface, e))
+    };
     let (link, mode) = match setting {
-        XdpModeSetting::Driver => (dp.attach(interface, XdpMode::Driver)?, "driver"),
-        XdpModeSetting::Generic => (dp.attach(interface, XdpMode::Skb)?, "generic"),
-        XdpModeSetting::Auto => match dp.attach(interface, XdpMode::Driver) {
+        XdpModeSetting::Driver => (attach_in(XdpMode::Driver)?, "driver"),
+        XdpModeSetting::Generic => (attach_in(XdpMode::Skb)?, "generic"),
+        XdpModeSetting::Auto => match attach_in(XdpMode::Driver) {
             Ok(link) => (link, "driver"),
-            Err(e) => {
+            Err(e) if e.mode_refused() => {
                 warn!(
                     interface,
                     "driver mode refused ({e}); falling back to generic mode, which is much slower"
                 );
-                (dp.attach(interface, XdpMode::Skb)?, "generic")
+                (attach_in(XdpMode::Skb)?, "generic")
             }
+            Err(e) => return Err(e.into()),
         },
     };
     info!(interface, mode, "attached");
     Ok(Attached {
-        interface: interface.to_owned(),
         link,
         ifindex: ifindex(interface).unwrap_or(0),
     })

@@ -19,36 +19,112 @@ use lb_common::verdict::Reason;
 /// forwarding program and its maps, nothing else.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
-#[derive(Debug, thiserror::Error)]
+/// Each message says its cause itself, once (see [`said`]), so it has no
+/// `source`: a chain would repeat it.
+#[derive(Debug)]
 pub enum DataplaneError {
-    #[error("loading the XDP object: {0}")]
-    Load(#[from] EbpfError),
-    #[error("XDP program {name}: {source}")]
+    Load(EbpfError),
     Program {
         name: &'static str,
-        #[source]
         source: ProgramError,
     },
-    #[error("map {name} missing from the XDP object")]
-    MissingMap { name: &'static str },
-    #[error("map {name}: {source}")]
+    MissingMap {
+        name: &'static str,
+    },
     Map {
         name: &'static str,
-        #[source]
         source: MapError,
     },
-    #[error("devmap entry for ifindex {ifindex}: {source}")]
     DevMap {
         ifindex: u32,
-        #[source]
         source: XdpMapError,
     },
-    #[error("attaching to {interface}: {source}")]
     Attach {
         interface: String,
-        #[source]
         source: ProgramError,
     },
+}
+
+impl std::fmt::Display for DataplaneError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Load(e) => write!(f, "loading the XDP object: {}", said(e)),
+            Self::Program { name, source } => write!(f, "XDP program {name}: {}", said(source)),
+            Self::MissingMap { name } => write!(f, "map {name} missing from the XDP object"),
+            Self::Map { name, source } => {
+                let cause = said(source);
+                // Some of aya's map errors name the map already.
+                if cause.contains(name) {
+                    f.write_str(&cause)
+                } else {
+                    write!(f, "map {name}: {cause}")
+                }
+            }
+            Self::DevMap { ifindex, source } => {
+                write!(f, "devmap entry for ifindex {ifindex}: {}", said(source))
+            }
+            Self::Attach {
+                interface,
+                source: ProgramError::UnknownInterface { .. },
+            } => write!(f, "attaching to {interface}: no such interface"),
+            Self::Attach { interface, source } => {
+                write!(f, "attaching to {interface}: {}", said(source))
+            }
+        }
+    }
+}
+
+impl std::error::Error for DataplaneError {}
+
+impl From<EbpfError> for DataplaneError {
+    fn from(error: EbpfError) -> Self {
+        Self::Load(error)
+    }
+}
+
+/// How many of the verifier's last lines an error keeps: the reason it
+/// refused is at the end, followed by its statistics.
+const VERIFIER_LINES: usize = 6;
+
+/// `error` and its causes in one message, each said once: aya's
+/// transparent variants show their source's text and then give it as their
+/// source too, and a refused program carries the verifier's whole log
+/// (tens of kilobytes), of which only the end says why.
+fn said(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let part = match error.downcast_ref::<ProgramError>() {
+            Some(ProgramError::LoadError {
+                io_error,
+                verifier_log,
+            }) => format!(
+                "the kernel refused to load it ({io_error}); the verifier said:\n{}",
+                verifier_tail(&verifier_log.to_string(), VERIFIER_LINES)
+            ),
+            _ => error.to_string(),
+        };
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        next = error.source();
+    }
+    text
+}
+
+/// The last `keep` lines of a verifier log, saying how many came before.
+fn verifier_tail(log: &str, keep: usize) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cut = lines.len().saturating_sub(keep);
+    let tail = lines[cut..].join("\n");
+    if cut == 0 {
+        tail
+    } else {
+        format!("[{cut} earlier lines cut]\n{tail}")
+    }
 }
 
 type Result<T> = std::result::Result<T, DataplaneError>;
@@ -349,7 +425,16 @@ pub(crate) fn declared(object: &[u8]) -> (BTreeSet<String>, BTreeSet<String>) {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::{OBJECT, declared, names};
+    use aya::maps::MapError;
+    use aya::programs::ProgramError;
+    use aya::sys::SyscallError;
+    use aya_obj::VerifierLog;
+
+    use super::{DataplaneError, OBJECT, declared, names, verifier_tail};
+
+    fn os_error(code: i32) -> std::io::Error {
+        std::io::Error::from_raw_os_error(code)
+    }
 
     /// Production carries the forwarding program and its maps, nothing
     /// else: the benchmark's and the testbed's live in objects of their own.
@@ -374,5 +459,91 @@ mod tests {
             names::SCRATCH,
         ];
         assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
+    }
+
+    /// Each message names its subject and says its cause once, also where
+    /// aya's error repeats its source's text or names the map itself.
+    #[test]
+    fn errors_say_each_name_and_cause_once() {
+        let missing = DataplaneError::Attach {
+            interface: "nosuch0".into(),
+            source: ProgramError::UnknownInterface {
+                name: "nosuch0".into(),
+            },
+        };
+        assert_eq!(
+            missing.to_string(),
+            "attaching to nosuch0: no such interface"
+        );
+        let occupied = DataplaneError::Attach {
+            interface: "h1".into(),
+            source: ProgramError::SyscallError(SyscallError {
+                call: "bpf_link_create",
+                io_error: os_error(17),
+            }),
+        };
+        assert_eq!(
+            occupied.to_string(),
+            "attaching to h1: `bpf_link_create` failed: File exists (os error 17)"
+        );
+        let created = DataplaneError::Map {
+            name: names::GROUPS,
+            source: MapError::CreateError {
+                name: names::GROUPS.into(),
+                io_error: os_error(1),
+            },
+        };
+        assert_eq!(
+            created.to_string(),
+            "failed to create map `FL_GROUPS`: Operation not permitted (os error 1)"
+        );
+        let write = DataplaneError::Map {
+            name: names::GROUPS,
+            source: MapError::SyscallError(SyscallError {
+                call: "bpf_map_update_elem",
+                io_error: os_error(7),
+            }),
+        };
+        assert_eq!(
+            write.to_string(),
+            "map FL_GROUPS: `bpf_map_update_elem` failed: Argument list too long (os error 7)"
+        );
+        assert!(std::error::Error::source(&write).is_none());
+    }
+
+    /// A refused program's error keeps the verifier's last lines, where
+    /// the reason is, and says how many it left out.
+    #[test]
+    fn a_refused_program_keeps_the_end_of_the_verifier_log() {
+        let log: String = (0..1000)
+            .map(|i| format!("{i}: (07) r2 += -24\n"))
+            .chain([
+                "R5 tried to add from different maps, paths or scalars\n".to_owned(),
+                "verification time 1046 usec\n".to_owned(),
+            ])
+            .collect();
+        let refused = DataplaneError::Program {
+            name: names::PROGRAM,
+            source: ProgramError::LoadError {
+                io_error: os_error(13),
+                verifier_log: VerifierLog::new(log),
+            },
+        };
+        assert_eq!(
+            refused.to_string(),
+            "XDP program fabriclb: the kernel refused to load it (Permission denied \
+             (os error 13)); the verifier said:\n[996 earlier lines cut]\n\
+             996: (07) r2 += -24\n997: (07) r2 += -24\n998: (07) r2 += -24\n\
+             999: (07) r2 += -24\n\
+             R5 tried to add from different maps, paths or scalars\n\
+             verification time 1046 usec"
+        );
+    }
+
+    #[test]
+    fn a_short_verifier_log_is_kept_whole() {
+        assert_eq!(verifier_tail("a\n\nb\n", 6), "a\nb");
+        assert_eq!(verifier_tail("", 6), "");
+        assert_eq!(verifier_tail("a\nb\nc", 2), "[1 earlier lines cut]\nb\nc");
     }
 }
