@@ -40,6 +40,9 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 pub async fn run(options: Options) -> Result<()> {
     let version = FileVersion::of(&options.config);
     let config = config::load(&options.config)?;
+    for warning in &config.warnings {
+        warn!("{warning}");
+    }
     let netlink = Netlink::connect()?;
     let mut dp =
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;

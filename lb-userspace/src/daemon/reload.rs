@@ -42,7 +42,12 @@ impl Running {
     pub(super) async fn reload(&mut self, path: &Path, netlink: &Netlink, dp: &mut Dataplane) {
         self.version = FileVersion::of(path);
         let config = match config::load(path) {
-            Ok(config) => config,
+            Ok(config) => {
+                for warning in &config.warnings {
+                    warn!("{warning}");
+                }
+                config
+            }
             Err(e) => {
                 error!("new config refused, the running one stays: {e}");
                 return;
