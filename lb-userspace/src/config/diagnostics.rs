@@ -196,7 +196,11 @@ impl<'a> Ctx<'a> {
                 return Some(format!("{} = {} is out of range", key?, value.0));
             }
         }
-        let found = found.replace("sequence", "list").replace("map", "table");
+        let found = match found {
+            "sequence" => "list",
+            "map" => "table",
+            value => value,
+        };
         let Some(key) = key else {
             let what = EXPECTED.iter().find(|(e, _)| *e == expected)?.1;
             return Some(format!("expected {what}, not the {found}"));
@@ -261,7 +265,7 @@ const ARRAYS_OF_TABLES: [&str; 2] = ["group", "route"];
 
 /// The most characters of a value a message quotes in full: enough to
 /// recognise any name or address a config holds.
-pub(super) const QUOTED_MAX_CHARS: usize = 64;
+const QUOTED_MAX_CHARS: usize = 64;
 
 /// `reason` with each value it quotes (`"..."` as Rust's `{:?}` escapes
 /// it, or `` `...` `` as the toml crate quotes keys) that is longer than

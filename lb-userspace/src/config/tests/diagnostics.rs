@@ -134,6 +134,16 @@ fn type_errors_say_what_the_file_should_hold() {
          ip = \"10.0.0.1\" }, not the string \"eth1\""
     );
     assert_eq!(
+        err(&with_group_key("").replace("name = \"g\"", "name = { a = 1 }")),
+        "configs/x.toml:4:8: name takes a string in quotes, not the table"
+    );
+    // serde's words for a value's kind, not inside a value.
+    assert_eq!(
+        err(&with_group_key("flowlet_gap_us = \"a map, a sequence\"")),
+        "configs/x.toml:5:18: flowlet_gap_us takes a whole number, not the string \
+         \"a map, a sequence\": write it without quotes or a unit"
+    );
+    assert_eq!(
         err("switch = 1\n"),
         "configs/x.toml:1:10: switch takes the [switch] table, not the integer `1`"
     );

@@ -107,10 +107,11 @@ impl Ctx<'_> {
             ));
         };
         // An IPv4-mapped address names an IPv4 neighbour, if any: judge that.
-        let kind = match ip.to_canonical() {
-            ip if ip.is_unspecified() => "unspecified",
-            ip if ip.is_loopback() => "loopback",
-            ip if ip.is_multicast() => "multicast",
+        let canonical = ip.to_canonical();
+        let kind = match canonical {
+            _ if canonical.is_unspecified() => "unspecified",
+            _ if canonical.is_loopback() => "loopback",
+            _ if canonical.is_multicast() => "multicast",
             IpAddr::V4(v4) if v4 == Ipv4Addr::BROADCAST => "broadcast",
             // Reserved (RFC 1112, RFC 6890): no host is given one.
             IpAddr::V4(v4) if v4.octets()[0] >= 240 => "reserved (240.0.0.0/4)",

@@ -143,10 +143,11 @@ fn never_taken(prefix: Prefix) -> Option<String> {
 }
 
 /// The first and last addresses of `prefix` and the two either side of its
-/// middle. The data plane's never-forwarded classes are prefix blocks, so
-/// a prefix whose landmarks are all in them lies inside one: the one
-/// prefix with both ends in them that spans two, 224.0.0.0/3 (multicast up
-/// to 255.255.255.255), has forwarded addresses at its middle.
+/// middle: where a prefix shows whether it lies wholly in what the data
+/// plane never forwards. Each class of that is a prefix block, so a prefix
+/// with both ends in one class lies inside it; the one prefix with its
+/// ends in two classes, 224.0.0.0/3 (multicast up to 255.255.255.255),
+/// holds forwarded addresses at its middle (240.0.0.0).
 fn landmarks(prefix: Prefix) -> [IpAddr; 4] {
     let (bits, first) = match prefix.addr {
         IpAddr::V4(a) => (32, u128::from(u32::from(a))),

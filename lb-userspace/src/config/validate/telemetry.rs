@@ -208,6 +208,24 @@ impl Ctx<'_> {
         Ok(settings)
     }
 
+    /// Warns of each of `tables` (name and span) when no group has a
+    /// telemetry source: only a source's readings use them.
+    pub(super) fn unread_telemetry_tables(
+        &self,
+        tables: impl Iterator<Item = (&'static str, Range<usize>)>,
+        groups: &[Group],
+    ) {
+        if groups.iter().any(|g| g.telemetry.is_some()) {
+            return;
+        }
+        for (table, span) in tables {
+            self.warn(
+                span,
+                format!("{table} has no effect: no group has a telemetry source"),
+            );
+        }
+    }
+
     /// Group `group`'s telemetry from its `telemetry` key and its next
     /// hops' keys (`paths`, same order as `specs`).
     pub(super) fn group_telemetry(
@@ -298,26 +316,6 @@ impl Ctx<'_> {
                 GroupTelemetry::Remote { targets }
             }
         }))
-    }
-}
-
-impl Ctx<'_> {
-    /// Warns of each of `tables` (name and span) when no group has a
-    /// telemetry source: only a source's readings use them.
-    pub(super) fn unread_telemetry_tables(
-        &self,
-        tables: impl Iterator<Item = (&'static str, Range<usize>)>,
-        groups: &[Group],
-    ) {
-        if groups.iter().any(|g| g.telemetry.is_some()) {
-            return;
-        }
-        for (table, span) in tables {
-            self.warn(
-                span,
-                format!("{table} has no effect: no group has a telemetry source"),
-            );
-        }
     }
 }
 
