@@ -50,7 +50,8 @@ fn a_file_written_in_place_in_pieces_is_taken_whole() {
 }
 
 /// A deleted config file, and one replaced by a symlink loop, is said once
-/// while it lasts, changes nothing, and is reloaded when it is back.
+/// while it lasts, changes nothing, and is reloaded when it is back, with
+/// its warnings logged.
 #[test]
 fn a_config_file_gone_or_looping_is_said_once_and_changes_nothing() {
     let bed = Bed::up("4", 1);
@@ -87,10 +88,16 @@ fn a_config_file_gone_or_looping_is_said_once_and_changes_nothing() {
     assert_eq!(bed.counters(&daemon).expect("metrics").mode, "ecmp");
 
     std::fs::remove_file(&path).expect("unlink the loop");
-    std::fs::write(&path, bed.config("mode = \"flowlet\"")).expect("back");
+    let spare = "\n[[group]]\nname = \"spare\"\nnext_hops = [{ interface = \"s1\", mac = \"02:00:00:00:00:09\" }]\n";
+    std::fs::write(&path, bed.config("mode = \"flowlet\"") + spare).expect("back");
     let log = daemon.wait_for_log("config reloaded").expect("reloaded");
     assert!(
         log.contains("config change: group \"spines\": mode ecmp -> flowlet"),
+        "{log}"
+    );
+    // A reload logs the new file's warnings.
+    assert!(
+        log.contains("warning: group \"spare\" is used by no route"),
         "{log}"
     );
     daemon.stop().expect("stop");

@@ -140,3 +140,40 @@ fn a_run_without_cap_perfmon_is_refused_in_one_line() {
     );
     assert!(stderr.len() < 200, "{} bytes", stderr.len());
 }
+
+/// `check-config` prints a valid config's warnings on stderr, counts them
+/// on stdout and passes: the daemon would run it.
+#[test]
+fn check_config_prints_warnings_and_passes() {
+    let dir = std::env::temp_dir().join(format!("fabriclb-check-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("leaf.toml");
+    std::fs::write(
+        &config,
+        "[switch]\ninterfaces = [\"eth0\"]\n\n[[group]]\nname = \"spines\"\n\
+         flowlet_gap_us = 256\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
+         [[group]]\nname = \"spare\"\n\
+         next_hops = [{ interface = \"eth2\", ip = \"10.0.0.2\" }]\n\n\
+         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"spines\"\n",
+    )
+    .expect("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_fabriclb"))
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .expect("fabriclb check-config");
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = config.display();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{file}: ok (2 groups, 1 routes, 2 warnings)\n")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "{file}:6:18: warning: group \"spines\": flowlet_gap_us has no effect while \
+             the mode is ecmp\n{file}:10:8: warning: group \"spare\" is used by no route\n"
+        )
+    );
+}

@@ -1,4 +1,5 @@
-//! `fabriclb check-config`: validation without touching the kernel.
+//! `fabriclb check-config`: validation without touching the kernel. Warnings
+//! go to stderr and leave the exit status 0: the daemon would run the config.
 
 use std::path::PathBuf;
 
@@ -14,12 +15,22 @@ pub fn run(args: CheckConfigArgs) -> anyhow::Result<()> {
     let mut failed = 0;
     for file in &args.files {
         match config::load(file) {
-            Ok(c) => println!(
-                "{}: ok ({} groups, {} routes)",
-                file.display(),
-                c.groups.len(),
-                c.routes.len()
-            ),
+            Ok(c) => {
+                for warning in &c.warnings {
+                    eprintln!("{warning}");
+                }
+                let warnings = match c.warnings.len() {
+                    0 => String::new(),
+                    1 => ", 1 warning".to_owned(),
+                    n => format!(", {n} warnings"),
+                };
+                println!(
+                    "{}: ok ({} groups, {} routes{warnings})",
+                    file.display(),
+                    c.groups.len(),
+                    c.routes.len()
+                );
+            }
             Err(e) => {
                 eprintln!("{e}");
                 failed += 1;

@@ -1,7 +1,10 @@
 //! How a config problem reaches the user: [`ConfigError`], rendered as
-//! `{file}:{line}:{column}: {reason}` at the offending value's span.
+//! `{file}:{line}:{column}: {reason}` at the offending value's span, and
+//! [`Warning`], the same with `warning: ` before the reason. Both shorten
+//! every value their reason quotes ([`shorten_quoted`]).
 
-use std::fmt;
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -37,16 +40,47 @@ pub enum ConfigError {
     },
 }
 
+/// Something a valid config holds that is likely a mistake: a key that
+/// has no effect in its group's mode, a group no route uses. The daemon
+/// logs it and runs; `check-config` prints it and passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub file: PathBuf,
+    /// 1-based; the column counts characters.
+    pub line: usize,
+    pub column: usize,
+    pub reason: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: warning: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.reason
+        )
+    }
+}
+
 /// The text being parsed and the file it came from: what every error
-/// points into. Validation adds its checks to it in [`super::validate`].
+/// points into, and the warnings found so far. Validation adds its checks
+/// to it in [`super::validate`].
 pub(super) struct Ctx<'a> {
     text: &'a str,
     file: &'a Path,
+    warnings: RefCell<Vec<Warning>>,
 }
 
 impl<'a> Ctx<'a> {
     pub(super) fn new(text: &'a str, file: &'a Path) -> Self {
-        Self { text, file }
+        Self {
+            text,
+            file,
+            warnings: RefCell::default(),
+        }
     }
 
     /// 1-based line and character column of byte `offset`.
@@ -74,8 +108,24 @@ impl<'a> Ctx<'a> {
             file: self.file.to_path_buf(),
             line,
             column,
-            reason: reason.into(),
+            reason: shorten_quoted(&reason.into()),
         }
+    }
+
+    /// Records a warning at `span`; validation goes on.
+    pub(super) fn warn(&self, span: Range<usize>, reason: impl Into<String>) {
+        let (line, column) = self.position(span.start);
+        self.warnings.borrow_mut().push(Warning {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            reason: shorten_quoted(&reason.into()),
+        });
+    }
+
+    /// The warnings recorded so far, in the order they were found.
+    pub(super) fn take_warnings(&self) -> Vec<Warning> {
+        self.warnings.take()
     }
 
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
@@ -85,51 +135,89 @@ impl<'a> Ctx<'a> {
         self.error(span, reason)
     }
 
-    /// serde's type errors name Rust types ("expected i64") and no key, and
-    /// a table written with the wrong brackets reads as a type error at its
-    /// header; say what the file should hold instead. `None` keeps serde's
-    /// message.
+    /// serde's type errors name Rust types ("expected i64", "struct
+    /// RawSwitch") and no key, a table written with the wrong brackets
+    /// reads as a type error or a duplicate at its header, and the toml
+    /// crate's "duplicate key" names no key: say what the file should hold
+    /// instead. `None` keeps the crate's message.
     fn explain(&self, span: &Range<usize>, message: &str) -> Option<String> {
-        let line = self.line_of(span.start).trim();
-        if let Some(table) = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]")) {
-            let table = table.trim();
-            return SINGLE_TABLES.contains(&table).then(|| {
-                format!("there is one [{table}] table, not a list of them: write [{table}]")
-            });
-        }
-        if let Some(table) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            let table = table.trim();
-            return ARRAYS_OF_TABLES.contains(&table).then(|| {
-                format!(
+        let line = self.line_of(span.start);
+        // A comment after a header; a '#' in a quoted table name is rare.
+        let line = line.split('#').next().unwrap_or_default().trim();
+        let duplicate = message == "duplicate key";
+        if let Some(table) = header(line, "[[", "]]") {
+            if SINGLE_TABLES.contains(&table) {
+                return Some(format!(
+                    "there is one [{table}] table, not a list of them: write [{table}]"
+                ));
+            }
+            if duplicate && ARRAYS_OF_TABLES.contains(&table) {
+                return Some(format!(
+                    "[[{table}]] after a [{table}]: a config lists {table}s, \
+                     so write [[{table}]] above each one"
+                ));
+            }
+        } else if let Some(table) = header(line, "[", "]") {
+            if ARRAYS_OF_TABLES.contains(&table) {
+                return Some(format!(
                     "[{table}] is a single table, but a config lists {table}s: \
                      write [[{table}]] above each one"
-                )
+                ));
+            }
+        }
+        if duplicate {
+            let key = self.text.get(span.clone()).unwrap_or_default();
+            return Some(if line.starts_with('[') {
+                format!("table [{key}] is defined twice: put all its keys under one [{key}]")
+            } else {
+                format!("duplicate key `{key}`: a key may be set once per table")
             });
         }
-        let key = self.key_before(span.start)?;
-        if let Some(found) = message.strip_prefix("invalid type: ").and_then(|m| {
-            m.strip_suffix(", expected i64")
-                .or(m.strip_suffix(", expected u32"))
-        }) {
-            return Some(format!(
-                "{key} takes a whole number, not the {found}: write it without quotes or a unit"
-            ));
-        }
+        let key = self.key_before(span.start);
         if let Some(value) = message
             .strip_prefix("invalid value: integer `")
             .and_then(|m| m.strip_suffix("`, expected u32"))
         {
             return Some(format!(
-                "{key} = {value} is out of range: it takes 0..={}",
+                "{} = {value} is out of range: it takes 0..={}",
+                key?,
                 u32::MAX
             ));
         }
-        let found = message
+        let (found, expected) = message
             .strip_prefix("invalid type: ")?
-            .strip_suffix(", expected a sequence")?;
-        Some(format!(
-            "{key} takes a list in brackets, not the {found}: e.g. {key} = [...]"
-        ))
+            .rsplit_once(", expected ")?;
+        if matches!(expected, "i64" | "u32") {
+            if let Some(value) = found
+                .strip_prefix("integer `")
+                .and_then(|f| f.split_once('`'))
+            {
+                // Past i64: toml reads it as an i128.
+                return Some(format!("{} = {} is out of range", key?, value.0));
+            }
+        }
+        let found = match found {
+            "sequence" => "list",
+            "map" => "table",
+            value => value,
+        };
+        let Some(key) = key else {
+            let what = EXPECTED.iter().find(|(e, _)| *e == expected)?.1;
+            return Some(format!("expected {what}, not the {found}"));
+        };
+        Some(match expected {
+            "i64" | "u32" => format!(
+                "{key} takes a whole number, not the {found}: write it without quotes or a unit"
+            ),
+            "a sequence" => {
+                format!("{key} takes a list in brackets, not the {found}: e.g. {key} = [...]")
+            }
+            "a string" => format!("{key} takes a string in quotes, not the {found}"),
+            _ => {
+                let what = EXPECTED.iter().find(|(e, _)| *e == expected)?.1;
+                format!("{key} takes {what}, not the {found}")
+            }
+        })
     }
 
     /// The line holding byte `offset`, without its newline.
@@ -150,9 +238,121 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// `name` if `line` is a table header `{open}name{close}`.
+fn header<'a>(line: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    Some(line.strip_prefix(open)?.strip_suffix(close)?.trim())
+}
+
+/// What serde expects, in the file's words; see [`super::raw`].
+const EXPECTED: [(&str, &str); 9] = [
+    ("a string", "a string in quotes"),
+    ("a sequence", "a list in brackets"),
+    ("i64", "a whole number"),
+    ("struct RawSwitch", "the [switch] table"),
+    ("struct RawGroup", "a [[group]] table"),
+    (
+        "struct RawNextHop",
+        "a next hop, e.g. { interface = \"eth1\", ip = \"10.0.0.1\" }",
+    ),
+    ("struct RawRoute", "a [[route]] table"),
+    ("struct RawArsProfile", "the [ars_profile] table"),
+    ("struct RawTelemetry", "the [telemetry] table"),
+];
+
 /// Top-level tables a config has once, and those it lists; see [`super::raw`].
-const SINGLE_TABLES: [&str; 1] = ["switch"];
+const SINGLE_TABLES: [&str; 3] = ["switch", "ars_profile", "telemetry"];
 const ARRAYS_OF_TABLES: [&str; 2] = ["group", "route"];
+
+/// The most characters of a value a message quotes in full: enough to
+/// recognise any name or address a config holds.
+const QUOTED_MAX_CHARS: usize = 64;
+
+/// `reason` with each value it quotes (`"..."` as Rust's `{:?}` escapes
+/// it, or `` `...` `` as the toml crate quotes keys) that is longer than
+/// [`QUOTED_MAX_CHARS`] cut there, ending in "…" and followed by the
+/// value's length in bytes: `"aaaa…" (10485760 bytes)`. Every message
+/// passes here, so none repeats a value of whatever size the file holds.
+fn shorten_quoted(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len().min(1024));
+    let mut rest = reason;
+    while let Some(open) = rest.find(['"', '`']) {
+        let quote = char::from(rest.as_bytes()[open]);
+        out.push_str(&rest[..=open]);
+        let value = &rest[open + 1..];
+        let Some(quoted) = QuotedValue::scan(value, quote) else {
+            // Unclosed: prose, not a value. Nothing of a value follows.
+            out.push_str(value);
+            return out;
+        };
+        match quoted.cut {
+            Some(cut) => {
+                out.push_str(&value[..cut]);
+                out.push('…');
+                out.push(quote);
+                // Writing to a String cannot fail.
+                let _ = write!(out, " ({} bytes)", quoted.bytes);
+            }
+            None => {
+                out.push_str(&value[..quoted.end]);
+                out.push(quote);
+            }
+        }
+        rest = &value[quoted.end + quote.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A quoted value as [`shorten_quoted`] reads it.
+struct QuotedValue {
+    /// Byte offset of the closing quote.
+    end: usize,
+    /// Where to cut the quoted text if the value is too long to repeat.
+    cut: Option<usize>,
+    /// The value's length before escaping.
+    bytes: usize,
+}
+
+impl QuotedValue {
+    /// Reads `text` up to the closing `quote`, unescaping as `{:?}` escapes
+    /// inside double quotes; `None` if it is not closed.
+    fn scan(text: &str, quote: char) -> Option<Self> {
+        let (mut chars, mut bytes, mut cut) = (0, 0, None);
+        let mut iter = text.char_indices();
+        while let Some((at, c)) = iter.next() {
+            if c == quote {
+                return Some(Self {
+                    end: at,
+                    cut,
+                    bytes,
+                });
+            }
+            if chars == QUOTED_MAX_CHARS {
+                cut = Some(at);
+            }
+            chars += 1;
+            bytes += match c {
+                '\\' if quote == '"' => match iter.next() {
+                    Some((_, 'u')) => {
+                        let code: String = iter
+                            .by_ref()
+                            .map(|(_, c)| c)
+                            .take_while(|&c| c != '}')
+                            .filter(char::is_ascii_hexdigit)
+                            .collect();
+                        u32::from_str_radix(&code, 16)
+                            .ok()
+                            .and_then(char::from_u32)
+                            .map_or(1, char::len_utf8)
+                    }
+                    _ => 1,
+                },
+                c => c.len_utf8(),
+            };
+        }
+        None
+    }
+}
 
 /// A names table's names, as `"a", "b", "c"`.
 pub(super) struct Quoted<'a, T>(pub(super) &'a [(&'a str, T)]);

@@ -32,6 +32,9 @@
 //! their source spans ([`toml::Spanned`]), then validation turns it into the
 //! plain [`Config`], reporting the first problem as
 //! `{file}:{line}:{column}: {reason}` pointing at the offending value.
+//! What is valid but likely a mistake (a key with no effect in its group's
+//! mode, a group no route uses) becomes a [`Warning`] in
+//! [`Config::warnings`], `{file}:{line}:{column}: warning: {reason}`.
 //!
 //! The modules follow those steps: `raw` is the serde layer, `validate`
 //! checks it table by table, `diagnostics` renders where a problem is, and
@@ -49,13 +52,13 @@ use std::path::Path;
 use diagnostics::Ctx;
 use raw::RawConfig;
 
-pub use diagnostics::ConfigError;
+pub use diagnostics::{ConfigError, Warning};
 pub use diff::changes;
 pub use schema::{
     ArsProfile, Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US,
-    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN, Mode, NextHopAddr,
-    NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX,
-    VLAN_MIN, XdpModeSetting, format_mac,
+    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN,
+    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
+    Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
 };
 
 /// Reads and validates the config file at `path`.

@@ -40,7 +40,7 @@ const READ_TRIES: u32 = 5;
 /// given time to finish it.
 const READ_RETRY: Duration = Duration::from_millis(50);
 
-/// Reads and validates the config at `path`, only from a read the file did
+/// Reads and validates the config at `path` and logs its warnings, only from a read the file did
 /// not change under: a file being written in place is otherwise read half
 /// written, and a valid prefix of it (a route table cut short) applied.
 pub(super) async fn load(path: &Path) -> Result<(Config, FileVersion)> {
@@ -49,7 +49,11 @@ pub(super) async fn load(path: &Path) -> Result<(Config, FileVersion)> {
         let text = config::read(path)?;
         match (before, FileVersion::of(path)) {
             (Ok(before), Ok(after)) if before == after => {
-                return Ok((config::parse(&text, path)?, after));
+                let config = config::parse(&text, path)?;
+                for warning in &config.warnings {
+                    warn!("{warning}");
+                }
+                return Ok((config, after));
             }
             _ => tokio::time::sleep(READ_RETRY).await,
         }

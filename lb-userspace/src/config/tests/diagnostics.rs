@@ -1,7 +1,7 @@
 //! Errors from the TOML layer (syntax, types, unknown and missing keys) and
 //! the line:column they point at.
 
-use super::{SWITCH, err, route_prefix, with_group_key, with_next_hop, with_route};
+use super::{NEXT_HOPS, SWITCH, err, route_prefix, with_group_key, with_next_hop, with_route};
 
 #[test]
 fn syntax_error() {
@@ -64,6 +64,94 @@ fn tables_with_the_wrong_brackets() {
     assert_eq!(
         err(&SWITCH.replace("[switch]", "[[switch]]")),
         "configs/x.toml:1:1: there is one [switch] table, not a list of them: write [switch]"
+    );
+    for table in ["ars_profile", "telemetry"] {
+        assert_eq!(
+            err(&format!(
+                "{}[[{table}]]  # shared\n",
+                route_prefix("10.0.0.0/8")
+            )),
+            format!(
+                "configs/x.toml:9:1: there is one [{table}] table, not a list of them: \
+                 write [{table}]"
+            )
+        );
+    }
+    // After [[route]]s, a [route] reads to the toml crate as a table
+    // defined twice; [[group]] after a [group] likewise.
+    assert_eq!(
+        err(&format!("{}[route]\n", route_prefix("10.0.0.0/8"))),
+        "configs/x.toml:9:2: [route] is a single table, but a config lists routes: \
+         write [[route]] above each one"
+    );
+    assert_eq!(
+        err(&format!(
+            "{}[[group]]\n",
+            with_group_key("").replace("[[group]]", "[group]")
+        )),
+        "configs/x.toml:10:3: [[group]] after a [group]: a config lists groups, \
+         so write [[group]] above each one"
+    );
+}
+
+/// The toml crate's "duplicate key" names no key; the message does.
+#[test]
+fn duplicates_name_the_key() {
+    assert_eq!(
+        err(&format!("{SWITCH}hash_seed = 1\nhash_seed = 2\n")),
+        "configs/x.toml:4:1: duplicate key `hash_seed`: a key may be set once per table"
+    );
+    assert_eq!(
+        err(&with_next_hop("ip = \"10.0.0.1\", ip = \"10.0.0.2\"")),
+        "configs/x.toml:5:53: duplicate key `ip`: a key may be set once per table"
+    );
+    assert_eq!(
+        err(&format!("{SWITCH}[switch]\n")),
+        "configs/x.toml:3:2: table [switch] is defined twice: put all its keys under one [switch]"
+    );
+}
+
+/// serde names Rust types; the messages name what the file should hold.
+#[test]
+fn type_errors_say_what_the_file_should_hold() {
+    assert_eq!(
+        err(&with_group_key("mode = 1")),
+        "configs/x.toml:5:8: mode takes a string in quotes, not the integer `1`"
+    );
+    assert_eq!(
+        err("[switch]\ninterfaces = [\"eth0\", [\"eth1\"]]\n"),
+        "configs/x.toml:2:23: expected a string in quotes, not the list"
+    );
+    assert_eq!(
+        err(&with_route(
+            "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = [\"spines\"]\n"
+        )),
+        "configs/x.toml:8:9: group takes a string in quotes, not the list"
+    );
+    assert_eq!(
+        err(&with_group_key("").replace(NEXT_HOPS, "next_hops = [\"eth1\"]\n")),
+        "configs/x.toml:6:14: expected a next hop, e.g. { interface = \"eth1\", \
+         ip = \"10.0.0.1\" }, not the string \"eth1\""
+    );
+    assert_eq!(
+        err(&with_group_key("").replace("name = \"g\"", "name = { a = 1 }")),
+        "configs/x.toml:4:8: name takes a string in quotes, not the table"
+    );
+    // serde's words for a value's kind, not inside a value.
+    assert_eq!(
+        err(&with_group_key("flowlet_gap_us = \"a map, a sequence\"")),
+        "configs/x.toml:5:18: flowlet_gap_us takes a whole number, not the string \
+         \"a map, a sequence\": write it without quotes or a unit"
+    );
+    assert_eq!(
+        err("switch = 1\n"),
+        "configs/x.toml:1:10: switch takes the [switch] table, not the integer `1`"
+    );
+    assert_eq!(
+        err(&format!(
+            "{SWITCH}flowlet_table_size = 99999999999999999999\n"
+        )),
+        "configs/x.toml:3:22: flowlet_table_size = 99999999999999999999 is out of range"
     );
 }
 

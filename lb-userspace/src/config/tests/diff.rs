@@ -87,3 +87,16 @@ fn changes_name_the_other_differences() {
         ]
     );
 }
+
+/// Warnings carry lines: the same config with a comment above it warns at
+/// other lines, and is no change.
+#[test]
+fn warnings_are_no_change() {
+    let text = with_groups(
+        &[("a", "eth1", "10.0.0.1"), ("unused", "eth2", "10.0.0.2")],
+        "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"a\"\n",
+    );
+    let (old, new) = (ok(&text), ok(&format!("# moved down\n{text}")));
+    assert_ne!(old.warnings, new.warnings);
+    assert_eq!(changes(&old, &new), Vec::<String>::new());
+}

@@ -1,6 +1,6 @@
 //! The `[[group]]` tables: names, modes, hash fields, flowlet gap, spray.
 
-use super::{NEXT_HOPS, err, ok, with_group, with_group_key, with_groups};
+use super::{NEXT_HOPS, err, ok, warnings, with_group, with_group_key, with_groups};
 use crate::config::{Mode, Spray};
 
 #[test]
@@ -109,5 +109,33 @@ fn no_groups() {
             "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"spines\"\n"
         )),
         "configs/x.toml:1:1: no [[group]] defined; at least one group is required"
+    );
+}
+
+/// Keys a mode ignores are warned about where they are, not refused: a
+/// reload may switch the mode live and keep them. Where they act, nothing.
+#[test]
+fn keys_with_no_effect_in_the_mode_are_warned_about() {
+    let keys = "flowlet_gap_us = 50\nspray = \"all\"\ntelemetry = \"linux\"";
+    let group = |mode: &str| warnings(&with_group_key(&format!("mode = \"{mode}\"\n{keys}")));
+    assert_eq!(
+        group("ecmp"),
+        [
+            "configs/x.toml:6:18: warning: group \"g\": flowlet_gap_us has no effect \
+             while the mode is ecmp",
+            "configs/x.toml:7:9: warning: group \"g\": spray has no effect while the mode is ecmp",
+            "configs/x.toml:8:13: warning: group \"g\": telemetry has no effect \
+             while the mode is ecmp",
+        ]
+    );
+    assert_eq!(
+        group("flowlet"),
+        ["configs/x.toml:7:9: warning: group \"g\": spray has no effect while the mode is flowlet"]
+    );
+    assert!(group("per-packet").is_empty());
+    // Ecmp by default, too.
+    assert_eq!(
+        warnings(&with_group_key("spray = \"self-contained\"")),
+        ["configs/x.toml:5:9: warning: group \"g\": spray has no effect while the mode is ecmp"]
     );
 }

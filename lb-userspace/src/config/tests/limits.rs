@@ -1,9 +1,11 @@
-//! The data plane's table sizes: each limit is reachable exactly and one
-//! past it is an error at the first item too many.
+//! The data plane's table sizes and the caps on what a file may list or
+//! name: each limit is reachable exactly and one past it is an error at
+//! the first item too many; a value too long to repeat is quoted cut short.
 
 use lb_common::limits::{MAX_GROUPS, MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES};
 
-use super::{SWITCH, err, ok, with_route};
+use super::{NEXT_HOPS, SWITCH, err, ok, with_group, with_route};
+use crate::config::{MAX_INGRESS_INTERFACES, NAME_MAX_LEN};
 
 /// `groups` groups "g0".. of `per_group` next hops each, one next hop a
 /// line, with interface `interface(group, index)` and a MAC unique over
@@ -125,4 +127,91 @@ fn too_many_routes() {
         .take(5 + 3 * MAX_ROUTES as usize)
         .collect::<Vec<_>>();
     assert_eq!(ok(&fits.join("\n")).routes.len(), 16384);
+}
+
+/// `count` distinct ingress interfaces, on line 2 from column 15, each
+/// `"e{i:04}", ` (9 characters), then a group and a route.
+fn ingress(count: usize) -> String {
+    let names: Vec<String> = (0..count).map(|i| format!("\"e{i:04}\"")).collect();
+    with_group(&format!("name = \"g\"\n{NEXT_HOPS}")).replacen(
+        "interfaces = [\"eth0\"]",
+        &format!("interfaces = [{}]", names.join(", ")),
+        1,
+    )
+}
+
+#[test]
+fn too_many_ingress_interfaces() {
+    assert_eq!(
+        ok(&ingress(MAX_INGRESS_INTERFACES)).switch.interfaces.len(),
+        1024
+    );
+    // Name 1024 at column 15 + 1024 * 9.
+    assert_eq!(
+        err(&ingress(MAX_INGRESS_INTERFACES + 1)),
+        "configs/x.toml:2:9231: too many interfaces in switch.interfaces: \
+         at most 1024 are allowed"
+    );
+}
+
+#[test]
+fn group_name_length() {
+    let named = |name: &str| {
+        with_group(&format!("name = \"{name}\"\n{NEXT_HOPS}"))
+            .replace("group = \"g\"", &format!("group = \"{name}\""))
+    };
+    let longest = "g".repeat(NAME_MAX_LEN);
+    assert_eq!(ok(&named(&longest)).groups[0].name, longest);
+    let quoted = "g".repeat(64);
+    assert_eq!(
+        err(&named(&"g".repeat(NAME_MAX_LEN + 1))),
+        format!(
+            "configs/x.toml:4:8: group name \"{quoted}…\" (65 bytes) is 65 bytes long; \
+             at most 64 are allowed"
+        )
+    );
+}
+
+/// A value of any length is quoted in at most 64 characters and its
+/// length: in validation's messages and in the toml crate's alike.
+#[test]
+fn huge_values_are_quoted_cut_short() {
+    let huge = "a".repeat(10 << 20);
+    let quoted = "a".repeat(64);
+    assert_eq!(
+        err(&with_route(&format!(
+            "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"{huge}\"\n"
+        ))),
+        format!(
+            "configs/x.toml:8:9: unknown group \"{quoted}…\" (10485760 bytes) \
+             (defined groups: \"spines\")"
+        )
+    );
+    assert_eq!(
+        err(&format!("{SWITCH}{huge} = 1\n")),
+        format!(
+            "configs/x.toml:3:1: unknown field `{quoted}…` (10485760 bytes), expected one of \
+             `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`"
+        )
+    );
+    // Characters are counted as written and bytes as the value holds
+    // them: the escaped quote and newline are one byte each, "é" two.
+    let mixed = format!("\\\"\\n{}", "é".repeat(70));
+    let shown = format!("\\\"\\n{}", "é".repeat(62));
+    assert_eq!(
+        err(&format!("{SWITCH}xdp_mode = \"{mixed}\"\n")),
+        format!(
+            "configs/x.toml:3:12: unknown xdp_mode \"{shown}…\" (142 bytes) \
+             (valid modes: \"auto\", \"driver\", \"generic\")"
+        )
+    );
+    // 64 characters are quoted whole.
+    let whole = "b".repeat(64);
+    assert_eq!(
+        err(&format!("{SWITCH}xdp_mode = \"{whole}\"\n")),
+        format!(
+            "configs/x.toml:3:12: unknown xdp_mode \"{whole}\" \
+             (valid modes: \"auto\", \"driver\", \"generic\")"
+        )
+    );
 }

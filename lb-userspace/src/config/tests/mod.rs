@@ -33,6 +33,11 @@ fn err(text: &str) -> String {
     }
 }
 
+/// The warnings of valid config `text`, as printed.
+fn warnings(text: &str) -> Vec<String> {
+    ok(text).warnings.iter().map(ToString::to_string).collect()
+}
+
 /// Lines 1-2.
 const SWITCH: &str = "[switch]\ninterfaces = [\"eth0\"]\n";
 

@@ -87,6 +87,13 @@ fn bad_next_hop_ip() {
         ("224.0.0.5", "multicast"),
         ("ff02::1", "multicast"),
         ("255.255.255.255", "broadcast"),
+        ("240.0.0.1", "reserved (240.0.0.0/4)"),
+        ("255.255.255.254", "reserved (240.0.0.0/4)"),
+        // IPv4-mapped: judged as the IPv4 address it maps.
+        ("::ffff:0.0.0.0", "unspecified"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:224.0.0.1", "multicast"),
+        ("::ffff:240.0.0.1", "reserved (240.0.0.0/4)"),
     ] {
         assert_eq!(
             err(&with_next_hop(&format!("ip = \"{ip}\""))),
@@ -168,4 +175,30 @@ fn vlan_on_a_vlan_subinterface_would_tag_twice() {
     // A subinterface without `vlan`, and dots that are no VLAN id, are fine.
     ok(&with_next_hop("ip = \"10.0.0.1\"").replace("eth1", "eth4.100"));
     ok(&with_next_hop("ip = \"10.0.0.1\", vlan = 100").replace("eth1", "br.lan"));
+}
+
+/// No neighbour has an IPv4-mapped IPv6 address: an IPv4 neighbour is
+/// written as IPv4. Unicast addresses next to the refused ranges stay
+/// valid, link-local ones included.
+#[test]
+fn ipv4_mapped_next_hop() {
+    assert_eq!(
+        err(&with_next_hop("ip = \"::ffff:10.0.0.1\"")),
+        "configs/x.toml:5:41: next-hop IP ::ffff:10.0.0.1 is IPv4-mapped IPv6, which no \
+         neighbour has: write the IPv4 address 10.0.0.1"
+    );
+    for ip in [
+        "128.0.0.1",
+        "223.255.255.255",
+        "169.254.0.1",
+        "fe80::1",
+        "::fffe:0:1",
+    ] {
+        let config = ok(&with_next_hop(&format!("ip = \"{ip}\"")));
+        let addr = config.groups[0].next_hops[0].addr;
+        assert_eq!(
+            addr.to_string(),
+            ip.parse::<std::net::IpAddr>().expect("ip").to_string()
+        );
+    }
 }

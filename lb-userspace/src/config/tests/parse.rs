@@ -7,11 +7,11 @@ use std::path::Path;
 use lb_common::limits::FLOWLET_TABLE_DEFAULT;
 use lb_common::select::hash::HashFields;
 
-use super::{ok, route_prefix};
+use super::{FILE, ok, route_prefix};
 use crate::config::{
     ArsProfile, Config, ConfigError, FLOWLET_GAP_DEFAULT_US, Group, GroupTelemetry, Mode,
-    NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, XdpModeSetting,
-    load,
+    NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, Warning,
+    XdpModeSetting, load,
 };
 
 #[test]
@@ -158,8 +158,18 @@ group = "spines"
                 group: 0,
             },
         ],
+        warnings: vec![Warning {
+            file: FILE.into(),
+            line: 20,
+            column: 8,
+            reason: "group \"unused\" is used by no route".into(),
+        }],
     };
     assert_eq!(ok(text), expected);
+    assert_eq!(
+        expected.warnings[0].to_string(),
+        "configs/x.toml:20:8: warning: group \"unused\" is used by no route"
+    );
 }
 
 #[test]
@@ -215,6 +225,7 @@ fn first_group_all_by(config: &Config, by_mac: bool) -> bool {
         .all(|n| matches!(n.addr, NextHopAddr::Mac(_)) == by_mac)
 }
 
+/// Valid and free of warnings: what an example shows is meant.
 #[test]
 fn example_configs_are_valid() {
     let dir = Path::new(EXAMPLES);
@@ -224,8 +235,9 @@ fn example_configs_are_valid() {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .path();
         if path.extension().is_some_and(|ext| ext == "toml") {
-            if let Err(e) = load(&path) {
-                panic!("{e}");
+            match load(&path) {
+                Ok(config) => assert_eq!(config.warnings, [], "{}", path.display()),
+                Err(e) => panic!("{e}"),
             }
             checked.push(path);
         }

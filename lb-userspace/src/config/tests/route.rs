@@ -1,6 +1,6 @@
 //! The `[[route]]` tables: prefixes and the groups they name.
 
-use super::{err, ok, route_prefix, with_groups, with_route};
+use super::{err, ok, route_prefix, warnings, with_groups, with_route};
 
 #[test]
 fn bad_prefix() {
@@ -118,5 +118,116 @@ fn no_routes() {
     assert_eq!(
         err(&with_route("")),
         "configs/x.toml:1:1: no [[route]] defined; at least one route is required"
+    );
+}
+
+/// Prefixes no packet would ever be forwarded by: the data plane hands
+/// every destination in them to the kernel, or none can come from the wire.
+#[test]
+fn routes_the_data_plane_never_takes() {
+    for prefix in [
+        "224.0.0.0/4",
+        "239.1.0.0/16",
+        "169.254.0.0/16",
+        "169.254.7.0/24",
+        "255.255.255.255/32",
+        "ff00::/8",
+        "ff02::1/128",
+        "fe80::/10",
+        "fe80::/64",
+    ] {
+        assert_eq!(
+            err(&route_prefix(prefix)),
+            format!(
+                "configs/x.toml:7:10: route {prefix} holds only destinations the data plane \
+                 never forwards (multicast, the limited broadcast, link-local): it hands \
+                 them to the kernel"
+            )
+        );
+    }
+    for prefix in ["127.0.0.0/8", "127.1.0.0/16", "::1/128"] {
+        assert_eq!(
+            err(&route_prefix(prefix)),
+            format!(
+                "configs/x.toml:7:10: route {prefix} holds only loopback addresses, \
+                 which never leave a host"
+            )
+        );
+    }
+}
+
+/// IPv4 packets never match IPv6 routes: a mapped prefix is refused with
+/// the IPv4 prefix it means.
+#[test]
+fn ipv4_mapped_routes() {
+    for (prefix, shown, meant) in [
+        ("::ffff:0:0/96", "::ffff:0.0.0.0/96", "0.0.0.0/0"),
+        ("::ffff:10.0.0.0/104", "::ffff:10.0.0.0/104", "10.0.0.0/8"),
+        (
+            "::ffff:192.0.2.1/128",
+            "::ffff:192.0.2.1/128",
+            "192.0.2.1/32",
+        ),
+    ] {
+        assert_eq!(
+            err(&route_prefix(prefix)),
+            format!(
+                "configs/x.toml:7:10: route {shown} is IPv4-mapped IPv6, and IPv4 packets \
+                 never match IPv6 routes: write \"{meant}\""
+            )
+        );
+    }
+}
+
+/// A prefix that also holds forwarded destinations is a route like any
+/// other, also one whose first and last addresses are never forwarded
+/// (224.0.0.0/3 ends at 255.255.255.255 but holds 240.0.0.0/4).
+#[test]
+fn routes_that_hold_forwarded_destinations() {
+    for prefix in [
+        "0.0.0.0/0",
+        "224.0.0.0/3",
+        "192.0.0.0/2",
+        "240.0.0.0/4",
+        "169.254.0.0/15",
+        "126.0.0.0/7",
+        "::/0",
+        "fe00::/7",
+        "fec0::/10",
+        "::fffe:0:0/95",
+        "::/128",
+    ] {
+        let config = ok(&route_prefix(prefix));
+        assert_eq!(config.routes[0].prefix.to_string(), prefix);
+    }
+}
+
+/// A group no route sends traffic to is valid (a route may come with the
+/// next reload) but warned about at its name, in file order with the rest.
+#[test]
+fn groups_no_route_uses_are_warned_about() {
+    let text = with_groups(
+        &[
+            ("a", "eth1", "10.0.0.1"),
+            ("b", "eth2", "10.0.0.2"),
+            ("c", "eth3", "10.0.0.3"),
+        ],
+        "[[route]]\nprefix = \"10.2.0.0/16\"\ngroup = \"b\"\n",
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "configs/x.toml:4:8: warning: group \"a\" is used by no route",
+            "configs/x.toml:10:8: warning: group \"c\" is used by no route",
+        ]
+    );
+    let mode = text.replacen("name = \"c\"\n", "name = \"c\"\nflowlet_gap_us = 9\n", 1);
+    assert_eq!(
+        warnings(&mode)[1..],
+        [
+            "configs/x.toml:10:8: warning: group \"c\" is used by no route",
+            "configs/x.toml:11:18: warning: group \"c\": flowlet_gap_us has no effect \
+             while the mode is ecmp",
+        ]
     );
 }

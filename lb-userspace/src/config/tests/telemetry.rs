@@ -3,7 +3,7 @@
 
 use lb_common::select::quality::Scale;
 
-use super::{SWITCH, err, ok, with_group_key, with_next_hop, with_switch_key};
+use super::{SWITCH, err, ok, warnings, with_group_key, with_next_hop, with_switch_key};
 use crate::config::{ArsProfile, GroupTelemetry, TelemetrySettings};
 use crate::telemetry::remote::Target;
 
@@ -171,4 +171,47 @@ fn telemetry_key_refusals() {
         "configs/x.toml:5:13: group \"g\" reads counters-db, but [telemetry] has no \
          counters_db address (e.g. \"unix:/var/run/redis/redis.sock\")"
     );
+}
+
+/// `[ars_profile]` and `[telemetry]` only shape what sources read: with no
+/// group reading one, each is warned about at its header.
+#[test]
+fn telemetry_tables_no_group_reads() {
+    let tables = "[ars_profile]\nsampling_interval = 20000\n[telemetry]\ntimeout_ms = 10\n";
+    let text = format!("{}{tables}", with_group_key(""));
+    assert_eq!(
+        warnings(&text),
+        [
+            "configs/x.toml:10:1: warning: [ars_profile] has no effect: no group has a \
+             telemetry source",
+            "configs/x.toml:12:1: warning: [telemetry] has no effect: no group has a \
+             telemetry source",
+        ]
+    );
+    let read = format!(
+        "{}{tables}",
+        with_group_key("mode = \"flowlet\"\ntelemetry = \"linux\"")
+    );
+    assert!(warnings(&read).is_empty());
+}
+
+/// Exporter devices and SONiC ports are names like group names: not
+/// empty, at most 64 bytes.
+#[test]
+fn telemetry_names_are_bounded() {
+    let long = "d".repeat(65);
+    let remote = with_next_hop(&REMOTE.replace("\"eth9\"", &format!("\"{long}\"")))
+        .replace("name = \"g\"", "name = \"g\"\ntelemetry = \"remote\"");
+    assert_eq!(
+        err(&remote),
+        format!(
+            "configs/x.toml:6:120: telemetry_device \"{}…\" (65 bytes) is 65 bytes long; \
+             at most 64 are allowed",
+            "d".repeat(64)
+        )
+    );
+    let counters = with_next_hop("ip = \"10.0.0.1\", sonic_port = \"\"")
+        .replace("name = \"g\"", "name = \"g\"\ntelemetry = \"counters-db\"")
+        + "[telemetry]\ncounters_db = \"unix:/run/redis.sock\"\n";
+    assert_eq!(err(&counters), "configs/x.toml:6:66: sonic_port is empty");
 }

@@ -10,8 +10,8 @@ use super::telemetry::PathKeys;
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
 use crate::config::schema::{
-    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, Group, Mode, Spray,
-    TelemetrySettings,
+    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, Group, Mode, NAME_MAX_LEN,
+    Spray, TelemetrySettings,
 };
 
 impl Ctx<'_> {
@@ -30,10 +30,7 @@ impl Ctx<'_> {
             let group = group.into_inner();
 
             let name_span = group.name.span();
-            let name = group.name.into_inner();
-            if name.is_empty() {
-                return Err(self.error(name_span, "group name is empty"));
-            }
+            let name = self.name(group.name, "group name", NAME_MAX_LEN)?;
             self.unique(
                 &mut names,
                 name.clone(),
@@ -47,6 +44,13 @@ impl Ctx<'_> {
                 "unsupported group mode",
                 "supported modes",
             )?;
+            self.idle_keys(
+                &name,
+                mode,
+                &group.flowlet_gap_us,
+                &group.spray,
+                &group.telemetry,
+            );
 
             let hash_fields = group
                 .hash_fields
@@ -133,6 +137,45 @@ impl Ctx<'_> {
             });
         }
         Ok(groups)
+    }
+
+    /// Warns of each of a group's `flowlet_gap_us`, `spray` and
+    /// `telemetry` that is set but does nothing in its `mode`. Not an
+    /// error: a reload may switch the mode live, and the key is there for
+    /// then.
+    fn idle_keys(
+        &self,
+        name: &str,
+        mode: Mode,
+        flowlet_gap_us: &Option<Spanned<i64>>,
+        spray: &Option<Spanned<String>>,
+        telemetry: &Option<Spanned<String>>,
+    ) {
+        let keys = [
+            (
+                "flowlet_gap_us",
+                flowlet_gap_us.as_ref().map(Spanned::span),
+                mode == Mode::Ecmp,
+            ),
+            (
+                "spray",
+                spray.as_ref().map(Spanned::span),
+                mode != Mode::PerPacket,
+            ),
+            (
+                "telemetry",
+                telemetry.as_ref().map(Spanned::span),
+                mode == Mode::Ecmp,
+            ),
+        ];
+        for (key, span, idle) in keys {
+            if let (Some(span), true) = (span, idle) {
+                self.warn(
+                    span,
+                    format!("group {name:?}: {key} has no effect while the mode is {mode}"),
+                );
+            }
+        }
     }
 
     fn hash_fields(

@@ -23,18 +23,31 @@ use super::schema::{Config, IFNAME_MAX_LEN};
 
 impl Ctx<'_> {
     /// Groups before routes: a route names its group, and gets its index.
+    /// Warnings are sorted into file order, as an operator reads the file.
     pub(super) fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let switch = self.switch(raw.switch)?;
+        let shared_tables = [
+            raw.ars_profile
+                .as_ref()
+                .map(|t| ("[ars_profile]", t.span())),
+            raw.telemetry.as_ref().map(|t| ("[telemetry]", t.span())),
+        ];
         let ars_profile = self.ars_profile(raw.ars_profile)?;
         let telemetry = self.telemetry_settings(raw.telemetry, &ars_profile)?;
+        let group_names: Vec<_> = raw.group.iter().map(|g| g.get_ref().name.span()).collect();
         let groups = self.groups(raw.group, &telemetry)?;
         let routes = self.routes(raw.route, &groups)?;
+        self.unrouted_groups(&groups, &routes, &group_names);
+        self.unread_telemetry_tables(shared_tables.into_iter().flatten(), &groups);
+        let mut warnings = self.take_warnings();
+        warnings.sort_by_key(|w| (w.line, w.column));
         Ok(Config {
             switch,
             ars_profile,
             telemetry,
             groups,
             routes,
+            warnings,
         })
     }
 
@@ -171,22 +184,30 @@ impl Ctx<'_> {
             })
     }
 
-    /// Checks a name the way the kernel's `dev_valid_name` does.
-    fn ifname(&self, name: Spanned<String>) -> Result<String, ConfigError> {
+    /// `name`, called `what` in errors, if it is not empty and at most
+    /// `max` bytes long.
+    fn name(&self, name: Spanned<String>, what: &str, max: usize) -> Result<String, ConfigError> {
         let span = name.span();
         let name = name.into_inner();
         if name.is_empty() {
-            return Err(self.error(span, "interface name is empty"));
+            return Err(self.error(span, format!("{what} is empty")));
         }
-        if name.len() > IFNAME_MAX_LEN {
+        if name.len() > max {
             return Err(self.error(
                 span,
                 format!(
-                    "interface name {name:?} is {} bytes long; at most {IFNAME_MAX_LEN} are allowed",
+                    "{what} {name:?} is {} bytes long; at most {max} are allowed",
                     name.len()
                 ),
             ));
         }
+        Ok(name)
+    }
+
+    /// Checks a name the way the kernel's `dev_valid_name` does.
+    fn ifname(&self, name: Spanned<String>) -> Result<String, ConfigError> {
+        let span = name.span();
+        let name = self.name(name, "interface name", IFNAME_MAX_LEN)?;
         let bad_byte = |b: &u8| {
             matches!(
                 b,

@@ -106,16 +106,25 @@ impl Ctx<'_> {
                 format!("invalid IP address {:?}", text.get_ref()),
             ));
         };
-        let kind = if ip.is_unspecified() {
-            "unspecified"
-        } else if ip.is_loopback() {
-            "loopback"
-        } else if ip.is_multicast() {
-            "multicast"
-        } else if ip == IpAddr::V4(Ipv4Addr::BROADCAST) {
-            "broadcast"
-        } else {
-            return Ok(ip);
+        // An IPv4-mapped address names an IPv4 neighbour, if any: judge that.
+        let canonical = ip.to_canonical();
+        let kind = match canonical {
+            _ if canonical.is_unspecified() => "unspecified",
+            _ if canonical.is_loopback() => "loopback",
+            _ if canonical.is_multicast() => "multicast",
+            IpAddr::V4(v4) if v4 == Ipv4Addr::BROADCAST => "broadcast",
+            // Reserved (RFC 1112, RFC 6890): no host is given one.
+            IpAddr::V4(v4) if v4.octets()[0] >= 240 => "reserved (240.0.0.0/4)",
+            IpAddr::V4(v4) if ip.is_ipv6() => {
+                return Err(self.error(
+                    text.span(),
+                    format!(
+                        "next-hop IP {ip} is IPv4-mapped IPv6, which no neighbour has: \
+                         write the IPv4 address {v4}"
+                    ),
+                ));
+            }
+            _ => return Ok(ip),
         };
         Err(self.error(
             text.span(),

@@ -2,8 +2,11 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::ops::Range;
 
 use lb_common::limits::MAX_ROUTES;
+use lb_common::packet::parse::FlowFields;
+use lb_common::route;
 use toml::Spanned;
 
 use crate::config::diagnostics::{ConfigError, Ctx};
@@ -79,8 +82,101 @@ impl Ctx<'_> {
                 format!("prefix {s:?} has host bits set; did you mean \"{masked}\"?"),
             ));
         }
+        if let Some(why) = never_taken(masked) {
+            return Err(self.error(text.span(), format!("route {masked} {why}")));
+        }
         Ok(masked)
     }
+
+    /// Warns of each group no route sends traffic to; `name_spans` are
+    /// the groups' names, in the same order.
+    pub(super) fn unrouted_groups(
+        &self,
+        groups: &[Group],
+        routes: &[Route],
+        name_spans: &[Range<usize>],
+    ) {
+        let mut routed = vec![false; groups.len()];
+        for route in routes {
+            routed[route.group] = true;
+        }
+        for ((group, span), routed) in groups.iter().zip(name_spans).zip(routed) {
+            if !routed {
+                self.warn(
+                    span.clone(),
+                    format!("group {:?} is used by no route", group.name),
+                );
+            }
+        }
+    }
+}
+
+/// Why no packet would ever take a route to `prefix`, if none would.
+fn never_taken(prefix: Prefix) -> Option<String> {
+    if let IpAddr::V6(addr) = prefix.addr {
+        if let (Some(v4), Some(len)) = (addr.to_ipv4_mapped(), prefix.len.checked_sub(96)) {
+            let v4 = Prefix {
+                addr: IpAddr::V4(v4),
+                len,
+            };
+            return Some(format!(
+                "is IPv4-mapped IPv6, and IPv4 packets never match IPv6 routes: \
+                 write \"{v4}\""
+            ));
+        }
+    }
+    let landmarks = landmarks(prefix);
+    if landmarks.iter().all(IpAddr::is_loopback) {
+        return Some("holds only loopback addresses, which never leave a host".into());
+    }
+    if landmarks
+        .iter()
+        .all(|&addr| route::never_forwarded(&destination(addr)))
+    {
+        return Some(
+            "holds only destinations the data plane never forwards (multicast, the limited \
+             broadcast, link-local): it hands them to the kernel"
+                .into(),
+        );
+    }
+    None
+}
+
+/// The first and last addresses of `prefix` and the two either side of its
+/// middle: where a prefix shows whether it lies wholly in what the data
+/// plane never forwards. Each class of that is a prefix block, so a prefix
+/// with both ends in one class lies inside it; the one prefix with its
+/// ends in two classes, 224.0.0.0/3 (multicast up to 255.255.255.255),
+/// holds forwarded addresses at its middle (240.0.0.0).
+fn landmarks(prefix: Prefix) -> [IpAddr; 4] {
+    let (bits, first) = match prefix.addr {
+        IpAddr::V4(a) => (32, u128::from(u32::from(a))),
+        IpAddr::V6(a) => (128, u128::from(a)),
+    };
+    let host_bits = bits - u32::from(prefix.len);
+    let last = first | u128::MAX.checked_shr(128 - host_bits).unwrap_or(0);
+    let middle = host_bits
+        .checked_sub(1)
+        .map_or(first, |half| first | (1 << half));
+    [first, middle.saturating_sub(1).max(first), middle, last].map(|n| match prefix.addr {
+        // `n` is within the prefix, so it fits its family.
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::from(n as u32)),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::from(n)),
+    })
+}
+
+/// A packet's fields as the data plane's route stage sees them, for a
+/// destination `addr`.
+fn destination(addr: IpAddr) -> FlowFields {
+    let mut flow = FlowFields::default();
+    match addr {
+        IpAddr::V4(a) => flow.dst[..4].copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => {
+            flow.is_ipv6 = true;
+            flow.dst = a.octets();
+        }
+    }
+    flow
 }
 
 /// `addr` with everything past the first `len` bits cleared.

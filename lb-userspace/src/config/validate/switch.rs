@@ -6,13 +6,23 @@ use lb_common::limits::FLOWLET_TABLE_DEFAULT;
 
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::RawSwitch;
-use crate::config::schema::{FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Switch, XdpModeSetting};
+use crate::config::schema::{
+    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, MAX_INGRESS_INTERFACES, Switch, XdpModeSetting,
+};
 
 impl Ctx<'_> {
     pub(super) fn switch(&self, raw: RawSwitch) -> Result<Switch, ConfigError> {
         let list = self.non_empty(
             raw.interfaces,
             format_args!("switch.interfaces is empty; list at least one interface to attach to"),
+        )?;
+        self.at_most(
+            &list,
+            MAX_INGRESS_INTERFACES,
+            format_args!(
+                "too many interfaces in switch.interfaces: at most {MAX_INGRESS_INTERFACES} \
+                 are allowed"
+            ),
         )?;
         let mut seen = HashMap::new();
         let mut interfaces = Vec::with_capacity(list.len());

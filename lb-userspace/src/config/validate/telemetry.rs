@@ -9,9 +9,9 @@ use toml::Spanned;
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::{RawArsProfile, RawNextHop, RawTelemetry};
 use crate::config::schema::{
-    ArsProfile, BYTES_PER_SEC_PER_MBIT, GroupTelemetry, NextHopSpec, SAMPLING_INTERVAL_MAX_US,
-    SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS, STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS,
-    TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings, TelemetrySource,
+    ArsProfile, BYTES_PER_SEC_PER_MBIT, Group, GroupTelemetry, NAME_MAX_LEN, NextHopSpec,
+    SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS, STALE_AFTER_MIN_MS,
+    TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings, TelemetrySource,
 };
 use crate::telemetry::remote;
 
@@ -208,6 +208,24 @@ impl Ctx<'_> {
         Ok(settings)
     }
 
+    /// Warns of each of `tables` (name and span) when no group has a
+    /// telemetry source: only a source's readings use them.
+    pub(super) fn unread_telemetry_tables(
+        &self,
+        tables: impl Iterator<Item = (&'static str, Range<usize>)>,
+        groups: &[Group],
+    ) {
+        if groups.iter().any(|g| g.telemetry.is_some()) {
+            return;
+        }
+        for (table, span) in tables {
+            self.warn(
+                span,
+                format!("{table} has no effect: no group has a telemetry source"),
+            );
+        }
+    }
+
     /// Group `group`'s telemetry from its `telemetry` key and its next
     /// hops' keys (`paths`, same order as `specs`).
     pub(super) fn group_telemetry(
@@ -264,10 +282,12 @@ impl Ctx<'_> {
                     .into_iter()
                     .zip(specs)
                     .map(|(path, spec)| {
-                        path.sonic_port
-                            .map_or_else(|| spec.interface.clone(), Spanned::into_inner)
+                        path.sonic_port.map_or_else(
+                            || Ok(spec.interface.clone()),
+                            |port| self.name(port, "sonic_port", NAME_MAX_LEN),
+                        )
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 GroupTelemetry::CountersDb { ports }
             }
             TelemetrySource::Remote => {
@@ -288,12 +308,9 @@ impl Ctx<'_> {
                             format!("telemetry_url {:?}: {why}", url.get_ref()),
                         )
                     })?;
-                    if device.get_ref().is_empty() {
-                        return Err(self.error(device.span(), "telemetry_device is empty"));
-                    }
                     targets.push(remote::Target {
                         url: url.into_inner(),
-                        device: device.into_inner(),
+                        device: self.name(device, "telemetry_device", NAME_MAX_LEN)?,
                     });
                 }
                 GroupTelemetry::Remote { targets }
