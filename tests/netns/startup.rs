@@ -80,9 +80,9 @@ fn a_log_to_a_file_has_no_colours() {
     assert!(!stderr.contains("falling back"), "{stderr}");
 }
 
-/// Intervals of 0 and a metrics file in a directory that does not exist
-/// are refused at once with what is wrong, not clamped or warned about at
-/// every interval.
+/// Intervals of 0, a metrics file in a directory that does not exist and
+/// a config file that does not exist are refused at once with what is
+/// wrong, not clamped or warned about at every interval.
 #[test]
 fn bad_run_arguments_are_refused_at_start() {
     let run = |args: &[&str]| {
@@ -110,6 +110,13 @@ fn bad_run_arguments_are_refused_at_start() {
         stderr.trim(),
         "fabriclb: --metrics-file /nonexistent-fabriclb-dir/m.prom: the directory \
          /nonexistent-fabriclb-dir does not exist"
+    );
+    // The cause once, not again behind itself.
+    let (code, stderr) = run(&[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "fabriclb: /nonexistent/leaf.toml: No such file or directory (os error 2)"
     );
 }
 

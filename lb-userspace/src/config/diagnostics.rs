@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read (missing, unreadable, not UTF-8).
-    #[error("{}: {source}", file.display())]
+    /// The cause is in the message, not chained behind it: `anyhow`'s
+    /// `{:#}` would print it twice.
+    #[error("{}: {error}", file.display())]
     Io {
         file: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Not a regular file: reading a FIFO or a device could block or never
     /// end.

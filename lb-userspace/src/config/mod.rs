@@ -78,9 +78,9 @@ pub fn read(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
 
-    let io = |source| ConfigError::Io {
+    let io = |error| ConfigError::Io {
         file: path.to_path_buf(),
-        source,
+        error,
     };
     let file = std::fs::OpenOptions::new()
         .read(true)
