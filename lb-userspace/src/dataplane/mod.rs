@@ -1,8 +1,11 @@
 //! The loaded XDP program and what the daemon writes into it: typed map
-//! access ([`loader`]) and the tables built from a config ([`tables`]).
+//! access ([`loader`]), the tables built from a config ([`tables`]), and the
+//! tracepoints that count frames redirected but never sent ([`tx_errors`]).
 
+mod btf;
 mod loader;
 pub mod tables;
+mod tx_errors;
 
 #[cfg(test)]
 pub(crate) use loader::declared;
