@@ -18,3 +18,4 @@ mod startup;
 mod teardown;
 mod telemetry;
 mod traffic;
+mod tx_errors;
