@@ -359,14 +359,5 @@ mod tests {
         assert!(btf.member_offset("net_device", "ifindex").is_some());
         assert!(btf.member_offset("net", "net_cookie").is_some());
         assert!(btf.member_offset("possible_net_t", "net").is_some());
-        eprintln!(
-            "ifindex {:?} nd_net {:?} possible_net_t.net {:?} net_cookie {:?}\n{:?}\n{:?}",
-            btf.member_offset("net_device", "ifindex"),
-            btf.member_offset("net_device", "nd_net"),
-            btf.member_offset("possible_net_t", "net"),
-            btf.member_offset("net", "net_cookie"),
-            btf.tracepoint_arguments("xdp_devmap_xmit"),
-            btf.tracepoint_arguments("xdp_redirect_err"),
-        );
     }
 }

@@ -168,3 +168,21 @@ fn tracepoint<'a>(
         .try_into()
         .map_err(|source| TxErrorsUnavailable::Program { name, source })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The running kernel passes what the programs read, and has the
+    /// fields they read where a device's ifindex and namespace cannot be
+    /// at the same place.
+    #[test]
+    fn the_running_kernel_lets_the_programs_count() {
+        let data = std::fs::read(VMLINUX).expect("kernel BTF");
+        let btf = Btf::parse(&data).expect("parses");
+        let watch = watch(&btf, 7, 9).expect("tracepoints as the programs read them");
+        assert_eq!((watch.netns_cookie, watch.devmap_id), (7, 9));
+        assert_ne!(watch.ifindex_offset, watch.net_offset);
+        assert!(netns_cookie().expect("cookie") != 0);
+    }
+}
