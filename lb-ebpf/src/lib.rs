@@ -5,7 +5,8 @@
 //!
 //! One module per stage of [`forward::process`], in the order it runs them:
 //! [`parse`], [`route`], [`select`], [`rewrite`], [`count`]; [`maps`] is
-//! what they share. The packet view lives in `lb-ebpf-frame`, which the
+//! what they share; [`tx_errors`] counts, off the path, what the
+//! kernel failed to send. The packet view lives in `lb-ebpf-frame`, which the
 //! testbed's receiver links without this crate's maps.
 #![no_std]
 
@@ -16,3 +17,4 @@ pub mod parse;
 pub mod rewrite;
 pub mod route;
 pub mod select;
+pub mod tx_errors;

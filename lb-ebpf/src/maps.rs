@@ -3,10 +3,13 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, DevMapHash, LpmTrie, LruPerCpuHashMap, PerCpuArray},
+    maps::{Array, DevMapHash, HashMap, LpmTrie, LruPerCpuHashMap, PerCpuArray, PerCpuHashMap},
 };
 use lb_common::{
-    abi::{GroupEntry, GroupStats, NextHop, NextHopStats},
+    abi::{
+        GroupEntry, GroupStats, NextHop, NextHopStats,
+        tx_errors::{TxErrors, TxWatch},
+    },
     limits::{
         BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
         MAX_NEXTHOPS, MAX_ROUTES,
@@ -68,6 +71,20 @@ pub static FL_SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0
 /// recent loads age by.
 #[map]
 pub static FL_LOAD_CLOCK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// Egress ifindex -> frames redirected there that never left (the
+/// transmit-error tracepoints'). As many as the devmap has ports.
+#[map]
+pub static FL_TX_ERRORS: PerCpuHashMap<u32, TxErrors> =
+    PerCpuHashMap::with_max_entries(MAX_EGRESS_PORTS, 0);
+/// Slot 0: what tells the forwarding program's losses from others', and
+/// where the kernel keeps device fields, written by the daemon.
+#[map]
+pub static FL_TX_WATCH: Array<TxWatch> = Array::with_max_entries(1, 0);
+/// Ingress ifindexes the forwarding program is attached to -> 1. A switch
+/// has as many ingress ports as egress ports.
+#[map]
+pub static FL_INGRESS_PORTS: HashMap<u32, u8> = HashMap::with_max_entries(MAX_EGRESS_PORTS, 0);
 
 /// [`FL_SCRATCH`]'s value.
 pub struct Scratch {

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use lb_common::abi::tx_errors::TxErrors;
 use lb_common::abi::{GroupStats, NextHopStats};
 use lb_common::verdict::Reason;
 
@@ -48,10 +49,21 @@ pub struct PathSample {
     pub stale: bool,
 }
 
+/// What one egress interface failed to send of what the program
+/// redirected to it.
+pub struct EgressSample {
+    pub interface: String,
+    pub tx_errors: TxErrors,
+}
+
+/// `egress` is `None` when transmit errors are not counted (the kernel's
+/// tracepoints could not be used): their family is left out rather than
+/// shown as zeros.
 pub fn render(
     verdicts: &[u64; Reason::COUNT as usize],
     groups: &[GroupSample<'_>],
     nexthops: &[NextHopSample<'_>],
+    egress: Option<&[EgressSample]>,
 ) -> String {
     let mut out = String::new();
     out.push_str(
@@ -152,7 +164,35 @@ pub fn render(
         }
     }
     render_telemetry(&mut out, nexthops);
+    if let Some(egress) = egress {
+        render_tx_errors(&mut out, egress);
+    }
     out
+}
+
+/// Per interface rather than per next hop: next hops that differ only by
+/// VLAN share an interface, and the kernel reports losses per device.
+fn render_tx_errors(out: &mut String, egress: &[EgressSample]) {
+    let metric = "fabriclb_egress_tx_errors_total";
+    let _ = writeln!(
+        out,
+        "# HELP {metric} Frames redirected to the interface that never left (also counted as \
+         forwarded and in the next hop's packets), by cause: refused (the kernel refused the \
+         redirect, e.g. the interface down) or dropped (the driver's transmit dropped them, e.g. \
+         its queue full or its peer down).\n# TYPE {metric} counter"
+    );
+    for e in egress {
+        let interface = escape(&e.interface);
+        for (cause, count) in [
+            ("refused", e.tx_errors.refused),
+            ("dropped", e.tx_errors.dropped),
+        ] {
+            let _ = writeln!(
+                out,
+                "{metric}{{interface=\"{interface}\",cause=\"{cause}\"}} {count}"
+            );
+        }
+    }
 }
 
 /// The telemetry of the next hops that have a source.
@@ -357,7 +397,23 @@ mod tests {
                 path: None,
             },
         ];
-        render(&verdicts, &groups, &nexthops)
+        let egress = [
+            EgressSample {
+                interface: "eth1".into(),
+                tx_errors: TxErrors {
+                    refused: 4,
+                    dropped: 0,
+                },
+            },
+            EgressSample {
+                interface: "eth2".into(),
+                tx_errors: TxErrors {
+                    refused: 0,
+                    dropped: 9,
+                },
+            },
+        ];
+        render(&verdicts, &groups, &nexthops, Some(&egress))
     }
 
     /// The whole file, spelled out: dashboards and alerts match these
@@ -430,6 +486,12 @@ fabriclb_telemetry_errors_total{group="spines",nexthop="eth1 10.0.2.2",id="0",so
 # HELP fabriclb_telemetry_stale 1 when the next hop fell back to the default quality for want of readings.
 # TYPE fabriclb_telemetry_stale gauge
 fabriclb_telemetry_stale{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 0
+# HELP fabriclb_egress_tx_errors_total Frames redirected to the interface that never left (also counted as forwarded and in the next hop's packets), by cause: refused (the kernel refused the redirect, e.g. the interface down) or dropped (the driver's transmit dropped them, e.g. its queue full or its peer down).
+# TYPE fabriclb_egress_tx_errors_total counter
+fabriclb_egress_tx_errors_total{interface="eth1",cause="refused"} 4
+fabriclb_egress_tx_errors_total{interface="eth1",cause="dropped"} 0
+fabriclb_egress_tx_errors_total{interface="eth2",cause="refused"} 0
+fabriclb_egress_tx_errors_total{interface="eth2",cause="dropped"} 9
 "#;
         let text = rendered();
         for (line, (got, want)) in text.lines().zip(expected.lines()).enumerate() {
@@ -503,9 +565,22 @@ fabriclb_telemetry_stale{group="spines",nexthop="eth1 10.0.2.2",id="0",source="r
             mode: Mode::Ecmp.code(),
             stats: GroupStats::default(),
         }];
-        let text = render(&verdicts, &groups, &[]);
+        let text = render(&verdicts, &groups, &[], None);
         assert!(
             text.contains("fabriclb_group_pinned_packets_total{group=\"a\\\"b\\\\c\\nd\"} 0\n"),
+            "{text}"
+        );
+    }
+
+    /// Uncounted is not zero: without the tracepoints the family is absent.
+    #[test]
+    fn tx_errors_not_counted_leave_the_family_out() {
+        let verdicts = [0; Reason::COUNT as usize];
+        let text = render(&verdicts, &[], &[], None);
+        assert!(!text.contains("fabriclb_egress_tx_errors_total"), "{text}");
+        let text = render(&verdicts, &[], &[], Some(&[]));
+        assert!(
+            text.contains("# TYPE fabriclb_egress_tx_errors_total counter\n"),
             "{text}"
         );
     }

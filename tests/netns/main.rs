@@ -20,3 +20,4 @@ mod startup;
 mod teardown;
 mod telemetry;
 mod traffic;
+mod tx_errors;

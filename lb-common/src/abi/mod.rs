@@ -6,5 +6,6 @@
 pub mod bench;
 mod forwarding;
 pub mod sink;
+pub mod tx_errors;
 
 pub use forwarding::*;

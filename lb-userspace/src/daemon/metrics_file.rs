@@ -1,16 +1,19 @@
 //! The Prometheus textfile: the data plane's counters with the tables'
 //! names, rewritten atomically.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Result;
 use lb_common::abi::NEXTHOP_USABLE;
+use lb_common::abi::tx_errors::TxErrors;
 use tracing::warn;
 
 use super::Options;
 use super::state::Running;
 use crate::dataplane::Dataplane;
-use crate::metrics::{self, GroupSample, NextHopSample, PathSample};
+use crate::dataplane::tables::Tables;
+use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, PathSample};
 
 pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running) {
     let Some(path) = &options.metrics_file else {
@@ -46,10 +49,51 @@ pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running
                 });
             }
         }
-        metrics::write_atomically(path, &metrics::render(&verdicts, &groups, &nexthops))?;
+        let egress = match dp.tx_errors() {
+            Some(counted) => Some(egress(tables, &counted?)),
+            None => None,
+        };
+        let text = metrics::render(&verdicts, &groups, &nexthops, egress.as_deref());
+        metrics::write_atomically(path, &text)?;
         Ok(())
     })();
     if let Err(e) = result {
         warn!(path = %path.display(), "writing metrics: {e:#}");
     }
+}
+
+/// Every egress interface the next hops use, with what never left it. A
+/// counter is named by the next hops holding its ifindex, else by the
+/// kernel (a device no next hop uses any more), else by its index (a
+/// device gone).
+fn egress(tables: &Tables, counted: &[(u32, TxErrors)]) -> Vec<EgressSample> {
+    let mut names = BTreeMap::new();
+    for group in &tables.groups {
+        for (spec, &id) in group.specs.iter().zip(&group.members) {
+            let ifindex = tables.nexthops[id as usize].ifindex;
+            if ifindex != 0 {
+                names.entry(ifindex).or_insert(spec.interface.as_str());
+            }
+        }
+    }
+    let mut by_name: BTreeMap<String, TxErrors> = names
+        .values()
+        .map(|&name| (name.to_owned(), TxErrors::default()))
+        .collect();
+    for &(ifindex, errors) in counted {
+        let name = match names.get(&ifindex) {
+            Some(&name) => name.to_owned(),
+            None => nix::net::if_::if_indextoname(ifindex)
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| format!("ifindex {ifindex}")),
+        };
+        *by_name.entry(name).or_default() += errors;
+    }
+    by_name
+        .into_iter()
+        .map(|(interface, tx_errors)| EgressSample {
+            interface,
+            tx_errors,
+        })
+        .collect()
 }

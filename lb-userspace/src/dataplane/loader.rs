@@ -7,16 +7,22 @@ use std::net::IpAddr;
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
     maps::{
-        Array, DevMapHash, LpmTrie, MapData, MapError, PerCpuArray, lpm_trie::Key, xdp::XdpMapError,
+        Array, DevMapHash, IterableMap, LpmTrie, MapData, MapError, PerCpuArray, lpm_trie::Key,
+        xdp::XdpMapError,
     },
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
+use lb_common::abi::tx_errors::TxErrors;
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
 use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
+use tracing::{info, warn};
+
+use super::tx_errors::{self, TxCounting};
 
 /// The production XDP object, built from lb-ebpf by the build script: the
-/// forwarding program and its maps, nothing else.
+/// forwarding program, the transmit-error tracepoints and their maps,
+/// nothing else.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 /// Each message says its cause itself, once (see [`said`]), so it has no
@@ -129,7 +135,7 @@ fn verifier_tail(log: &str, keep: usize) -> String {
 
 type Result<T> = std::result::Result<T, DataplaneError>;
 
-fn map_err(name: &'static str) -> impl Fn(MapError) -> DataplaneError {
+pub(super) fn map_err(name: &'static str) -> impl Fn(MapError) -> DataplaneError {
     move |source| DataplaneError::Map { name, source }
 }
 
@@ -148,9 +154,12 @@ pub struct Dataplane {
     verdicts: PerCpuArray<MapData, u64>,
     nexthop_stats: PerCpuArray<MapData, NextHopStats>,
     group_stats: PerCpuArray<MapData, GroupStats>,
+    /// `None` when the running kernel's tracepoints could not be used
+    /// (said once at load) or the object has none (the benchmark's).
+    tx_counting: Option<TxCounting>,
 }
 
-fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T>
+pub(super) fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T>
 where
     T: TryFrom<aya::maps::Map, Error = MapError>,
 {
@@ -180,10 +189,31 @@ fn write_table(
 
 impl Dataplane {
     /// Loads the production object and the program into the kernel
-    /// (verifier included) without attaching it anywhere; the flowlet table
-    /// holds `flowlet_table_size` flows.
+    /// (verifier included) without attaching it to any interface; the
+    /// flowlet table holds `flowlet_table_size` flows. The transmit-error
+    /// tracepoints are attached, when the kernel allows.
     pub fn load(flowlet_table_size: u32) -> Result<Self> {
-        Self::load_object(OBJECT, flowlet_table_size)
+        let mut dataplane = Self::load_object(OBJECT, flowlet_table_size)?;
+        dataplane.count_tx_errors()?;
+        Ok(dataplane)
+    }
+
+    /// Attaches the transmit-error tracepoints; a kernel that does not let
+    /// them count is said once and otherwise no error: forwarding works
+    /// without them.
+    fn count_tx_errors(&mut self) -> Result<()> {
+        let devmap_id = IterableMap::map(&self.devmap)
+            .info()
+            .map_err(map_err(names::DEVMAP))?
+            .id();
+        match tx_errors::attach(&mut self.ebpf, devmap_id) {
+            Ok(counting) => {
+                info!("counting transmit errors");
+                self.tx_counting = Some(counting);
+            }
+            Err(e) => warn!("transmit errors are not counted: {e}"),
+        }
+        Ok(())
     }
 
     /// [`Self::load`] for another object with the forwarding program and
@@ -211,6 +241,7 @@ impl Dataplane {
             verdicts: take(&mut ebpf, names::VERDICTS)?,
             nexthop_stats: take(&mut ebpf, names::NEXTHOP_STATS)?,
             group_stats: take(&mut ebpf, names::GROUP_STATS)?,
+            tx_counting: None,
             ebpf,
         })
     }
@@ -250,12 +281,39 @@ impl Dataplane {
     }
 
     pub fn attach(&mut self, interface: &str, mode: XdpMode) -> Result<XdpLinkId> {
-        self.program()?
-            .attach(interface, mode)
-            .map_err(|source| DataplaneError::Attach {
-                interface: interface.to_owned(),
-                source,
-            })
+        let attached = self.program()?.attach(interface, mode);
+        let link = attached.map_err(|source| DataplaneError::Attach {
+            interface: interface.to_owned(),
+            source,
+        })?;
+        self.note_ingress(interface);
+        Ok(link)
+    }
+
+    /// Tells the transmit-error tracepoints that `interface` is one of the
+    /// program's ingress ports. Never forgotten on detach: the daemon
+    /// detaches from devices that are gone, and a new device gets a new
+    /// ifindex.
+    fn note_ingress(&mut self, interface: &str) {
+        let Some(counting) = &mut self.tx_counting else {
+            return;
+        };
+        // Attached a moment ago: only a device renamed meanwhile has no
+        // index.
+        let noted = nix::net::if_::if_nametoindex(interface)
+            .map_err(|e| e.to_string())
+            .and_then(|ifindex| {
+                counting
+                    .ingress_ports
+                    .insert(ifindex, 1, 0)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = noted {
+            warn!(
+                interface,
+                "frames from it that the driver drops are not counted as transmit errors: {e}"
+            );
+        }
     }
 
     pub fn detach(&mut self, link: XdpLinkId) -> Result<()> {
@@ -312,6 +370,27 @@ impl Dataplane {
                 sprayed: acc.sprayed + s.sprayed,
                 pinned: acc.pinned + s.pinned,
             }))
+    }
+
+    /// Frames redirected to each egress ifindex that never left, summed
+    /// over CPUs; `None` when they are not counted.
+    pub fn tx_errors(&self) -> Option<Result<Vec<(u32, TxErrors)>>> {
+        let counting = self.tx_counting.as_ref()?;
+        Some(
+            counting
+                .counters
+                .iter()
+                .map(|entry| {
+                    let (ifindex, per_cpu) =
+                        entry.map_err(map_err(lb_common::abi::tx_errors::TX_ERRORS))?;
+                    let mut sum = TxErrors::default();
+                    for cpu in per_cpu.iter() {
+                        sum += *cpu;
+                    }
+                    Ok((ifindex, sum))
+                })
+                .collect(),
+        )
     }
 
     pub fn set_path_quality(&mut self, id: u32, quality: u32) -> Result<()> {
@@ -436,12 +515,21 @@ mod tests {
         std::io::Error::from_raw_os_error(code)
     }
 
-    /// Production carries the forwarding program and its maps, nothing
-    /// else: the benchmark's and the testbed's live in objects of their own.
+    /// Production carries the forwarding program and its maps, and the
+    /// transmit-error tracepoints and theirs, nothing else: the
+    /// benchmark's and the testbed's live in objects of their own.
     #[test]
     fn production_object_holds_only_the_forwarding_program_and_maps() {
         let (programs, maps) = declared(OBJECT);
-        assert_eq!(programs, BTreeSet::from([names::PROGRAM.to_owned()]));
+        let expected_programs = [
+            names::PROGRAM,
+            names::tx_errors::REDIRECT_ERR_PROGRAM,
+            names::tx_errors::DEVMAP_XMIT_PROGRAM,
+        ];
+        assert_eq!(
+            programs,
+            BTreeSet::from(expected_programs.map(String::from))
+        );
         let forwarding = [
             names::ROUTES_V4,
             names::ROUTES_V6,
@@ -457,6 +545,9 @@ mod tests {
             names::GROUP_STATS,
             names::LOAD_CLOCK,
             names::SCRATCH,
+            names::tx_errors::TX_ERRORS,
+            names::tx_errors::TX_WATCH,
+            names::tx_errors::INGRESS_PORTS,
         ];
         assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
     }

@@ -1,10 +1,13 @@
 //! The loaded XDP program and what the daemon writes into it: typed map
-//! access ([`loader`]), the tables built from a config ([`tables`]), and
-//! whose program is in the way when ours cannot attach ([`occupant`]).
+//! access ([`loader`]), the tables built from a config ([`tables`]), whose
+//! program is in the way when ours cannot attach ([`occupant`]), and the
+//! tracepoints that count frames redirected but never sent ([`tx_errors`]).
 
+mod btf;
 mod loader;
 pub mod occupant;
 pub mod tables;
+mod tx_errors;
 
 #[cfg(test)]
 pub(crate) use loader::declared;

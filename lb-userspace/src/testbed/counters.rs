@@ -20,6 +20,9 @@ pub struct SpineCount {
     pub sprayed: u64,
     /// Whether the daemon's tables have it selectable.
     pub usable: bool,
+    /// Of `packets`, those that never left the leaf's egress interface
+    /// toward it (each spine has an interface of its own).
+    pub tx_errors: u64,
 }
 
 /// What the leaf's fabriclb counted, from its metrics file.
@@ -28,6 +31,8 @@ pub struct LeafCounters {
     pub spines: Vec<SpineCount>,
     pub forwarded: u64,
     pub passed_to_kernel: u64,
+    /// Of `forwarded`, the frames that never left the leaf.
+    pub tx_errors: u64,
     /// The spine group's counters.
     pub new_flowlets: u64,
     pub flowlet_moves: u64,
@@ -63,7 +68,17 @@ impl LeafCounters {
             .map(|label| {
                 let filter = format!("nexthop=\"{label}\"");
                 let read = |metric| read_metric(text, metric, &filter);
+                let interface = label.split(' ').next().unwrap_or_default();
+                let mut tx_errors = 0;
+                for cause in ["refused", "dropped"] {
+                    tx_errors += read_metric(
+                        text,
+                        "fabriclb_egress_tx_errors_total",
+                        &format!("interface=\"{interface}\",cause=\"{cause}\""),
+                    )?;
+                }
                 Ok(SpineCount {
+                    tx_errors,
                     packets: read("fabriclb_nexthop_packets_total")?,
                     bytes: read("fabriclb_nexthop_bytes_total")?,
                     sprayed: read("fabriclb_nexthop_sprayed_packets_total")?,
@@ -97,6 +112,7 @@ impl LeafCounters {
             modes.len()
         );
         Ok(Self {
+            tx_errors: spines.iter().map(|s| s.tx_errors).sum(),
             spines,
             forwarded: count(Reason::Forwarded)?,
             passed_to_kernel,
@@ -147,10 +163,10 @@ pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use lb_common::abi::{GroupStats, NextHopStats};
+    use lb_common::abi::{GroupStats, NextHopStats, tx_errors::TxErrors};
 
     use super::*;
-    use crate::metrics::{GroupSample, NextHopSample, render};
+    use crate::metrics::{EgressSample, GroupSample, NextHopSample, render};
 
     fn text() -> String {
         let verdicts = [3; Reason::COUNT as usize];
@@ -174,7 +190,14 @@ mod tests {
             quality: 1024,
             path: None,
         }];
-        render(&verdicts, &groups, &nexthops)
+        let egress = [EgressSample {
+            interface: "s1".into(),
+            tx_errors: TxErrors {
+                refused: 2,
+                dropped: 1,
+            },
+        }];
+        render(&verdicts, &groups, &nexthops, Some(&egress))
     }
 
     #[test]
@@ -189,6 +212,8 @@ mod tests {
         );
         assert_eq!(counters.spines[0].packets, 5);
         assert!(counters.spines[0].usable);
+        assert_eq!(counters.spines[0].tx_errors, 3);
+        assert_eq!(counters.tx_errors, 3);
     }
 
     #[test]
@@ -204,6 +229,11 @@ mod tests {
                 "fabriclb_nexthop_sprayed_packets_total{",
                 "fabriclb_nexthop_sprayed_packets_total",
                 "nexthop=\"s1 198.18.1.2\"",
+            ),
+            (
+                "fabriclb_egress_tx_errors_total{interface=\"s1\",cause=\"dropped\"}",
+                "fabriclb_egress_tx_errors_total",
+                "interface=\"s1\",cause=\"dropped\"",
             ),
             (
                 "fabriclb_packets_total{reason=\"no_route\"}",

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 
+use super::drops::unaccounted;
 use super::{
     Collective, FIVE_TUPLE, Leaf, ROCE_MTU, Shape, Testbed, run_collective, tear_down_on_signal,
 };
@@ -42,8 +43,17 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
         header.push_str(&format!(" {:>6}", format!("s{j}")));
     }
     println!(
-        "{header} {:>6} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
-        "MMR", "sprayed", "moves", "sent", "received", "reordered", "in-message"
+        "{header} {:>6} {:>7} {:>7} {:>7} {:>8} {:>5} {:>6} {:>5} {:>9} {:>10}",
+        "MMR",
+        "sprayed",
+        "moves",
+        "sent",
+        "received",
+        "lost",
+        "tx err",
+        "unacc",
+        "reordered",
+        "in-message"
     );
     let mut result = Ok(());
     for (mode, group) in modes {
@@ -70,13 +80,21 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
                 for share in report.leaf.byte_shares() {
                     line.push_str(&format!(" {:>5.1}%", 100.0 * share));
                 }
+                let lost = report.drops.lost_on_the_way() + report.spine_drops();
                 println!(
-                    "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
+                    "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>5} {:>6} {:>5} {:>9} {:>10}",
                     report.leaf.byte_mmr(),
                     report.leaf.sprayed,
                     report.leaf.flowlet_moves,
                     report.sent_packets,
                     report.received.packets,
+                    lost,
+                    report.leaf.tx_errors,
+                    unaccounted(
+                        report.sent_packets,
+                        report.received.packets,
+                        lost + report.leaf.tx_errors
+                    ),
                     report.received.out_of_order,
                     report.received.message_out_of_order
                 );
@@ -91,7 +109,10 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
     let _ = std::fs::remove_dir_all(&workdir);
     println!(
         "\nshares are of bytes per spine as fabriclb counted them; MMR = busiest spine over the mean; \
-         reordered = packets out of their QP's PSN order at the receivers (single-packet messages \
+         lost = packets the testbed's links and the spines' queues dropped; tx err = packets \
+         fabriclb redirected that the leaf's kernel failed to send \
+         (fabriclb_egress_tx_errors_total); unacc = sent - received - lost - tx err, 0 when every \
+         loss was counted; reordered = packets out of their QP's PSN order at the receivers (single-packet messages \
          may overtake each other when sprayed); in-message = MIDDLE/LAST packets that did not \
          follow their message's previous packet"
     );

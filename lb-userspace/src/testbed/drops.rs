@@ -9,6 +9,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Testbed;
+use super::topology::SHAPED_DEVICE;
 
 /// Dropped packets by link (`role/device`): received and transmitted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,6 +62,22 @@ impl LinkDrops {
         self.0.values().map(|(_, tx)| tx).sum()
     }
 
+    /// Transmit drops on the way from the senders to the receivers past a
+    /// leaf running fabriclb: a sender's port, a spine's toward the far
+    /// leaf, the far leaf's toward the receivers. The other direction
+    /// carries only the namespaces' own ARP and ND. The leaf's ports toward
+    /// the spines are left out: what fabriclb's program redirected there
+    /// and the kernel failed to send, the leaf counts as its transmit
+    /// errors (and a veth as its transmit drop as well), and its own stack
+    /// sends only ARP and ND there.
+    pub fn lost_on_the_way(&self) -> u64 {
+        self.0
+            .iter()
+            .filter(|(link, _)| on_the_way(link))
+            .map(|(_, (_, tx))| tx)
+            .sum()
+    }
+
     /// Transmit drops on the links of namespaces whose role starts with
     /// `prefix` (`h` for the senders' ports).
     pub fn lost_in(&self, prefix: &str) -> u64 {
@@ -84,6 +101,27 @@ impl fmt::Display for LinkDrops {
             .collect();
         write!(f, "{}", links.join(", "))
     }
+}
+
+/// Whether `role/device` transmits toward the receivers, apart from the
+/// leaf's ports.
+fn on_the_way(link: &str) -> bool {
+    let Some((role, device)) = link.split_once('/') else {
+        return false;
+    };
+    let numbered = |prefix: &str, name: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    (numbered("h", role) && device == "eth0")
+        || (numbered("s", role) && device == SHAPED_DEVICE)
+        || (role == "fleaf" && numbered("r", device))
+}
+
+/// What a run sent that neither arrived nor was counted lost: 0 when every
+/// loss was counted, negative when some was counted twice.
+pub fn unaccounted(sent: u64, received: u64, counted_lost: u64) -> i64 {
+    sent as i64 - received as i64 - counted_lost as i64
 }
 
 /// Device name and RX/TX drops of one `ip -s -o link` line.
@@ -126,5 +164,35 @@ mod tests {
             \\    TX:  bytes packets errors dropped carrier collsns           \\           \
             768      12      0       3       0       0 ";
         assert_eq!(parse(line).unwrap(), ("s1".to_owned(), 7, 3));
+    }
+
+    /// Only the forward direction past the leaf counts: the leaf's own
+    /// ports (its transmit errors count them) and the replies' direction
+    /// do not.
+    #[test]
+    fn lost_on_the_way_counts_the_forward_links_past_the_leaf() {
+        let shaped = format!("s2/{SHAPED_DEVICE}");
+        let drops = LinkDrops(BTreeMap::from(
+            [
+                ("h1/eth0", (0, 1)),
+                ("leaf/s2", (0, 20)),
+                ("leaf/h1", (300, 40)),
+                (shaped.as_str(), (0, 100)),
+                ("s2/leaf", (0, 4)),
+                ("fleaf/r1", (0, 1000)),
+                ("fleaf/s2", (0, 50)),
+                ("r1/eth0", (0, 60)),
+            ]
+            .map(|(link, counts)| (link.to_owned(), counts)),
+        ));
+        assert_eq!(drops.lost_on_the_way(), 1 + 100 + 1000);
+        assert_eq!(drops.lost(), 1 + 20 + 40 + 100 + 4 + 1000 + 50 + 60);
+    }
+
+    #[test]
+    fn unaccounted_is_what_no_count_explains() {
+        assert_eq!(unaccounted(100, 90, 10), 0);
+        assert_eq!(unaccounted(100, 90, 6), 4);
+        assert_eq!(unaccounted(100, 90, 12), -2);
     }
 }

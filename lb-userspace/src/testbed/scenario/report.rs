@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{Mode, Reaction};
 use crate::testbed::CollectiveReport;
 use crate::testbed::CrossReport;
+use crate::testbed::drops::unaccounted;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -17,8 +18,11 @@ pub struct Report {
 }
 
 /// One mode's run. `dropped` is what the spines' queues dropped: the
-/// fabric's losses. `link_lost` is what the testbed's own links dropped (a
-/// loaded machine's), so `received = sent - dropped - link_lost`.
+/// fabric's losses. `link_lost` is what the testbed's own links dropped of
+/// the traffic (a loaded machine's), `tx_errors` what the leaf redirected
+/// and its kernel failed to send, so `received = sent - dropped -
+/// link_lost - tx_errors - unaccounted`, and `unaccounted` is 0 when every
+/// loss was counted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModeReport {
     pub mode: String,
@@ -27,6 +31,10 @@ pub struct ModeReport {
     pub received: u64,
     pub dropped: u64,
     pub link_lost: u64,
+    #[serde(default)]
+    pub tx_errors: u64,
+    #[serde(default)]
+    pub unaccounted: i64,
     /// First packet sent to last packet received.
     pub completion_ms: f64,
     /// What a split in proportion to capacity would take: every byte sent
@@ -73,13 +81,20 @@ impl ModeReport {
                 *slot = q.drops;
             }
         }
+        let (dropped, link_lost) = (run.spine_drops(), run.drops.lost_on_the_way());
         Self {
             mode: mode.name.to_owned(),
             telemetry: mode.telemetry,
             sent: run.sent_packets,
             received: run.received.packets,
-            dropped: run.spine_drops(),
-            link_lost: run.drops.lost(),
+            dropped,
+            link_lost,
+            tx_errors: run.leaf.tx_errors,
+            unaccounted: unaccounted(
+                run.sent_packets,
+                run.received.packets,
+                dropped + link_lost + run.leaf.tx_errors,
+            ),
             completion_ms: run.completion().as_secs_f64() * 1e3,
             // bits / (Mbit/s * 1e6) s = bits / (Mbit/s * 1e3) ms.
             ideal_ms: (run.sent_bytes as f64 * 8.0 / (capacity_mbit as f64 * 1e3)).max(sending_ms),
@@ -96,12 +111,14 @@ impl ModeReport {
 
     /// With cross traffic, the spine's queue drops both kinds: `dropped`
     /// becomes the collective's own loss, what was sent and neither
-    /// received nor lost on a testbed link (the sink counts every one of
-    /// its packets that arrives); `spine_dropped` stays the queues' count
-    /// of both.
+    /// received nor lost on a testbed link or at the leaf (the sink counts
+    /// every one of its packets that arrives), which leaves nothing
+    /// unaccounted; `spine_dropped` stays the queues' count of both.
     pub fn with_cross(mut self, report: Option<CrossReport>) -> Self {
         if let Some(report) = report {
-            self.dropped = self.sent.saturating_sub(self.received + self.link_lost);
+            let lost_elsewhere = self.received + self.link_lost + self.tx_errors;
+            self.dropped = self.sent.saturating_sub(lost_elsewhere);
+            self.unaccounted = unaccounted(self.sent, lost_elsewhere, self.dropped);
             self.cross = Some(report);
         }
         self
@@ -132,8 +149,8 @@ mod tests {
     use crate::testbed::{SpineCount, SpineQueue, sink::SinkTotals};
 
     /// 81.25 MB over 650 Mbit/s is one second, longer than the 0.8 s of
-    /// sending; drops are the queues', not the links'; each spine's queue
-    /// lands in its own slot.
+    /// sending; drops are the queues', not the links'; the leaf's transmit
+    /// errors explain the rest; each spine's queue lands in its own slot.
     #[test]
     fn a_row_from_a_run() {
         let spine = |bytes| SpineCount {
@@ -144,7 +161,7 @@ mod tests {
             sent_packets: 100,
             sent_bytes: 81_250_000,
             received: SinkTotals {
-                packets: 93,
+                packets: 90,
                 message_out_of_order: 2,
                 last_ns: 3_500_000_000,
                 ..SinkTotals::default()
@@ -153,6 +170,7 @@ mod tests {
             leaf: crate::testbed::LeafCounters {
                 spines: vec![spine(30), spine(30), spine(30), spine(10)],
                 flowlet_moves: 4,
+                tx_errors: 3,
                 ..Default::default()
             },
             elapsed: Duration::from_millis(800),
@@ -174,8 +192,8 @@ mod tests {
         let row = ModeReport::new(mode, &run, 650, None);
         assert_eq!(row.mode, "flowlet");
         assert!(!row.telemetry);
-        assert_eq!((row.sent, row.received, row.dropped), (100, 93, 7));
-        assert_eq!(row.link_lost, 0);
+        assert_eq!((row.sent, row.received, row.dropped), (100, 90, 7));
+        assert_eq!((row.link_lost, row.tx_errors, row.unaccounted), (0, 3, 0));
         assert_eq!(row.completion_ms, 2500.0);
         assert!((row.ideal_ms - 1000.0).abs() < 1e-9, "{}", row.ideal_ms);
         assert_eq!(row.sending_ms, 800.0);

@@ -10,8 +10,18 @@ pub fn print(scenario: &Scenario, report: &Report) {
         header.push_str(&format!(" {:>6}", format!("s{j}")));
     }
     println!(
-        "{header} {:>7} {:>8} {:>7} {:>5} {:>10} {:>9} {:>8} {:>6} {:>6}",
-        "sent", "received", "dropped", "lost", "max queue", "complete", "ideal", "moves", "in-msg"
+        "{header} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>9} {:>8} {:>6} {:>6}",
+        "sent",
+        "received",
+        "dropped",
+        "lost",
+        "tx err",
+        "unacc",
+        "max queue",
+        "complete",
+        "ideal",
+        "moves",
+        "in-msg"
     );
     for mode in &report.modes {
         let mut line = format!(
@@ -29,11 +39,13 @@ pub fn print(scenario: &Scenario, report: &Report) {
             .max_by_key(|(_, q)| **q)
             .map_or((0, 0), |(j, q)| (j + 1, *q));
         println!(
-            "{line} {:>7} {:>8} {:>7} {:>5} {:>10} {:>7.0}ms {:>6.0}ms {:>6} {:>6}",
+            "{line} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>7.0}ms {:>6.0}ms {:>6} {:>6}",
             mode.sent,
             mode.received,
             mode.dropped,
             mode.link_lost,
+            mode.tx_errors,
+            mode.unaccounted,
             format!("{}K s{spine}", queue / 1024),
             mode.completion_ms,
             mode.ideal_ms,
@@ -69,7 +81,9 @@ pub fn print(scenario: &Scenario, report: &Report) {
     println!(
         "\nshares are of the bytes fabriclb forwarded per spine; dropped = packets the spines' \
          queues (TBF) dropped; lost = packets the testbed's own links dropped (a loaded \
-         machine's); max queue = the largest queue sampled every 10 ms, and its spine; complete \
+         machine's); tx err = packets fabriclb redirected that the leaf's kernel failed to send \
+         (fabriclb_egress_tx_errors_total); unacc = sent - received - dropped - lost - tx err, \
+         0 when every loss was counted; max queue = the largest queue sampled every 10 ms, and its spine; complete \
          = first packet sent to last packet received; ideal = what a split in proportion to capacity \
          would take: all bytes sent over the sum of the spines' rates, or the paced sending \
          time if longer; moves = flowlet moves; in-msg = MIDDLE/LAST packets that did not follow \
