@@ -2,7 +2,8 @@
 //! kernel's address events.
 //!
 //! [`StatsSocket`] (`stats`): a blocking socket for the qdisc and link
-//! counters that pollers read many times a second.
+//! counters that pollers read many times a second. [`probe`]: one ARP
+//! request or neighbour solicitation that keeps a neighbour entry fresh.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
@@ -18,6 +19,7 @@ use netlink_packet_route::{
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
 use rtnetlink::{Handle, MulticastGroup};
 
+pub mod probe;
 mod stats;
 
 pub use stats::{LinkCounters, Qdisc, STATS_REPLY_TIMEOUT, StatsSocket};
