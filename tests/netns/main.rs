@@ -11,6 +11,7 @@ mod attach;
 mod bed;
 mod links;
 mod local;
+mod neighbours;
 mod reload;
 mod rollback;
 mod scenario;

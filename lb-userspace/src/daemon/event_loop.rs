@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lb_common::abi::NEXTHOP_USABLE;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
@@ -54,13 +53,7 @@ pub async fn run(options: Options) -> Result<()> {
     tables
         .write(&mut dp, None)
         .context("programming the maps")?;
-    for group in &tables.groups {
-        for (spec, &id) in group.specs.iter().zip(&group.members) {
-            if tables.nexthops[id as usize].flags & NEXTHOP_USABLE == 0 {
-                warn!(next_hop = %spec, "not usable yet (interface down or MAC unknown); retrying");
-            }
-        }
-    }
+    snapshot.warn_unusable(&config);
 
     let telemetry = Telemetry::start(&config, &tables);
     let mut running = Running {
