@@ -105,7 +105,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.address_events(events, &netlink, &mut dp).await;
             }
             _ = refresh.tick() => {
-                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp).await {
+                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp, options.refresh_interval).await {
                     warn!("refreshing next hops: {e:#}");
                 }
                 running.refresh_local(&netlink, &mut dp).await;

@@ -15,20 +15,22 @@ use tracing::{info, warn};
 use super::state::Running;
 use crate::config::{self, Config, NextHopAddr, NextHopSpec};
 use crate::dataplane::Dataplane;
-use crate::netlink::{self, Link, Netlink, probe};
+use crate::netlink::{self, Link, Neighbour, Netlink, probe};
 
 /// How long start-up waits for next-hop MACs before going on without them.
 const INITIAL_RESOLVE_WAIT: Duration = Duration::from_secs(3);
 impl Running {
+    /// Runs every `interval`.
     pub(super) async fn refresh_nexthops(
         &mut self,
         netlink: &Netlink,
         dp: &mut Dataplane,
+        interval: Duration,
     ) -> Result<()> {
         let mut snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&self.config, &mut self.ongoing);
         snapshot
-            .probe_neighbours(netlink, &self.config, &mut self.ongoing)
+            .probe_neighbours(netlink, &self.config, interval / 2, &mut self.ongoing)
             .await;
         let previous = self.tables.clone();
         let mut changed = false;
@@ -63,7 +65,7 @@ fn specs(config: &Config) -> impl Iterator<Item = &NextHopSpec> {
 /// Links and neighbours as the kernel has them now.
 pub(super) struct Snapshot {
     links: HashMap<String, Link>,
-    neighbours: HashMap<(u32, IpAddr), [u8; 6]>,
+    neighbours: HashMap<(u32, IpAddr), Neighbour>,
 }
 
 impl Snapshot {
@@ -88,7 +90,7 @@ impl Snapshot {
         }
         Ok(Self {
             links,
-            neighbours: netlink.neighbours().await?,
+            neighbours: netlink.neighbour_entries().await?,
         })
     }
 
@@ -137,35 +139,39 @@ impl Snapshot {
     fn dst_mac(&self, spec: &NextHopSpec, link: &Link) -> Option<[u8; 6]> {
         match spec.addr {
             NextHopAddr::Mac(mac) => Some(mac),
-            NextHopAddr::Ip(ip) => self.neighbour(spec, ip, link).map(|(_, mac)| mac),
+            NextHopAddr::Ip(ip) => self.neighbour(spec, ip, link).map(|(_, n)| n.mac),
         }
     }
 
     /// The neighbour entry of IP next hop `spec` (address `ip`, interface
-    /// `link`): the interface it is on, and its MAC.
-    fn neighbour(&self, spec: &NextHopSpec, ip: IpAddr, link: &Link) -> Option<(u32, [u8; 6])> {
+    /// `link`): the interface it is on, and the entry.
+    fn neighbour(&self, spec: &NextHopSpec, ip: IpAddr, link: &Link) -> Option<(u32, Neighbour)> {
         if spec.vlan.is_some() {
             // A VLAN next hop's entry sits on the VLAN interface, which
             // fabriclb knows only through the entry.
             self.neighbours
                 .iter()
-                .find_map(|(&(ifindex, addr), &mac)| (addr == ip).then_some((ifindex, mac)))
+                .find_map(|(&(ifindex, addr), &n)| (addr == ip).then_some((ifindex, n)))
         } else {
             self.neighbours
                 .get(&(link.ifindex, ip))
-                .map(|&mac| (link.ifindex, mac))
+                .map(|&n| (link.ifindex, n))
         }
     }
 
     /// Probes, once each, the neighbours of the IP next hops whose MAC the
-    /// kernel has, on links that are up (see [`netlink::probe`]): the
-    /// answers keep the entries REACHABLE and replace a MAC that changed.
-    /// The neighbours are then read again: the answers of a fast link are
-    /// in by then, and a slow one's are read at the next refresh.
+    /// kernel has, on links that are up, unless it confirmed them within
+    /// `window` (see [`netlink::probe`]): the answers keep the entries
+    /// REACHABLE and replace a MAC that changed. A refresh probes every
+    /// such neighbour (the last answer is a refresh old) but those just
+    /// resolved at start or confirmed by the kernel's own traffic. The
+    /// neighbours are then read again: the answers of a fast link are in
+    /// by then, and a slow one's are read at the next refresh.
     pub(super) async fn probe_neighbours(
         &mut self,
         netlink: &Netlink,
         config: &Config,
+        window: Duration,
         ongoing: &mut Ongoing,
     ) {
         const READ: &str = "probe: addresses";
@@ -189,9 +195,12 @@ impl Snapshot {
             let Some(link) = self.links.get(&spec.interface).filter(|link| link.up) else {
                 continue;
             };
-            let Some((ifindex, _)) = self.neighbour(spec, ip, link) else {
+            let Some((ifindex, neighbour)) = self.neighbour(spec, ip, link) else {
                 continue;
             };
+            if neighbour.fresh(window) {
+                continue;
+            }
             if !probed.insert((ifindex, ip)) {
                 continue;
             }
@@ -207,7 +216,7 @@ impl Snapshot {
         // Should this read fail, the one just taken stands until the next
         // refresh.
         if !probed.is_empty()
-            && let Ok(neighbours) = netlink.neighbours().await
+            && let Ok(neighbours) = netlink.neighbour_entries().await
         {
             self.neighbours = neighbours;
         }
@@ -312,6 +321,10 @@ mod tests {
     use super::*;
 
     const PEER: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const NEIGHBOUR: Neighbour = Neighbour {
+        mac: PEER,
+        confirmed: None,
+    };
 
     fn spec(interface: &str, addr: &str, vlan: Option<u16>) -> NextHopSpec {
         NextHopSpec {
@@ -336,8 +349,8 @@ mod tests {
                 ("s3".into(), link(13, false)),
             ]),
             neighbours: HashMap::from([
-                ((11, "198.18.1.2".parse().expect("ip")), PEER),
-                ((40, "fe80::2".parse().expect("ip")), PEER),
+                ((11, "198.18.1.2".parse().expect("ip")), NEIGHBOUR),
+                ((40, "fe80::2".parse().expect("ip")), NEIGHBOUR),
             ]),
         }
     }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::time::Duration;
 
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::{StreamExt, TryStreamExt};
@@ -216,17 +217,26 @@ impl Netlink {
     /// The usable entries of the neighbour table (neither incomplete nor
     /// failed): (ifindex, IP) -> MAC.
     pub async fn neighbours(&self) -> Result<HashMap<(u32, IpAddr), [u8; 6]>> {
+        let entries = self.neighbour_entries().await?;
+        Ok(entries.into_iter().map(|(key, n)| (key, n.mac)).collect())
+    }
+
+    /// The usable entries of the neighbour table (neither incomplete nor
+    /// failed), with how long ago the kernel last confirmed each.
+    pub async fn neighbour_entries(&self) -> Result<HashMap<(u32, IpAddr), Neighbour>> {
         let mut table = HashMap::new();
         let mut entries = self.handle.neighbours().get().execute();
         while let Some(entry) = entries.try_next().await? {
+            let state = entry.header.state;
             if matches!(
-                entry.header.state,
+                state,
                 NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
             ) {
                 continue;
             }
             let mut dest = None;
             let mut lladdr = None;
+            let mut confirmed = None;
             for attribute in &entry.attributes {
                 match attribute {
                     NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
@@ -238,14 +248,44 @@ impl Netlink {
                     NeighbourAttribute::LinkLayerAddress(bytes) => {
                         lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
                     }
+                    NeighbourAttribute::CacheInfo(info) => {
+                        confirmed = Some(Duration::from_millis(
+                            u64::from(info.confirmed) * 1000 / USER_HZ,
+                        ))
+                    }
                     _ => {}
                 }
             }
-            if let (Some(dest), Some(lladdr)) = (dest, lladdr) {
-                table.insert((entry.header.ifindex, dest), lladdr);
+            // The kernel never asks again for what an administrator set.
+            if matches!(state, NeighbourState::Permanent | NeighbourState::Noarp) {
+                confirmed = None;
+            }
+            if let (Some(dest), Some(mac)) = (dest, lladdr) {
+                table.insert((entry.header.ifindex, dest), Neighbour { mac, confirmed });
             }
         }
         Ok(table)
+    }
+}
+
+/// The unit of the ages in a neighbour's cache info (`clock_t`): 100 a
+/// second on every architecture but alpha.
+const USER_HZ: u64 = 100;
+
+/// A usable neighbour entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Neighbour {
+    pub mac: [u8; 6],
+    /// How long ago the kernel last confirmed that the neighbour answers at
+    /// `mac`; `None` for an entry it never confirms (permanent or no-ARP).
+    pub confirmed: Option<Duration>,
+}
+
+impl Neighbour {
+    /// Whether asking the neighbour again now is needless: the kernel
+    /// confirmed it within `window`, or never asks about it.
+    pub fn fresh(&self, window: Duration) -> bool {
+        self.confirmed.is_none_or(|age| age < window)
     }
 }
 
@@ -276,4 +316,27 @@ pub fn solicit(interface: Option<&str>, ifindex: u32, ip: IpAddr) -> std::io::Re
         .map_err(std::io::Error::from)?;
     }
     socket.send_to(&[], target).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_neighbour_is_fresh_within_the_window_of_its_confirmation_or_if_static() {
+        let at = |ms| Neighbour {
+            mac: [2, 0, 0, 0, 0, 1],
+            confirmed: Some(Duration::from_millis(ms)),
+        };
+        let window = Duration::from_millis(500);
+        assert!(at(0).fresh(window));
+        assert!(at(499).fresh(window));
+        assert!(!at(500).fresh(window));
+        assert!(!at(60_000).fresh(window));
+        let permanent = Neighbour {
+            confirmed: None,
+            ..at(0)
+        };
+        assert!(permanent.fresh(window));
+    }
 }
