@@ -20,7 +20,8 @@ use crate::netlink::{self, Link, Neighbour, Netlink, probe};
 /// How long start-up waits for next-hop MACs before going on without them.
 const INITIAL_RESOLVE_WAIT: Duration = Duration::from_secs(3);
 impl Running {
-    /// Runs every `interval`.
+    /// Reads links and neighbours again, probes the neighbours of IP next
+    /// hops, and rewrites the next hops that changed; runs every `interval`.
     pub(super) async fn refresh_nexthops(
         &mut self,
         netlink: &Netlink,
