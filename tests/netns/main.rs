@@ -12,6 +12,7 @@ mod bed;
 mod config_file;
 mod links;
 mod local;
+mod neighbours;
 mod privileges;
 mod reload;
 mod rollback;

@@ -21,7 +21,7 @@ const PRODUCT: [&str; 8] = [
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
     "lb-userspace/src/metrics.rs",
-    "lb-userspace/src/netlink.rs",
+    "lb-userspace/src/netlink",
     "lb-userspace/src/telemetry",
     "lb-userspace/src/cli/run.rs",
     "lb-userspace/src/cli/check_config.rs",

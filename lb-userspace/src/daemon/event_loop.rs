@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lb_common::abi::NEXTHOP_USABLE;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
@@ -53,13 +52,7 @@ pub async fn run(options: Options) -> Result<()> {
     tables
         .write(&mut dp, None)
         .context("programming the maps")?;
-    for group in &tables.groups {
-        for (spec, &id) in group.specs.iter().zip(&group.members) {
-            if tables.nexthops[id as usize].flags & NEXTHOP_USABLE == 0 {
-                warn!(next_hop = %spec, "not usable yet (interface down or MAC unknown); retrying");
-            }
-        }
-    }
+    snapshot.warn_unusable(&config);
 
     let telemetry = Telemetry::start(&config, &tables);
     let mut running = Running {
@@ -110,7 +103,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.address_events(events, &netlink, &mut dp).await;
             }
             _ = refresh.tick() => {
-                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp).await {
+                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp, options.refresh_interval).await {
                     warn!("refreshing next hops: {e:#}");
                 }
                 running.refresh_local(&netlink, &mut dp).await;

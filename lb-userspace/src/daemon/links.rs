@@ -1,8 +1,10 @@
 //! Next hops as the kernel's links and neighbours say they are: resolving
-//! them, soliciting missing MACs, and refreshing the tables when a link or
-//! a MAC changes.
+//! them, soliciting missing MACs, probing known ones so that a changed MAC
+//! is learnt, saying why one is unusable, and refreshing the tables when a
+//! link or a MAC changes.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -13,18 +15,24 @@ use tracing::{info, warn};
 use super::state::Running;
 use crate::config::{self, Config, NextHopAddr, NextHopSpec};
 use crate::dataplane::Dataplane;
-use crate::netlink::{self, Link, Netlink};
+use crate::netlink::{self, Link, Neighbour, Netlink, probe};
 
 /// How long start-up waits for next-hop MACs before going on without them.
 const INITIAL_RESOLVE_WAIT: Duration = Duration::from_secs(3);
 impl Running {
+    /// Reads links and neighbours again, probes the neighbours of IP next
+    /// hops, and rewrites the next hops that changed; runs every `interval`.
     pub(super) async fn refresh_nexthops(
         &mut self,
         netlink: &Netlink,
         dp: &mut Dataplane,
+        interval: Duration,
     ) -> Result<()> {
-        let snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
+        let mut snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&self.config, &mut self.ongoing);
+        snapshot
+            .probe_neighbours(netlink, &self.config, interval / 2, &mut self.ongoing)
+            .await;
         let previous = self.tables.clone();
         let mut changed = false;
         for group in &previous.groups {
@@ -38,6 +46,7 @@ impl Running {
                         usable = new.flags & NEXTHOP_USABLE != 0,
                         was_usable = old.flags & NEXTHOP_USABLE != 0,
                         mac = %config::format_mac(new.dst_mac),
+                        reason = snapshot.unusable(spec).map(tracing::field::display),
                         "next hop changed"
                     );
                 }
@@ -57,7 +66,7 @@ fn specs(config: &Config) -> impl Iterator<Item = &NextHopSpec> {
 /// Links and neighbours as the kernel has them now.
 pub(super) struct Snapshot {
     links: HashMap<String, Link>,
-    neighbours: HashMap<(u32, IpAddr), [u8; 6]>,
+    neighbours: HashMap<(u32, IpAddr), Neighbour>,
 }
 
 impl Snapshot {
@@ -82,7 +91,7 @@ impl Snapshot {
         }
         Ok(Self {
             links,
-            neighbours: netlink.neighbours().await?,
+            neighbours: netlink.neighbour_entries().await?,
         })
     }
 
@@ -92,15 +101,7 @@ impl Snapshot {
         let Some(link) = self.links.get(&spec.interface) else {
             return NextHop::default();
         };
-        let dst_mac = match spec.addr {
-            NextHopAddr::Mac(mac) => Some(mac),
-            // A VLAN next hop's neighbour entry sits on the VLAN interface.
-            NextHopAddr::Ip(ip) if spec.vlan.is_some() => self
-                .neighbours
-                .iter()
-                .find_map(|((_, addr), mac)| (*addr == ip).then_some(*mac)),
-            NextHopAddr::Ip(ip) => self.neighbours.get(&(link.ifindex, ip)).copied(),
-        };
+        let dst_mac = self.dst_mac(spec, link);
         NextHop {
             ifindex: link.ifindex,
             vlan: spec.vlan.unwrap_or(0),
@@ -111,6 +112,114 @@ impl Snapshot {
             },
             dst_mac: dst_mac.unwrap_or_default(),
             src_mac: link.mac,
+        }
+    }
+
+    /// Why [`Self::resolve`] finds `spec` unusable; `None` when it is usable.
+    pub(super) fn unusable<'a>(&self, spec: &'a NextHopSpec) -> Option<Unusable<'a>> {
+        let Some(link) = self.links.get(&spec.interface) else {
+            return Some(Unusable::InterfaceMissing(&spec.interface));
+        };
+        if !link.up {
+            return Some(Unusable::InterfaceDown(&spec.interface));
+        }
+        self.dst_mac(spec, link)
+            .is_none()
+            .then_some(Unusable::NoMac(spec))
+    }
+
+    /// Says, for each next hop that cannot be used yet, why.
+    pub(super) fn warn_unusable(&self, config: &Config) {
+        for spec in specs(config) {
+            if let Some(reason) = self.unusable(spec) {
+                warn!(next_hop = %spec, %reason, "not usable yet; retrying");
+            }
+        }
+    }
+
+    fn dst_mac(&self, spec: &NextHopSpec, link: &Link) -> Option<[u8; 6]> {
+        match spec.addr {
+            NextHopAddr::Mac(mac) => Some(mac),
+            NextHopAddr::Ip(ip) => self.neighbour(spec, ip, link).map(|(_, n)| n.mac),
+        }
+    }
+
+    /// The neighbour entry of IP next hop `spec` (address `ip`, interface
+    /// `link`): the interface it is on, and the entry.
+    fn neighbour(&self, spec: &NextHopSpec, ip: IpAddr, link: &Link) -> Option<(u32, Neighbour)> {
+        if spec.vlan.is_some() {
+            // A VLAN next hop's entry sits on the VLAN interface, which
+            // fabriclb knows only through the entry.
+            self.neighbours
+                .iter()
+                .find_map(|(&(ifindex, addr), &n)| (addr == ip).then_some((ifindex, n)))
+        } else {
+            self.neighbours
+                .get(&(link.ifindex, ip))
+                .map(|&n| (link.ifindex, n))
+        }
+    }
+
+    /// Probes, once each, the neighbours of the IP next hops whose MAC the
+    /// kernel has, on links that are up, unless it confirmed them within
+    /// `window` (see [`netlink::probe`]): the answers keep the entries
+    /// REACHABLE and replace a MAC that changed. A refresh probes every
+    /// such neighbour (the last answer is a refresh old) but those just
+    /// resolved at start or confirmed by the kernel's own traffic. The
+    /// neighbours are then read again: the answers of a fast link are in
+    /// by then, and a slow one's are read at the next refresh.
+    pub(super) async fn probe_neighbours(
+        &mut self,
+        netlink: &Netlink,
+        config: &Config,
+        window: Duration,
+        ongoing: &mut Ongoing,
+    ) {
+        const READ: &str = "probe: addresses";
+        let addresses = match netlink.addresses().await {
+            Ok(addresses) => {
+                ongoing.ended(READ);
+                addresses
+            }
+            Err(e) => {
+                ongoing.started(READ.into(), || {
+                    warn!("cannot read the addresses to probe neighbours from: {e}")
+                });
+                return;
+            }
+        };
+        let mut probed = HashSet::new();
+        for spec in specs(config) {
+            let NextHopAddr::Ip(ip) = spec.addr else {
+                continue;
+            };
+            let Some(link) = self.links.get(&spec.interface).filter(|link| link.up) else {
+                continue;
+            };
+            let Some((ifindex, neighbour)) = self.neighbour(spec, ip, link) else {
+                continue;
+            };
+            if neighbour.fresh(window) {
+                continue;
+            }
+            if !probed.insert((ifindex, ip)) {
+                continue;
+            }
+            let key = format!("probe {spec}");
+            match probe::probe(ifindex, &addresses, ip) {
+                Ok(()) => ongoing.ended(&key),
+                Err(e) => ongoing.started(
+                    key,
+                    || warn!(next_hop = %spec, "cannot probe the neighbour: {e}"),
+                ),
+            }
+        }
+        // Should this read fail, the one just taken stands until the next
+        // refresh.
+        if !probed.is_empty()
+            && let Ok(neighbours) = netlink.neighbour_entries().await
+        {
+            self.neighbours = neighbours;
         }
     }
 
@@ -160,6 +269,34 @@ pub(super) async fn resolve_with_wait(
     }
 }
 
+/// Why a next hop is not usable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Unusable<'a> {
+    /// No interface of that name (or it could not be read: the refresh
+    /// logs why).
+    InterfaceMissing(&'a str),
+    /// Administratively down or without carrier.
+    InterfaceDown(&'a str),
+    /// An IP next hop the kernel has no MAC for (yet).
+    NoMac(&'a NextHopSpec),
+}
+
+impl fmt::Display for Unusable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InterfaceMissing(interface) => write!(f, "interface {interface} missing"),
+            Self::InterfaceDown(interface) => write!(f, "interface {interface} down"),
+            Self::NoMac(spec) => {
+                write!(f, "no MAC for {} on {}", spec.addr, spec.interface)?;
+                if let Some(vlan) = spec.vlan {
+                    write!(f, " vlan {vlan}")?;
+                }
+                write!(f, " yet")
+            }
+        }
+    }
+}
+
 /// Conditions a refresh finds again and again while they last (a link
 /// missing, a neighbour that cannot be solicited): each is logged when it
 /// starts, not on every refresh.
@@ -189,6 +326,88 @@ impl Ongoing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PEER: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const NEIGHBOUR: Neighbour = Neighbour {
+        mac: PEER,
+        confirmed: None,
+    };
+
+    fn spec(interface: &str, addr: &str, vlan: Option<u16>) -> NextHopSpec {
+        NextHopSpec {
+            interface: interface.into(),
+            addr: NextHopAddr::Ip(addr.parse().expect("address")),
+            vlan,
+        }
+    }
+
+    /// `s1` (index 11) and `s2` (12) up, `s3` (13) down; 198.18.1.2
+    /// resolved on s1, fe80::2 on s1's VLAN interface (index 40).
+    fn snapshot() -> Snapshot {
+        let link = |ifindex, up| Link {
+            ifindex,
+            mac: [2, 0, 0, 0, 0, ifindex as u8],
+            up,
+        };
+        Snapshot {
+            links: HashMap::from([
+                ("s1".into(), link(11, true)),
+                ("s2".into(), link(12, true)),
+                ("s3".into(), link(13, false)),
+            ]),
+            neighbours: HashMap::from([
+                ((11, "198.18.1.2".parse().expect("ip")), NEIGHBOUR),
+                ((40, "fe80::2".parse().expect("ip")), NEIGHBOUR),
+            ]),
+        }
+    }
+
+    fn reason(spec: &NextHopSpec) -> Option<String> {
+        snapshot().unusable(spec).map(|r| r.to_string())
+    }
+
+    #[test]
+    fn an_unusable_next_hop_says_whether_its_interface_or_its_mac_is_missing() {
+        let missing = spec("s9", "198.18.9.2", None);
+        assert_eq!(reason(&missing).as_deref(), Some("interface s9 missing"));
+        let down = spec("s3", "198.18.3.2", None);
+        assert_eq!(reason(&down).as_deref(), Some("interface s3 down"));
+        let unresolved = spec("s2", "198.18.2.2", None);
+        assert_eq!(
+            reason(&unresolved).as_deref(),
+            Some("no MAC for 198.18.2.2 on s2 yet")
+        );
+        // Resolved, but on another interface than the next hop's.
+        let elsewhere = spec("s2", "198.18.1.2", None);
+        assert_eq!(
+            reason(&elsewhere).as_deref(),
+            Some("no MAC for 198.18.1.2 on s2 yet")
+        );
+        let vlan = spec("s2", "fe80::9", Some(100));
+        assert_eq!(
+            reason(&vlan).as_deref(),
+            Some("no MAC for fe80::9 on s2 vlan 100 yet")
+        );
+        for s in [&missing, &down, &unresolved, &elsewhere, &vlan] {
+            assert_eq!(snapshot().resolve(s).flags & NEXTHOP_USABLE, 0, "{s}");
+        }
+    }
+
+    #[test]
+    fn a_usable_next_hop_has_no_reason() {
+        let by_ip = spec("s1", "198.18.1.2", None);
+        let on_vlan = spec("s1", "fe80::2", Some(100));
+        let by_mac = NextHopSpec {
+            addr: NextHopAddr::Mac(PEER),
+            ..spec("s2", "198.18.2.2", None)
+        };
+        for s in [&by_ip, &on_vlan, &by_mac] {
+            assert_eq!(reason(s), None, "{s}");
+            let resolved = snapshot().resolve(s);
+            assert_eq!(resolved.flags & NEXTHOP_USABLE, NEXTHOP_USABLE, "{s}");
+            assert_eq!(resolved.dst_mac, PEER, "{s}");
+        }
+    }
 
     #[test]
     fn an_ongoing_condition_logs_once_until_it_ends() {

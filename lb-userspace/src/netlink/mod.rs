@@ -1,0 +1,342 @@
+//! Interface, address and neighbour-table lookups over rtnetlink, and the
+//! kernel's address events.
+//!
+//! [`StatsSocket`] (`stats`): a blocking socket for the qdisc and link
+//! counters that pollers read many times a second. [`probe`]: one ARP
+//! request or neighbour solicitation that keeps a neighbour entry fresh.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::time::Duration;
+
+use futures_channel::mpsc::UnboundedReceiver;
+use futures_util::{StreamExt, TryStreamExt};
+use netlink_packet_route::{
+    RouteNetlinkMessage,
+    address::{AddressAttribute, AddressMessage},
+    link::{LinkAttribute, LinkFlags},
+    neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState},
+};
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
+use rtnetlink::{Handle, MulticastGroup};
+
+pub mod probe;
+mod stats;
+
+pub use stats::{LinkCounters, Qdisc, STATS_REPLY_TIMEOUT, StatsSocket};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    #[error("opening a netlink socket: {0}")]
+    Connect(#[source] std::io::Error),
+    #[error("interface {0} not found")]
+    NoSuchInterface(String),
+    #[error("interface {0} has no Ethernet address")]
+    NotEthernet(String),
+    #[error("netlink: {0}")]
+    Request(#[from] rtnetlink::Error),
+    /// A dump on a [`StatsSocket`] failed: the kernel refused it, or no
+    /// answer came within [`STATS_REPLY_TIMEOUT`].
+    #[error("netlink dump: {0}")]
+    Dump(#[source] std::io::Error),
+    /// The kernel's answer to a dump could not be decoded.
+    #[error("netlink dump: malformed answer: {0}")]
+    Malformed(String),
+}
+
+type Result<T> = std::result::Result<T, NetlinkError>;
+
+/// What the data plane needs to know about an egress interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub ifindex: u32,
+    pub mac: [u8; 6],
+    /// Administratively up with carrier.
+    pub up: bool,
+}
+
+/// One address of the box, as the kernel lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Address {
+    pub ifindex: u32,
+    pub addr: IpAddr,
+    pub prefix_len: u8,
+    /// IPv4: the broadcast address it was given (IFA_BROADCAST), if any.
+    pub broadcast: Option<Ipv4Addr>,
+}
+
+impl Address {
+    /// The address an RTM_NEWADDR or RTM_DELADDR message is about; `None`
+    /// for families other than IPv4 and IPv6.
+    fn of(message: &AddressMessage) -> Option<Self> {
+        let mut local = None;
+        let mut address = None;
+        let mut broadcast = None;
+        for attribute in &message.attributes {
+            match attribute {
+                AddressAttribute::Local(a) => local = Some(*a),
+                AddressAttribute::Address(a) => address = Some(*a),
+                AddressAttribute::Broadcast(b) => broadcast = Some(*b),
+                _ => {}
+            }
+        }
+        // On a point-to-point link IFA_ADDRESS is the peer's and IFA_LOCAL
+        // ours; elsewhere IPv6 gives only IFA_ADDRESS.
+        Some(Self {
+            ifindex: message.header.index,
+            addr: local.or(address)?,
+            prefix_len: message.header.prefix_len,
+            broadcast,
+        })
+    }
+}
+
+/// A change to the box's addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressEvent {
+    Added(Address),
+    Removed(Address),
+    /// The kernel dropped events (the socket's buffer overflowed): the
+    /// addresses must be read again.
+    Lost,
+}
+
+/// The kernel's IPv4 and IPv6 address events, as they happen.
+pub struct AddressEvents {
+    messages: UnboundedReceiver<(
+        NetlinkMessage<RouteNetlinkMessage>,
+        rtnetlink::sys::SocketAddr,
+    )>,
+}
+
+impl AddressEvents {
+    /// Joins the address multicast groups on a socket of its own, served
+    /// by a task on the current runtime. Subscribe before reading the
+    /// addresses, so nothing changes unseen in between.
+    pub fn subscribe() -> Result<Self> {
+        let (connection, _, messages) = rtnetlink::new_multicast_connection(&[
+            MulticastGroup::Ipv4Ifaddr,
+            MulticastGroup::Ipv6Ifaddr,
+        ])
+        .map_err(NetlinkError::Connect)?;
+        tokio::spawn(connection);
+        Ok(Self { messages })
+    }
+
+    /// The next event; `None` once the socket has failed for good.
+    pub async fn next(&mut self) -> Option<AddressEvent> {
+        loop {
+            let (message, _) = self.messages.next().await?;
+            if let Some(event) = event(message) {
+                return Some(event);
+            }
+        }
+    }
+
+    /// The next event if one has arrived already.
+    pub fn ready(&mut self) -> Option<AddressEvent> {
+        loop {
+            let (message, _) = self.messages.try_recv().ok()?;
+            if let Some(event) = event(message) {
+                return Some(event);
+            }
+        }
+    }
+}
+
+fn event(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<AddressEvent> {
+    match message.payload {
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewAddress(m)) => {
+            Address::of(&m).map(AddressEvent::Added)
+        }
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(m)) => {
+            Address::of(&m).map(AddressEvent::Removed)
+        }
+        NetlinkPayload::Overrun(_) => Some(AddressEvent::Lost),
+        _ => None,
+    }
+}
+
+#[derive(Clone)]
+pub struct Netlink {
+    handle: Handle,
+}
+
+impl Netlink {
+    /// Opens an rtnetlink socket served by a task on the current runtime.
+    pub fn connect() -> Result<Self> {
+        let (connection, handle, _) = rtnetlink::new_connection().map_err(NetlinkError::Connect)?;
+        tokio::spawn(connection);
+        Ok(Self { handle })
+    }
+
+    pub async fn link(&self, name: &str) -> Result<Link> {
+        let mut links = self
+            .handle
+            .link()
+            .get()
+            .match_name(name.to_owned())
+            .execute();
+        let message = match links.try_next().await {
+            Ok(Some(message)) => message,
+            Ok(None) => return Err(NetlinkError::NoSuchInterface(name.to_owned())),
+            // The kernel answers a dump for an unknown name with ENODEV.
+            Err(rtnetlink::Error::NetlinkError(e))
+                if e.raw_code() == -(nix::errno::Errno::ENODEV as i32) =>
+            {
+                return Err(NetlinkError::NoSuchInterface(name.to_owned()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mac = message
+            .attributes
+            .iter()
+            .find_map(|a| match a {
+                LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+                _ => None,
+            })
+            .ok_or_else(|| NetlinkError::NotEthernet(name.to_owned()))?;
+        let flags = message.header.flags;
+        Ok(Link {
+            ifindex: message.header.index,
+            mac,
+            up: flags.contains(LinkFlags::Up) && flags.contains(LinkFlags::LowerUp),
+        })
+    }
+
+    /// Every IPv4 and IPv6 address on every interface.
+    pub async fn addresses(&self) -> Result<Vec<Address>> {
+        let mut addresses = Vec::new();
+        let mut messages = self.handle.address().get().execute();
+        while let Some(message) = messages.try_next().await? {
+            addresses.extend(Address::of(&message));
+        }
+        Ok(addresses)
+    }
+
+    /// The usable entries of the neighbour table (neither incomplete nor
+    /// failed): (ifindex, IP) -> MAC.
+    pub async fn neighbours(&self) -> Result<HashMap<(u32, IpAddr), [u8; 6]>> {
+        let entries = self.neighbour_entries().await?;
+        Ok(entries.into_iter().map(|(key, n)| (key, n.mac)).collect())
+    }
+
+    /// The usable entries of the neighbour table (neither incomplete nor
+    /// failed), with how long ago the kernel last confirmed each.
+    pub async fn neighbour_entries(&self) -> Result<HashMap<(u32, IpAddr), Neighbour>> {
+        let mut table = HashMap::new();
+        let mut entries = self.handle.neighbours().get().execute();
+        while let Some(entry) = entries.try_next().await? {
+            let state = entry.header.state;
+            if matches!(
+                state,
+                NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
+            ) {
+                continue;
+            }
+            let mut dest = None;
+            let mut lladdr = None;
+            let mut confirmed = None;
+            for attribute in &entry.attributes {
+                match attribute {
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                        dest = Some(IpAddr::V4(*a))
+                    }
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                        dest = Some(IpAddr::V6(*a))
+                    }
+                    NeighbourAttribute::LinkLayerAddress(bytes) => {
+                        lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+                    }
+                    NeighbourAttribute::CacheInfo(info) => {
+                        confirmed = Some(Duration::from_millis(
+                            u64::from(info.confirmed) * 1000 / USER_HZ,
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            // The kernel never asks again for what an administrator set.
+            if matches!(state, NeighbourState::Permanent | NeighbourState::Noarp) {
+                confirmed = None;
+            }
+            if let (Some(dest), Some(mac)) = (dest, lladdr) {
+                table.insert((entry.header.ifindex, dest), Neighbour { mac, confirmed });
+            }
+        }
+        Ok(table)
+    }
+}
+
+/// The unit of the ages in a neighbour's cache info (`clock_t`): 100 a
+/// second on every architecture but alpha.
+const USER_HZ: u64 = 100;
+
+/// A usable neighbour entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Neighbour {
+    pub mac: [u8; 6],
+    /// How long ago the kernel last confirmed that the neighbour answers at
+    /// `mac`; `None` for an entry it never confirms (permanent or no-ARP).
+    pub confirmed: Option<Duration>,
+}
+
+impl Neighbour {
+    /// Whether asking the neighbour again now is needless: the kernel
+    /// confirmed it within `window`, or never asks about it.
+    pub fn fresh(&self, window: Duration) -> bool {
+        self.confirmed.is_none_or(|age| age < window)
+    }
+}
+
+/// Makes the kernel resolve `ip` by sending it one empty datagram to the
+/// discard port: the kernel queues it behind an ARP request or neighbour
+/// solicitation, which is all we want. With `interface`, the datagram is
+/// bound to it; without, the kernel's routing picks (a VLAN next hop is
+/// resolved on its VLAN interface, which fabriclb does not know).
+pub fn solicit(interface: Option<&str>, ifindex: u32, ip: IpAddr) -> std::io::Result<()> {
+    let (bind, target): (SocketAddr, SocketAddr) = match ip {
+        IpAddr::V4(_) => (
+            "0.0.0.0:0".parse().expect("literal"),
+            SocketAddr::new(ip, 9),
+        ),
+        IpAddr::V6(v6) => (
+            "[::]:0".parse().expect("literal"),
+            // Link-local next hops need the interface as scope.
+            SocketAddr::V6(SocketAddrV6::new(v6, 9, 0, ifindex)),
+        ),
+    };
+    let socket = UdpSocket::bind(bind)?;
+    if let Some(interface) = interface {
+        nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::BindToDevice,
+            &std::ffi::OsString::from(interface),
+        )
+        .map_err(std::io::Error::from)?;
+    }
+    socket.send_to(&[], target).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_neighbour_is_fresh_within_the_window_of_its_confirmation_or_if_static() {
+        let at = |ms| Neighbour {
+            mac: [2, 0, 0, 0, 0, 1],
+            confirmed: Some(Duration::from_millis(ms)),
+        };
+        let window = Duration::from_millis(500);
+        assert!(at(0).fresh(window));
+        assert!(at(499).fresh(window));
+        assert!(!at(500).fresh(window));
+        assert!(!at(60_000).fresh(window));
+        let permanent = Neighbour {
+            confirmed: None,
+            ..at(0)
+        };
+        assert!(permanent.fresh(window));
+    }
+}
