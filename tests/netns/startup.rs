@@ -33,8 +33,9 @@ fn config_without_interfaces(dir: &Path) -> PathBuf {
 
 /// `fabriclb run` with stderr to a file and NO_COLOR unset, in a
 /// namespace of its own where its interfaces do not exist: it warns once
-/// per interface, naming it once, runs until told to stop, and none of
-/// what it wrote carries a terminal escape.
+/// per interface, naming it once, says its one group has nothing to
+/// forward to, runs until told to stop, and none of what it wrote carries
+/// a terminal escape.
 #[test]
 fn a_log_to_a_file_has_no_colours() {
     let ns = Netns(name("g"));
@@ -78,6 +79,12 @@ fn a_log_to_a_file_has_no_colours() {
         .unwrap_or_default();
     assert_eq!(warning.matches("nosuch0").count(), 1, "{stderr}");
     assert!(!stderr.contains("falling back"), "{stderr}");
+    // Starting with nothing to forward to is said, group by group.
+    assert!(
+        stderr.contains("interface nosuch1 missing")
+            && stderr.contains("no next hop usable: the group's routes go to the kernel"),
+        "{stderr}"
+    );
 }
 
 /// Intervals of 0, a metrics file in a directory that does not exist and

@@ -128,11 +128,23 @@ impl Snapshot {
             .then_some(Unusable::NoMac(spec))
     }
 
-    /// Says, for each next hop that cannot be used yet, why.
+    /// Says, for each next hop that cannot be used yet, why, and for each
+    /// group with none usable that its traffic is not forwarded.
     pub(super) fn warn_unusable(&self, config: &Config) {
-        for spec in specs(config) {
-            if let Some(reason) = self.unusable(spec) {
-                warn!(next_hop = %spec, %reason, "not usable yet; retrying");
+        for group in &config.groups {
+            let mut usable = 0;
+            for spec in &group.next_hops {
+                match self.unusable(spec) {
+                    Some(reason) => warn!(next_hop = %spec, %reason, "not usable yet; retrying"),
+                    None => usable += 1,
+                }
+            }
+            if usable == 0 {
+                warn!(
+                    group = group.name,
+                    "no next hop usable: the group's routes go to the kernel \
+                     (verdict no_nexthop) until one is"
+                );
             }
         }
     }
