@@ -163,15 +163,14 @@ impl StatsSocket {
             // kernel sizes it to its largest link message): peek at the
             // length first.
             let mut nothing: &mut [u8] = &mut [];
-            let len = self
-                .socket
-                .recv(&mut nothing, libc::MSG_PEEK | libc::MSG_TRUNC)
-                .map_err(NetlinkError::Dump)?;
+            let len = restarted(|| {
+                self.socket
+                    .recv(&mut nothing, libc::MSG_PEEK | libc::MSG_TRUNC)
+            })
+            .map_err(NetlinkError::Dump)?;
             self.buf.clear();
             self.buf.reserve(len);
-            self.socket
-                .recv(&mut self.buf, 0)
-                .map_err(NetlinkError::Dump)?;
+            restarted(|| self.socket.recv(&mut self.buf, 0)).map_err(NetlinkError::Dump)?;
             let mut offset = 0;
             while offset < self.buf.len() {
                 let message = NetlinkBuffer::new_checked(&self.buf[offset..])
@@ -289,4 +288,16 @@ fn attributes(
 fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// `recv` again when a signal interrupted it: a socket with a receive
+/// timeout is not restarted after a signal, whatever the handler asked for
+/// (signal(7)), and a stop and continue of the process interrupts it too.
+fn restarted(mut recv: impl FnMut() -> std::io::Result<usize>) -> std::io::Result<usize> {
+    loop {
+        match recv() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            result => return result,
+        }
+    }
 }

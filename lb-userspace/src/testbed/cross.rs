@@ -128,8 +128,11 @@ fn send(target: Ipv4Addr, mbit: u32, stop: &AtomicBool) -> Result<u64> {
     while !stop.load(Ordering::Relaxed) {
         let due = (start.elapsed().as_secs_f64() * per_second) as u64;
         while sent < due {
-            socket.send(&payload)?;
-            sent += 1;
+            match socket.send(&payload) {
+                Ok(_) => sent += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -146,7 +149,11 @@ fn receive(socket: &UdpSocket, stop: &AtomicBool, received: &AtomicU64) -> Resul
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        // A socket with a timeout is not restarted after a
+                        // signal, whatever the handler asked for.
+                        | std::io::ErrorKind::Interrupted
                 ) => {}
             Err(e) => return Err(e.into()),
         }

@@ -228,7 +228,8 @@ fn receive(
                     }
                 }
             }
-            Err(nix::errno::Errno::EAGAIN) => {}
+            // A socket with a timeout is not restarted after a signal.
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
             Err(e) => return Err(e.into()),
         }
     }
