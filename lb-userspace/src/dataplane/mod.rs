@@ -6,6 +6,7 @@
 mod btf;
 mod loader;
 pub mod occupant;
+pub mod pins;
 pub mod tables;
 mod tx_errors;
 
