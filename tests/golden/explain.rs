@@ -86,7 +86,13 @@ const V4_NETS: [&str; 12] = [
     "10.200.0", "10.1.0", "10.9.0",
 ];
 const V4_ODD: [&str; 3] = ["10.1.0.9", "224.0.0.5", "169.254.1.1"];
-const V6_NETS: [&str; 5] = ["2001:db8:1::", "2001:db8:9::", "2001:db8:a::", "2001:db8:99::", "2001:db8:9::"];
+const V6_NETS: [&str; 5] = [
+    "2001:db8:1::",
+    "2001:db8:9::",
+    "2001:db8:a::",
+    "2001:db8:99::",
+    "2001:db8:9::",
+];
 const V6_ODD: [&str; 2] = ["2001:db8:1::9", "fe80::1"];
 
 /// A random packet description.
@@ -99,7 +105,10 @@ fn description(rng: &mut Rng) -> String {
         } else {
             format!("{}{host}", rng.pick(&V6_NETS))
         };
-        (format!("[2001:db8::{}]", 1 + rng.below(3)), format!("[{dst}]"))
+        (
+            format!("[2001:db8::{}]", 1 + rng.below(3)),
+            format!("[{dst}]"),
+        )
     } else {
         let dst = if rng.below(8) == 0 {
             rng.pick(&V4_ODD).to_owned()
@@ -155,7 +164,11 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
     pin_to_one_cpu();
     let mut h = Harness::with_config(&(switch::config() + CHURN));
     h.set_local(&["10.1.0.9", "2001:db8:1::9"]);
-    let info = h.dp.program().expect("program").info().expect("program info");
+    let info =
+        h.dp.program()
+            .expect("program")
+            .info()
+            .expect("program info");
     let maps = MapSet::from_program(&info).expect("the program's maps");
     let mut rng = Rng(0x5eed_0014);
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
@@ -191,7 +204,8 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
         }
         let (_, nh) = e.next_hop.expect("a forwarded packet's next hop");
         assert_eq!(out[..6], nh.dst_mac, "{text}: next hop (destination MAC)");
-        let tag = (out[12..14] == [0x81, 0x00]).then(|| u16::from_be_bytes([out[14], out[15]]) & 0xfff);
+        let tag =
+            (out[12..14] == [0x81, 0x00]).then(|| u16::from_be_bytes([out[14], out[15]]) & 0xfff);
         assert_eq!(tag.unwrap_or(0), nh.vlan, "{text}: egress VLAN");
         let kind = match e.dynamic.as_ref().map(|d| &d.kind) {
             None => "ecmp",
@@ -212,9 +226,20 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
     assert!(skipped < PACKETS / 20, "{skipped} packets skipped");
     // The mix reaches every path explain takes.
     for kind in [
-        "forwarded", "no_route", "local", "ttl_expired", "no_nexthop", "ecmp", "sprayed",
-        "flowlet start", "flowlet continue", "flowlet choose",
+        "forwarded",
+        "no_route",
+        "local",
+        "ttl_expired",
+        "no_nexthop",
+        "ecmp",
+        "sprayed",
+        "flowlet start",
+        "flowlet continue",
+        "flowlet choose",
     ] {
-        assert!(seen.get(kind).is_some_and(|&n| n >= 3), "too few {kind}: {seen:?}");
+        assert!(
+            seen.get(kind).is_some_and(|&n| n >= 3),
+            "too few {kind}: {seen:?}"
+        );
     }
 }

@@ -12,14 +12,15 @@
 //! be fed to BPF_PROG_TEST_RUN (the kernel refuses them); the parser's unit
 //! tests cover those.
 
-mod explain;
 mod expected;
+mod explain;
 mod fixtures;
 mod flowlet;
 mod harness;
 mod packets;
 mod pins;
 mod rollback;
+mod status;
 mod switch;
 
 use lb_common::{packet::parse::IPPROTO_UDP, verdict::Reason};

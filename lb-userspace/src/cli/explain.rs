@@ -22,8 +22,13 @@ pub struct ExplainArgs {
     /// (default: the CPU holding the flow's latest flowlet state, else 0).
     #[arg(long)]
     cpu: Option<usize>,
-    /// The packet, e.g. `udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b`.
-    #[arg(required_unless_present = "pcap", allow_hyphen_values = true, num_args = 1..)]
+    /// The packet, e.g. `udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b`,
+    /// after every option (its `->` would read as one).
+    #[arg(
+        required_unless_present = "pcap",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     packet: Vec<String>,
 }
 

@@ -63,7 +63,12 @@ pub struct Description {
     pub vlan: Option<u16>,
 }
 
-fn number(what: &'static str, word: Option<&str>, min: u32, max: u32) -> Result<u32, DescribeError> {
+fn number(
+    what: &'static str,
+    word: Option<&str>,
+    min: u32,
+    max: u32,
+) -> Result<u32, DescribeError> {
     let word = word.ok_or(DescribeError::Missing(what))?;
     let parsed = match word.strip_prefix("0x") {
         Some(hex) => u32::from_str_radix(hex, 16).ok(),
@@ -118,7 +123,11 @@ impl Description {
         while let Some(word) = words.next() {
             match word {
                 "qp" | "opcode" if !roce => {
-                    return Err(DescribeError::NotRoce(if word == "qp" { "qp" } else { "opcode" }));
+                    return Err(DescribeError::NotRoce(if word == "qp" {
+                        "qp"
+                    } else {
+                        "opcode"
+                    }));
                 }
                 "qp" => d.qp = number("qp", words.next(), 0, 0xff_ffff)?,
                 "opcode" => d.opcode = number("opcode", words.next(), 0, 0xff)? as u8,
@@ -185,7 +194,11 @@ mod tests {
         assert_eq!(&parsed.flow.src[..4], &[10, 1, 1, 2]);
         assert_eq!(&parsed.flow.dst[..4], &[10, 1, 2, 3]);
         assert_eq!(
-            (parsed.flow.protocol, parsed.flow.src_port, parsed.flow.dst_port),
+            (
+                parsed.flow.protocol,
+                parsed.flow.src_port,
+                parsed.flow.dst_port
+            ),
             (17, 49152, 4791)
         );
         let bth = parsed.bth.unwrap();
@@ -201,7 +214,11 @@ mod tests {
         assert_eq!(parsed.flow.dst[0..2], [0xfd, 0]);
         assert_eq!(parsed.flow.dst[15], 2);
         assert_eq!(
-            (parsed.flow.protocol, parsed.flow.src_port, parsed.flow.dst_port),
+            (
+                parsed.flow.protocol,
+                parsed.flow.src_port,
+                parsed.flow.dst_port
+            ),
             (6, 40000, 80)
         );
         assert_eq!((parsed.ttl, parsed.vlan_tags, parsed.bth), (1, 1, None));
@@ -213,7 +230,10 @@ mod tests {
             error("  "),
             "empty packet description; e.g. udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b"
         );
-        assert_eq!(error("icmp 10.0.0.1:1 -> 10.0.0.2:2"), "\"icmp\": the protocol is udp or tcp");
+        assert_eq!(
+            error("icmp 10.0.0.1:1 -> 10.0.0.2:2"),
+            "\"icmp\": the protocol is udp or tcp"
+        );
         assert_eq!(
             error("udp 10.0.0.1 -> 10.0.0.2:2"),
             "\"10.0.0.1\": an endpoint is ADDRESS:PORT, [IPV6]:PORT for IPv6"
@@ -226,7 +246,10 @@ mod tests {
             error("udp 10.0.0.1:1 => 10.0.0.2:2"),
             "expected \"->\" after the source, found \"=>\""
         );
-        assert_eq!(error("udp 10.0.0.1:1"), "expected \"->\" after the source, found nothing");
+        assert_eq!(
+            error("udp 10.0.0.1:1"),
+            "expected \"->\" after the source, found nothing"
+        );
         assert_eq!(error("udp 10.0.0.1:1 ->"), "an endpoint needs a value");
         assert_eq!(
             error("udp 10.0.0.1:1 -> [fd00::2]:2"),
@@ -248,7 +271,10 @@ mod tests {
             error("udp 10.0.0.1:1 -> 10.0.0.2:2 vlan 0"),
             "vlan \"0\": not a number from 1 to 4094"
         );
-        assert_eq!(error("udp 10.0.0.1:1 -> 10.0.0.2:2 ttl"), "ttl needs a value");
+        assert_eq!(
+            error("udp 10.0.0.1:1 -> 10.0.0.2:2 ttl"),
+            "ttl needs a value"
+        );
         assert_eq!(
             error("udp 10.0.0.1:1 -> 10.0.0.2:2 flags syn"),
             "\"flags\": expected qp, opcode, ttl or vlan"

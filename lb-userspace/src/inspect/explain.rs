@@ -21,7 +21,7 @@ use lb_common::select::flowlet::{
 use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
 use lb_common::verdict::Reason;
 
-use super::maps::{InspectError, MapSet};
+use super::maps::{InspectError, MapSet, map_err};
 
 pub use render::render;
 
@@ -228,15 +228,14 @@ fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Optio
             best = Some((addr, len as u8));
         }
     };
-    let err = |name| move |source| InspectError::Map { name, source };
     if dst.len() == 4 {
         for key in maps.routes_v4.keys() {
-            let key: Key<[u8; 4]> = key.map_err(err(lb_common::abi::ROUTES_V4))?;
+            let key: Key<[u8; 4]> = key.map_err(map_err(lb_common::abi::ROUTES_V4))?;
             consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
         }
     } else {
         for key in maps.routes_v6.keys() {
-            let key: Key<[u8; 16]> = key.map_err(err(lb_common::abi::ROUTES_V6))?;
+            let key: Key<[u8; 16]> = key.map_err(map_err(lb_common::abi::ROUTES_V6))?;
             consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
         }
     }
@@ -328,7 +327,14 @@ impl Choice<'_> {
                 .maps
                 .spray_slot(self.group_id * BUCKETS_PER_GROUP + index)?
             else {
-                return Ok((step(Dynamic::Sprayed { index, listed: NO_NEXTHOP, stand_in: None }), None));
+                return Ok((
+                    step(Dynamic::Sprayed {
+                        index,
+                        listed: NO_NEXTHOP,
+                        stand_in: None,
+                    }),
+                    None,
+                ));
             };
             let (stand_in, chosen) = if self.usable(listed)? {
                 (None, Some(listed))
@@ -373,11 +379,7 @@ impl Choice<'_> {
             key,
             now_ns,
             state: state.filter(|s| s.generation != 0),
-            other_cpus: live
-                .iter()
-                .map(|(c, _)| *c)
-                .filter(|&c| c != cpu)
-                .collect(),
+            other_cpus: live.iter().map(|(c, _)| *c).filter(|&c| c != cpu).collect(),
             step: next,
             slot,
             own,

@@ -6,35 +6,35 @@
 use std::path::PathBuf;
 
 use aya::maps::{
-    Array, DevMapHash, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap,
-    PerCpuValues, lpm_trie::Key,
+    Array, DevMapHash, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap, PerCpuValues,
+    lpm_trie::Key,
 };
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
 use lb_common::select::flowlet::{FlowletKey, FlowletState};
 use lb_common::select::load::load_epoch;
 
-use crate::dataplane::pins::PinDir;
+use crate::dataplane::{pins::PinDir, said};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InspectError {
+    // Each message says its cause itself, so none has a `source`: a chain
+    // would repeat it.
     #[error(
-        "no fabriclb instance is pinned at {} ({name}: {source}); \
+        "no fabriclb instance is pinned at {} ({name}: {}); \
          is the daemon running with the same --bpffs and --instance?",
-        dir.display()
+        dir.display(),
+        said(cause)
     )]
     NotPinned {
         dir: PathBuf,
         name: &'static str,
-        source: MapError,
+        cause: MapError,
     },
-    #[error("map {name}: {source}")]
-    Map {
-        name: &'static str,
-        source: MapError,
-    },
-    #[error("the program's maps: {0}")]
-    Program(#[from] ProgramError),
+    #[error("map {name}: {}", said(cause))]
+    Map { name: &'static str, cause: MapError },
+    #[error("the program's maps: {}", said(.0))]
+    Program(ProgramError),
     #[error("the program has no map {name}")]
     MissingMap { name: &'static str },
     #[error("no CPU {cpu}: this machine has CPUs 0 to {}", cpus - 1)]
@@ -43,8 +43,8 @@ pub enum InspectError {
 
 type Result<T> = std::result::Result<T, InspectError>;
 
-fn map_err(name: &'static str) -> impl Fn(MapError) -> InspectError {
-    move |source| InspectError::Map { name, source }
+pub(super) fn map_err(name: &'static str) -> impl Fn(MapError) -> InspectError {
+    move |cause| InspectError::Map { name, cause }
 }
 
 /// Every map `status` and `explain` read, typed as the data plane
@@ -71,17 +71,20 @@ impl MapSet {
     /// The maps pinned in `pins`.
     pub fn from_pins(pins: &PinDir) -> Result<Self> {
         Self::open(|name| {
-            MapData::from_pin(pins.map(name)).map_err(|source| InspectError::NotPinned {
+            MapData::from_pin(pins.map(name)).map_err(|cause| InspectError::NotPinned {
                 dir: pins.dir().to_path_buf(),
                 name,
-                source,
+                cause,
             })
         })
     }
 
     /// The maps `program` uses, found by their names.
     pub fn from_program(program: &ProgramInfo) -> Result<Self> {
-        let ids = program.map_ids()?.unwrap_or_default();
+        let ids = program
+            .map_ids()
+            .map_err(InspectError::Program)?
+            .unwrap_or_default();
         let mut maps = Vec::with_capacity(ids.len());
         for id in ids {
             let data = MapData::from_id(id).map_err(map_err("(by id)"))?;
@@ -162,17 +165,11 @@ impl MapSet {
     /// the data plane's lookup finds it.
     pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
         match <[u8; 4]>::try_from(dst) {
-            Ok(v4) => absent_is_none(
-                self.routes_v4.get(&Key::new(32, v4), 0),
-                names::ROUTES_V4,
-            ),
+            Ok(v4) => absent_is_none(self.routes_v4.get(&Key::new(32, v4), 0), names::ROUTES_V4),
             Err(_) => {
                 let mut v6 = [0; 16];
                 v6.copy_from_slice(&dst[..16]);
-                absent_is_none(
-                    self.routes_v6.get(&Key::new(128, v6), 0),
-                    names::ROUTES_V6,
-                )
+                absent_is_none(self.routes_v6.get(&Key::new(128, v6), 0), names::ROUTES_V6)
             }
         }
     }
@@ -180,7 +177,10 @@ impl MapSet {
     /// Each CPU's load epoch, as its next forwarded packet of `len` bytes
     /// in a dynamic group would see it (the clock counts the packet first).
     pub fn epochs(&self, len: u64) -> Result<Vec<u64>> {
-        let clocks = self.load_clock.get(&0, 0).map_err(map_err(names::LOAD_CLOCK))?;
+        let clocks = self
+            .load_clock
+            .get(&0, 0)
+            .map_err(map_err(names::LOAD_CLOCK))?;
         Ok(clocks.iter().map(|c| load_epoch(c + len)).collect())
     }
 
@@ -226,6 +226,9 @@ fn absent_is_none<T>(
         Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
             Ok(None)
         }
-        Err(source) => Err(InspectError::Map { name, source }),
+        Err(source) => Err(InspectError::Map {
+            name,
+            cause: source,
+        }),
     }
 }

@@ -21,7 +21,10 @@ pub fn mode_name(code: u32) -> String {
     Mode::NAMES
         .iter()
         .find(|(_, m)| m.code() == code)
-        .map_or_else(|| format!("unknown mode {code}"), |(name, _)| (*name).to_owned())
+        .map_or_else(
+            || format!("unknown mode {code}"),
+            |(name, _)| (*name).to_owned(),
+        )
 }
 
 /// A group's spray rule as the config spells it.
@@ -29,7 +32,10 @@ pub fn spray_name(code: u32) -> String {
     Spray::NAMES
         .iter()
         .find(|(_, s)| s.code() == code)
-        .map_or_else(|| format!("unknown spray {code}"), |(name, _)| (*name).to_owned())
+        .map_or_else(
+            || format!("unknown spray {code}"),
+            |(name, _)| (*name).to_owned(),
+        )
 }
 
 /// The hash fields' config names, in hash order.
@@ -45,7 +51,7 @@ pub fn hash_field_names(bits: u32) -> Vec<&'static str> {
 /// src_ip,dst_ip, seed 0x5eed1234, generation 2, 4 members`.
 pub fn group_line(id: u32, g: &GroupEntry, names: &Names) -> String {
     format!(
-        "{} (id {id}): mode {}, gap {}us, spray {}, hash {}, seed {:#010x}, generation {}, {} members",
+        "{}: mode {}, gap {}us, spray {}, hash {}, seed {:#010x}, generation {}, {} members",
         names.group(id),
         mode_name(g.mode),
         g.flowlet_gap_ns / 1000,

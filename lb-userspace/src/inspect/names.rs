@@ -66,12 +66,12 @@ impl Names {
         Ok(names)
     }
 
-    /// `spines`, or `group 3` for one the config does not name.
+    /// `spines (id 0)`, or `id 3` for a group the config does not name.
     pub fn group(&self, id: u32) -> String {
-        self.groups
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| format!("group {id}"))
+        match self.groups.get(&id) {
+            Some(name) => format!("{name} (id {id})"),
+            None => format!("id {id}"),
+        }
     }
 
     /// Whether group `id` has a name from the config.

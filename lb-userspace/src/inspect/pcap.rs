@@ -20,7 +20,9 @@ const PCAPNG_MAGIC: u32 = 0x0a0d_0d0a;
 
 /// The frames of a pcap file, in order.
 pub fn frames(file: &[u8]) -> Result<Vec<Vec<u8>>, PcapError> {
-    let header = file.get(..24).ok_or(PcapError::Truncated("the file header"))?;
+    let header = file
+        .get(..24)
+        .ok_or(PcapError::Truncated("the file header"))?;
     let magic = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     let little = match magic {
         // Microsecond and nanosecond timestamps, written either way round.
@@ -45,7 +47,9 @@ pub fn frames(file: &[u8]) -> Result<Vec<Vec<u8>>, PcapError> {
     let mut frames = Vec::new();
     let mut rest = &file[24..];
     while !rest.is_empty() {
-        let record = rest.get(..16).ok_or(PcapError::Truncated("a record header"))?;
+        let record = rest
+            .get(..16)
+            .ok_or(PcapError::Truncated("a record header"))?;
         let captured = word(&record[8..12]) as usize;
         let data = rest
             .get(16..16 + captured)

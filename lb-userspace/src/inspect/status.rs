@@ -9,7 +9,7 @@ use lb_common::limits::{BUCKETS_PER_GROUP, MAX_GROUPS};
 use lb_common::verdict::Reason;
 use serde::Serialize;
 
-use super::maps::{InspectError, MapSet};
+use super::maps::{InspectError, MapSet, map_err};
 use super::names::Names;
 use super::{group_line, hash_field_names, interface_name, mode_name, spray_name};
 use crate::config::format_mac;
@@ -87,10 +87,7 @@ impl Status {
         let mut per_group = [0u64; MAX_GROUPS as usize];
         let mut flowlet_entries = 0;
         for key in maps.flowlets.keys() {
-            let key = key.map_err(|source| InspectError::Map {
-                name: lb_common::abi::FLOWLETS,
-                source,
-            })?;
+            let key = key.map_err(map_err(lb_common::abi::FLOWLETS))?;
             flowlet_entries += 1;
             if let Some(n) = per_group.get_mut(key.group as usize) {
                 *n += 1;
@@ -191,7 +188,16 @@ impl Status {
             writeln!(
                 out,
                 "  {:<4} {:<4} {:<32} {:<6} {:>7} {:>12} {:>7} {:>12} {:>14} {:>10}",
-                "slot", "id", "next hop", "usable", "quality", "load", "buckets", "packets", "bytes", "sprayed"
+                "slot",
+                "id",
+                "next hop",
+                "usable",
+                "quality",
+                "load",
+                "buckets",
+                "packets",
+                "bytes",
+                "sprayed"
             )
             .unwrap();
             for nh in &g.next_hops {

@@ -20,7 +20,9 @@ fn meaning(reason: Reason) -> &'static str {
         Reason::Forwarded => "routed, rewritten, sent to the next hop",
         Reason::NotIp => "not IPv4 or IPv6",
         Reason::NotUnicast => "destination MAC multicast or broadcast",
-        Reason::Local => "for the box itself: one of its own addresses, or a destination no router forwards",
+        Reason::Local => {
+            "for the box itself: one of its own addresses, or a destination no router forwards"
+        }
         Reason::NoRoute => "no configured prefix covers the destination",
         Reason::TtlExpired => "TTL or hop limit <= 1; the kernel sends the ICMP error",
         Reason::NoNextHop => "no usable next hop, or its port is missing",
@@ -98,7 +100,12 @@ fn packet_line(p: &Parsed, len: usize) -> String {
 /// The hash input split at its fields: addresses, protocol, ports, QP.
 fn hash_input(bytes: &[u8]) -> String {
     let a = (bytes.len() - 8) / 2;
-    let hex = |r: std::ops::Range<usize>| bytes[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let hex = |r: std::ops::Range<usize>| {
+        bytes[r]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
     [
         hex(0..a),
         hex(a..2 * a),
@@ -190,7 +197,13 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
                 let cpus: Vec<String> = other_cpus.iter().map(usize::to_string).collect();
                 write!(out, "; cpus {} hold state too", cpus.join(", ")).unwrap();
             }
-            writeln!(out, "): key group {} input {}", key.group, hash_input(&key.fields[..key.len as usize])).unwrap();
+            writeln!(
+                out,
+                "): key group {} input {}",
+                key.group,
+                hash_input(&key.fields[..key.len as usize])
+            )
+            .unwrap();
             match state {
                 Some(s) => writeln!(
                     out,
@@ -263,7 +276,7 @@ pub fn render(e: &Explanation, names: &Names) -> String {
         let to = match route.value {
             None => "nothing".to_owned(),
             Some(LOCAL_ROUTE) => "the box's own address (local)".to_owned(),
-            Some(id) => format!("{} (id {id})", names.group(id)),
+            Some(id) => format!("group {}", names.group(id)),
         };
         writeln!(out, "route: {prefix} -> {to}").unwrap();
     }
