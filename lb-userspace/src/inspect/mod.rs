@@ -16,26 +16,22 @@ use lb_common::select::hash::HashFields;
 use crate::config::{Mode, Spray};
 use names::Names;
 
+/// The config's name for a data-plane `code` among `names`.
+fn name_of<T: Copy>(names: &[(&str, T)], code_of: fn(T) -> u32, code: u32, what: &str) -> String {
+    names.iter().find(|(_, v)| code_of(*v) == code).map_or_else(
+        || format!("unknown {what} {code}"),
+        |(name, _)| (*name).to_owned(),
+    )
+}
+
 /// A group's mode as the config spells it.
 pub fn mode_name(code: u32) -> String {
-    Mode::NAMES
-        .iter()
-        .find(|(_, m)| m.code() == code)
-        .map_or_else(
-            || format!("unknown mode {code}"),
-            |(name, _)| (*name).to_owned(),
-        )
+    name_of(&Mode::NAMES, Mode::code, code, "mode")
 }
 
 /// A group's spray rule as the config spells it.
 pub fn spray_name(code: u32) -> String {
-    Spray::NAMES
-        .iter()
-        .find(|(_, s)| s.code() == code)
-        .map_or_else(
-            || format!("unknown spray {code}"),
-            |(name, _)| (*name).to_owned(),
-        )
+    name_of(&Spray::NAMES, Spray::code, code, "spray")
 }
 
 /// The hash fields' config names, in hash order.
