@@ -19,6 +19,7 @@ use lb_common::select::flowlet::{
     starts_on_ecmp, step,
 };
 use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
+use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
 
 use super::maps::{InspectError, MapSet, map_err};
@@ -354,22 +355,18 @@ impl Choice<'_> {
         let own = state.map_or(0, |s| s.load.at(epoch));
         let next = step_of(state.as_ref(), now_ns, self.group);
         let usable_slot = |slot: u32| members.iter().any(|m| m.slot == slot && m.usable);
-        let slot = match next {
-            FlowletStep::Continue(slot) if usable_slot(slot) => Some(slot),
-            FlowletStep::Continue(_) => choose(&members, None, 0),
-            FlowletStep::Choose { current } => {
-                choose(&members, current.filter(|&s| usable_slot(s)), own)
+        let ecmp_start = match next {
+            FlowletStep::Start if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) => {
+                members.iter().find(|m| m.id == ecmp).map(|m| m.slot)
             }
-            FlowletStep::Start => {
-                let on_ecmp = members.iter().find(|m| m.id == ecmp);
-                match on_ecmp {
-                    Some(m) if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) => {
-                        Some(m.slot)
-                    }
-                    _ => choose(&members, None, 0),
-                }
-            }
+            _ => None,
         };
+        let place =
+            |step, ecmp_start: Option<u32>| match placement(step, usable_slot, || ecmp_start) {
+                Placement::Slot(slot) => Some(slot),
+                Placement::LeastCost { offered } => choose(&members, offered, own),
+            };
+        let slot = place(next, ecmp_start);
         let current = match next {
             FlowletStep::Continue(slot) => Some(slot),
             FlowletStep::Choose { current } => current,
@@ -383,7 +380,7 @@ impl Choice<'_> {
             step: next,
             slot,
             own,
-            new_flowlet: choose(&members, current.filter(|&s| usable_slot(s)), own),
+            new_flowlet: place(FlowletStep::Choose { current }, None),
         };
         Ok((step(kind), slot.map(|s| self.member(s))))
     }
