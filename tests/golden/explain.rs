@@ -16,45 +16,23 @@ use lb_common::{select::flowlet::FlowletStep, verdict::Reason};
 use crate::harness::{Harness, pin_to_one_cpu};
 use crate::switch;
 
-/// Two groups whose flowlets end after a microsecond, so that every packet
+/// A group whose flowlets end after a microsecond, so that every packet
 /// but a flow's first makes a least-cost choice (the golden switch's own
-/// flowlet groups keep flows for a second).
-const CHURN: &str = r#"
-[[group]]
-name = "churn"
-mode = "flowlet"
-flowlet_gap_us = 1
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:20:01" },
-  { interface = "lo", mac = "02:00:00:00:20:02" },
-  { interface = "lo", mac = "02:00:00:00:20:03" },
-]
-
-[[route]]
-prefix = "10.9.0.0/16"
-group = "churn"
-
-[[route]]
-prefix = "2001:db8:9::/48"
-group = "churn"
-
-[[group]]
-name = "churn-spray"
-mode = "per-packet"
-flowlet_gap_us = 1
-next_hops = [
-  { interface = "lo", mac = "02:00:00:00:21:01" },
-  { interface = "lo", mac = "02:00:00:00:21:02" },
-]
-
-[[route]]
-prefix = "10.10.0.0/16"
-group = "churn-spray"
-
-[[route]]
-prefix = "2001:db8:a::/48"
-group = "churn-spray"
-"#;
+/// flowlet groups keep flows for a second), with `members` next hops whose
+/// MACs end in `mac:01`, `mac:02`, ... and routes from both families.
+fn churn(name: &str, mode: &str, mac: &str, members: usize, routes: [&str; 2]) -> String {
+    let next_hops: String = (1..=members)
+        .map(|i| format!("  {{ interface = \"lo\", mac = \"02:00:00:00:{mac}:{i:02x}\" }},\n"))
+        .collect();
+    let routes: String = routes
+        .iter()
+        .map(|prefix| format!("\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\"\n"))
+        .collect();
+    format!(
+        "\n[[group]]\nname = \"{name}\"\nmode = \"{mode}\"\nflowlet_gap_us = 1\n\
+         next_hops = [\n{next_hops}]\n{routes}"
+    )
+}
 
 /// splitmix64: a seeded sequence, so a failure replays.
 struct Rng(u64);
@@ -162,7 +140,22 @@ const PACKETS: usize = 400;
 #[test]
 fn explain_agrees_with_the_data_plane_on_random_packets() {
     pin_to_one_cpu();
-    let mut h = Harness::with_config(&(switch::config() + CHURN));
+    let config = switch::config()
+        + &churn(
+            "churn",
+            "flowlet",
+            "20",
+            3,
+            ["10.9.0.0/16", "2001:db8:9::/48"],
+        )
+        + &churn(
+            "churn-spray",
+            "per-packet",
+            "21",
+            2,
+            ["10.10.0.0/16", "2001:db8:a::/48"],
+        );
+    let mut h = Harness::with_config(&config);
     h.set_local(&["10.1.0.9", "2001:db8:1::9"]);
     let info =
         h.dp.program()

@@ -3,11 +3,11 @@
 //! test-private bpffs the way the daemon pins them, and the binary reading
 //! them from there with no daemon at all.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use aya::maps::MapData;
 use fabriclb::dataplane::{Dataplane, pins::PinDir};
+use fabriclb::testbed::bpffs::{Bpffs, pin_program_maps};
 use lb_common::packet::craft::udp;
 use lb_common::packet::parse::IPPROTO_UDP;
 
@@ -15,42 +15,10 @@ use crate::harness::Harness;
 use crate::packets::{PEER_MAC, ipv4_to};
 use crate::switch::{self, LB_MAC};
 
-/// A bpffs of the test's own, unmounted and removed when dropped.
-struct Bpffs(PathBuf);
-
-impl Bpffs {
-    fn mount(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("fabriclb-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("bpffs mount point");
-        let mounted = Command::new("mount")
-            .args(["-t", "bpf", "bpf"])
-            .arg(&dir)
-            .status()
-            .expect("mount");
-        assert!(mounted.success(), "mount -t bpf at {}", dir.display());
-        Self(dir)
-    }
-}
-
-impl Drop for Bpffs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Pins every map of the loaded program under `pins`, by its name.
+/// Pins the harness program's maps under `pins`.
 fn pin(dp: &mut Dataplane, pins: &PinDir) {
-    std::fs::create_dir_all(pins.dir()).expect("pin directory");
     let info = dp.program().expect("program").info().expect("info");
-    for id in info.map_ids().expect("map ids").expect("map ids listed") {
-        let map = MapData::from_id(id).expect("map by id");
-        let info = map.info().expect("map info");
-        let name = info.name_as_str().expect("map name");
-        if !name.starts_with('.') {
-            map.pin(pins.map(name)).expect("pin");
-        }
-    }
+    pin_program_maps(info.id(), pins).expect("pin the maps");
 }
 
 /// `fabriclb SUBCOMMAND --bpffs BPFFS --instance golden ARGS...`.
@@ -109,11 +77,11 @@ fn traffic(h: &mut Harness) -> (usize, usize) {
 
 #[test]
 fn status_reads_the_pinned_maps() {
-    let bpffs = Bpffs::mount("golden-status");
+    let bpffs = Bpffs::mount("golden-status").expect("bpffs");
     let mut h = Harness::new();
     let (slot, len) = traffic(&mut h);
-    pin(&mut h.dp, &PinDir::new(&bpffs.0, "golden"));
-    let config = bpffs.0.with_file_name(format!(
+    pin(&mut h.dp, &PinDir::new(bpffs.path(), "golden"));
+    let config = bpffs.path().with_file_name(format!(
         "fabriclb-golden-status-{}.toml",
         std::process::id()
     ));
@@ -121,7 +89,7 @@ fn status_reads_the_pinned_maps() {
 
     let text = stdout(&fabriclb(
         &["status", "--config", config.to_str().unwrap()],
-        &bpffs.0,
+        &bpffs.path(),
     ));
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -189,7 +157,7 @@ fn status_reads_the_pinned_maps() {
 
     let json: serde_json::Value = serde_json::from_str(&stdout(&fabriclb(
         &["status", "--json", "--config", config.to_str().unwrap()],
-        &bpffs.0,
+        &bpffs.path(),
     )))
     .expect("JSON");
     assert_eq!(json["verdicts"][0]["reason"], "forwarded");
@@ -223,7 +191,7 @@ fn status_reads_the_pinned_maps() {
     std::fs::write(&config, changed).expect("config");
     let text = stdout(&fabriclb(
         &["status", "--config", config.to_str().unwrap()],
-        &bpffs.0,
+        &bpffs.path(),
     ));
     assert!(
         text.contains(
@@ -241,19 +209,19 @@ fn status_reads_the_pinned_maps() {
 
     // Without a config, everything goes by id and next hops by what the
     // maps hold.
-    let text = stdout(&fabriclb(&["status"], &bpffs.0));
+    let text = stdout(&fabriclb(&["status"], &bpffs.path()));
     assert!(text.contains("\ngroup id 2: mode ecmp,"), "{text}");
     assert!(text.contains(" lo 02:00:00:00:0c:01 vlan 100 "), "{text}");
 }
 
 #[test]
 fn status_and_explain_say_when_nothing_is_pinned() {
-    let bpffs = Bpffs::mount("golden-unpinned");
+    let bpffs = Bpffs::mount("golden-unpinned").expect("bpffs");
     for args in [
         &["status"][..],
         &["explain", "udp", "10.0.0.1:1", "->", "10.1.0.2:2"],
     ] {
-        let out = fabriclb(args, &bpffs.0);
+        let out = fabriclb(args, &bpffs.path());
         assert!(!out.status.success());
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
@@ -261,7 +229,7 @@ fn status_and_explain_say_when_nothing_is_pinned() {
                 "fabriclb: no fabriclb instance is pinned at {}/fabriclb/golden (FL_FLOWLETS: \
                  `BPF_OBJ_GET` failed: No such file or directory (os error 2)); is the daemon \
                  running with the same --bpffs and --instance?\n",
-                bpffs.0.display()
+                bpffs.path().display()
             ),
             "{args:?}"
         );
@@ -270,11 +238,11 @@ fn status_and_explain_say_when_nothing_is_pinned() {
 
 #[test]
 fn explain_reads_the_pinned_maps() {
-    let bpffs = Bpffs::mount("golden-explain");
+    let bpffs = Bpffs::mount("golden-explain").expect("bpffs");
     let mut h = Harness::new();
     let (slot, _) = traffic(&mut h);
-    pin(&mut h.dp, &PinDir::new(&bpffs.0, "golden"));
-    let config = bpffs.0.with_file_name(format!(
+    pin(&mut h.dp, &PinDir::new(bpffs.path(), "golden"));
+    let config = bpffs.path().with_file_name(format!(
         "fabriclb-golden-explain-{}.toml",
         std::process::id()
     ));
@@ -286,7 +254,7 @@ fn explain_reads_the_pinned_maps() {
             config.to_str().unwrap(),
             "udp 10.0.0.1:1000 -> 10.1.0.2:9000",
         ],
-        &bpffs.0,
+        &bpffs.path(),
     ));
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -329,7 +297,7 @@ fn explain_reads_the_pinned_maps() {
             config.to_str().unwrap(),
             "udp 10.0.0.1:1000 -> 10.5.0.2:9000",
         ],
-        &bpffs.0,
+        &bpffs.path(),
     ));
     let _ = std::fs::remove_file(&config);
     eprintln!("{text}");
@@ -353,4 +321,67 @@ fn explain_reads_the_pinned_maps() {
     ] {
         assert!(lines.contains(&line), "no line {line:?} in\n{text}");
     }
+}
+
+/// A classic pcap file (little-endian, microseconds, Ethernet) holding
+/// `frames`, as `tcpdump -w` writes one.
+fn pcap(frames: &[&[u8]]) -> Vec<u8> {
+    let mut file: Vec<u8> = [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    for frame in frames {
+        let len = frame.len() as u32;
+        file.extend(
+            [1_700_000_000u32, 0, len, len]
+                .iter()
+                .flat_map(|w| w.to_le_bytes()),
+        );
+        file.extend_from_slice(frame);
+    }
+    file
+}
+
+#[test]
+fn explain_reads_each_frame_of_a_capture() {
+    let bpffs = Bpffs::mount("golden-pcap").expect("bpffs");
+    let mut h = Harness::new();
+    pin(&mut h.dp, &PinDir::new(bpffs.path(), "golden"));
+    let body = udp(1000, 9000, &[0; 100]);
+    let tagged = ipv4_to([10, 2, 0, 2], IPPROTO_UDP).frame(LB_MAC, PEER_MAC, &[], &body);
+    let nowhere = ipv4_to([10, 200, 0, 1], IPPROTO_UDP).frame(LB_MAC, PEER_MAC, &[], &body);
+    let file = bpffs
+        .path()
+        .with_file_name(format!("fabriclb-golden-{}.pcap", std::process::id()));
+    std::fs::write(&file, pcap(&[&tagged, &nowhere, &tagged[..20]])).expect("pcap");
+    let text = stdout(&fabriclb(
+        &["explain", "--pcap", file.to_str().unwrap()],
+        &bpffs.path(),
+    ));
+    let _ = std::fs::remove_file(&file);
+    eprintln!("{text}");
+    let frames: Vec<&str> = text.split("\n\n").collect();
+    assert_eq!(frames.len(), 3, "{text}");
+    assert!(
+        frames[0].starts_with("frame 1:\nverdict: forwarded (XDP_REDIRECT)"),
+        "{text}"
+    );
+    assert!(
+        frames[0].ends_with(
+            "next hop: next hop 8: out lo (ifindex 1), 02:fa:b0:00:00:01 -> 02:00:00:00:0c:01, \
+             vlan 100, usable"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        frames[1],
+        "frame 2:\nverdict: no_route (XDP_PASS): no configured prefix covers the destination\n\
+         packet: udp 10.0.0.1:1000 -> 10.200.0.1:9000, ttl 64, 142 bytes\n\
+         route: none"
+    );
+    assert_eq!(
+        frames[2],
+        "frame 3:\nverdict: l3_malformed (XDP_DROP): IP header cut short or inconsistent\n\
+         packet: 20 bytes, the parser stopped\n"
+    );
 }

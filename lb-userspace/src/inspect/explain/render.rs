@@ -270,15 +270,17 @@ pub fn render(e: &Explanation, names: &Names) -> String {
     };
     writeln!(out, "packet: {}", packet_line(parsed, e.len)).unwrap();
     if let Some(route) = &e.route {
-        let prefix = route
-            .prefix
-            .map_or("no prefix".to_owned(), |(a, l)| format!("{a}/{l}"));
-        let to = match route.value {
-            None => "nothing".to_owned(),
-            Some(LOCAL_ROUTE) => "the box's own address (local)".to_owned(),
-            Some(id) => format!("group {}", names.group(id)),
+        let line = match (route.prefix, route.value) {
+            (_, None) => "none".to_owned(),
+            (prefix, Some(value)) => {
+                let prefix = prefix.map_or("?".to_owned(), |(a, l)| format!("{a}/{l}"));
+                match value {
+                    LOCAL_ROUTE => format!("{prefix} -> the box's own address (local)"),
+                    id => format!("{prefix} -> group {}", names.group(id)),
+                }
+            }
         };
-        writeln!(out, "route: {prefix} -> {to}").unwrap();
+        writeln!(out, "route: {line}").unwrap();
     }
     if let Some((id, group)) = &e.group {
         writeln!(out, "group: {}", group_line(*id, group, names)).unwrap();
