@@ -89,7 +89,7 @@ fn status_reads_the_pinned_maps() {
 
     let text = stdout(&fabriclb(
         &["status", "--config", config.to_str().unwrap()],
-        &bpffs.path(),
+        bpffs.path(),
     ));
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -157,7 +157,7 @@ fn status_reads_the_pinned_maps() {
 
     let json: serde_json::Value = serde_json::from_str(&stdout(&fabriclb(
         &["status", "--json", "--config", config.to_str().unwrap()],
-        &bpffs.path(),
+        bpffs.path(),
     )))
     .expect("JSON");
     assert_eq!(json["verdicts"][0]["reason"], "forwarded");
@@ -191,7 +191,7 @@ fn status_reads_the_pinned_maps() {
     std::fs::write(&config, changed).expect("config");
     let text = stdout(&fabriclb(
         &["status", "--config", config.to_str().unwrap()],
-        &bpffs.path(),
+        bpffs.path(),
     ));
     assert!(
         text.contains(
@@ -209,7 +209,7 @@ fn status_reads_the_pinned_maps() {
 
     // Without a config, everything goes by id and next hops by what the
     // maps hold.
-    let text = stdout(&fabriclb(&["status"], &bpffs.path()));
+    let text = stdout(&fabriclb(&["status"], bpffs.path()));
     assert!(text.contains("\ngroup id 2: mode ecmp,"), "{text}");
     assert!(text.contains(" lo 02:00:00:00:0c:01 vlan 100 "), "{text}");
 }
@@ -221,7 +221,7 @@ fn status_and_explain_say_when_nothing_is_pinned() {
         &["status"][..],
         &["explain", "udp", "10.0.0.1:1", "->", "10.1.0.2:2"],
     ] {
-        let out = fabriclb(args, &bpffs.path());
+        let out = fabriclb(args, bpffs.path());
         assert!(!out.status.success());
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
@@ -254,7 +254,7 @@ fn explain_reads_the_pinned_maps() {
             config.to_str().unwrap(),
             "udp 10.0.0.1:1000 -> 10.1.0.2:9000",
         ],
-        &bpffs.path(),
+        bpffs.path(),
     ));
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -297,7 +297,7 @@ fn explain_reads_the_pinned_maps() {
             config.to_str().unwrap(),
             "udp 10.0.0.1:1000 -> 10.5.0.2:9000",
         ],
-        &bpffs.path(),
+        bpffs.path(),
     ));
     let _ = std::fs::remove_file(&config);
     eprintln!("{text}");
@@ -356,7 +356,7 @@ fn explain_reads_each_frame_of_a_capture() {
     std::fs::write(&file, pcap(&[&tagged, &nowhere, &tagged[..20]])).expect("pcap");
     let text = stdout(&fabriclb(
         &["explain", "--pcap", file.to_str().unwrap()],
-        &bpffs.path(),
+        bpffs.path(),
     ));
     let _ = std::fs::remove_file(&file);
     eprintln!("{text}");
