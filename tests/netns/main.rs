@@ -10,6 +10,7 @@
 mod attach;
 mod bed;
 mod config_file;
+mod failover;
 mod links;
 mod local;
 mod neighbours;
