@@ -160,8 +160,7 @@ pub fn measure(
 fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
     samples
         .windows(2)
-        .filter(|w| w[1].0 >= changed && w[1].1 > w[0].1)
-        .last()
+        .rfind(|w| w[1].0 >= changed && w[1].1 > w[0].1)
         .map_or(0.0, |w| (w[1].0 - changed).as_secs_f64() * 1e3)
 }
 
