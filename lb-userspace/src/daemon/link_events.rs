@@ -101,6 +101,8 @@ impl Running {
             self.links
                 .view
                 .solicit_missing(&self.config, &mut self.ongoing);
+            // An ingress interface created again gets the program now.
+            self.reattach_ingress(dp);
         }
         if let Err(e) = self.rewrite_nexthops(dp) {
             warn!("writing next hops after link or neighbour events: {e}");
