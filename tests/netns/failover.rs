@@ -114,21 +114,24 @@ fn link_down_moves_only_the_dead_links_flows_and_brings_them_back() {
     }
 }
 
-fn every_spine_carrying(bed: &Bed, daemon: &Daemon) {
+/// Waits for every spine to carry packets; the counters then.
+pub fn every_spine_carrying(bed: &Bed, daemon: &Daemon) -> LeafCounters {
     wait_for("every spine carrying flows", || {
         let c = bed.counters(daemon)?;
-        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(()))
+        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(c))
     })
-    .expect("traffic over every spine");
+    .expect("traffic over every spine")
+    .0
 }
 
-fn s2(c: &LeafCounters) -> &SpineCount {
+pub fn s2(c: &LeafCounters) -> &SpineCount {
     &c.spines[1]
 }
 
 /// The metrics show s2 unusable, and while the other spines carry
-/// thousands more datagrams, s2 gets none.
-fn s2_out_and_idle(bed: &Bed, daemon: &Daemon) {
+/// thousands more datagrams, s2 gets none; the counters that first showed
+/// it unusable.
+pub fn s2_out_and_idle(bed: &Bed, daemon: &Daemon) -> LeafCounters {
     let counters = || bed.counters(daemon);
     let (down, _) = wait_for("metrics showing s2 unusable", || {
         let c = counters()?;
@@ -145,10 +148,11 @@ fn s2_out_and_idle(bed: &Bed, daemon: &Daemon) {
         s2(&down).packets,
         "sent to s2 after the daemon took it out"
     );
+    down
 }
 
 /// The metrics show s2 usable, and it carries datagrams again.
-fn s2_back_in_use(bed: &Bed, daemon: &Daemon) {
+pub fn s2_back_in_use(bed: &Bed, daemon: &Daemon) {
     let counters = || bed.counters(daemon);
     let (up, _) = wait_for("metrics showing s2 usable", || {
         let c = counters()?;
