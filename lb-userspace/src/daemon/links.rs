@@ -471,6 +471,70 @@ mod tests {
         }
     }
 
+    /// s1 198.18.1.2 and s2 198.18.2.2 (not resolved in [`snapshot`]).
+    fn config() -> Config {
+        let text = "[switch]\ninterfaces = [\"h1\"]\n[[group]]\nname = \"spines\"\n\
+                    next_hops = [{ interface = \"s1\", ip = \"198.18.1.2\" }, \
+                    { interface = \"s2\", ip = \"198.18.2.2\" }]\n\
+                    [[route]]\nprefix = \"198.19.0.0/16\"\ngroup = \"spines\"\n";
+        config::parse(text, std::path::Path::new("links.toml")).expect("config")
+    }
+
+    #[test]
+    fn events_change_what_next_hops_resolve_to_as_a_read_would() {
+        let config = config();
+        let s1 = spec("s1", "198.18.1.2", None);
+        let s2 = spec("s2", "198.18.2.2", None);
+        let mut view = snapshot();
+        let reason = |view: &Snapshot, s| view.unusable(s).map(|r| r.to_string());
+        let link = |name: &str, ifindex, up| LinkEvent::Link {
+            name: name.into(),
+            ifindex,
+            link: Some(Link {
+                ifindex,
+                mac: [2, 0, 0, 0, 0, ifindex as u8],
+                up,
+            }),
+        };
+        assert_eq!(reason(&view, &s1), None);
+        view.apply(link("s1", 11, false), &config);
+        assert_eq!(reason(&view, &s1).as_deref(), Some("interface s1 down"));
+        view.apply(link("s1", 11, true), &config);
+        assert_eq!(reason(&view, &s1), None);
+        // The neighbour fails, then comes back with a new MAC.
+        let key = (11, "198.18.1.2".parse().expect("ip"));
+        view.apply(LinkEvent::Neighbour { key, entry: None }, &config);
+        assert_eq!(
+            reason(&view, &s1).as_deref(),
+            Some("no MAC for 198.18.1.2 on s1 yet")
+        );
+        let new_mac = [2, 0, 0, 0, 0, 0x99];
+        let entry = Some(Neighbour {
+            mac: new_mac,
+            confirmed: None,
+        });
+        view.apply(LinkEvent::Neighbour { key, entry }, &config);
+        assert_eq!(view.resolve(&s1).dst_mac, new_mac);
+        assert_eq!(view.resolve(&s1).flags, NEXTHOP_USABLE);
+        // s2 resolved by an event alone.
+        let key = (12, "198.18.2.2".parse().expect("ip"));
+        view.apply(LinkEvent::Neighbour { key, entry }, &config);
+        assert_eq!(reason(&view, &s2), None);
+        // Deleted, and renamed away: missing either way.
+        view.apply(
+            LinkEvent::Deleted {
+                name: "s2".into(),
+                ifindex: 12,
+            },
+            &config,
+        );
+        assert_eq!(reason(&view, &s2).as_deref(), Some("interface s2 missing"));
+        view.apply(link("uplink1", 11, true), &config);
+        assert_eq!(reason(&view, &s1).as_deref(), Some("interface s1 missing"));
+        // An interface no next hop uses is not kept.
+        assert!(!view.links.contains_key("uplink1"));
+    }
+
     #[test]
     fn an_ongoing_condition_logs_once_until_it_ends() {
         let mut ongoing = Ongoing::default();

@@ -141,3 +141,103 @@ impl<E: Event> Events<E> {
         Some(batch)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+    use netlink_packet_route::neighbour::{
+        NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+    };
+
+    use super::*;
+
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 7];
+
+    fn link(flags: LinkFlags) -> LinkMessage {
+        let mut m = LinkMessage::default();
+        m.header.index = 12;
+        m.header.flags = flags;
+        m.attributes.push(LinkAttribute::IfName("s2".into()));
+        m.attributes.push(LinkAttribute::Address(MAC.to_vec()));
+        m
+    }
+
+    fn neighbour(state: NeighbourState) -> NeighbourMessage {
+        let mut m = NeighbourMessage::default();
+        m.header.ifindex = 12;
+        m.header.state = state;
+        m.attributes
+            .push(NeighbourAttribute::Destination(NeighbourAddress::Inet(
+                Ipv4Addr::new(198, 18, 2, 2),
+            )));
+        m.attributes
+            .push(NeighbourAttribute::LinkLayerAddress(MAC.to_vec()));
+        m
+    }
+
+    fn decode(message: RouteNetlinkMessage) -> Option<LinkEvent> {
+        LinkEvent::decode(NetlinkMessage::from(message))
+    }
+
+    const KEY: NeighbourKey = (12, IpAddr::V4(Ipv4Addr::new(198, 18, 2, 2)));
+
+    #[test]
+    fn a_link_is_up_only_with_its_carrier() {
+        let event = |flags| decode(RouteNetlinkMessage::NewLink(link(flags)));
+        let up = |up| {
+            Some(LinkEvent::Link {
+                name: "s2".into(),
+                ifindex: 12,
+                link: Some(Link {
+                    ifindex: 12,
+                    mac: MAC,
+                    up,
+                }),
+            })
+        };
+        assert_eq!(event(LinkFlags::Up | LinkFlags::LowerUp), up(true));
+        assert_eq!(event(LinkFlags::Up), up(false), "carrier lost");
+        assert_eq!(event(LinkFlags::LowerUp), up(false), "set down");
+        assert_eq!(
+            decode(RouteNetlinkMessage::DelLink(link(LinkFlags::Up))),
+            Some(LinkEvent::Deleted {
+                name: "s2".into(),
+                ifindex: 12
+            })
+        );
+    }
+
+    #[test]
+    fn a_neighbour_is_usable_only_with_a_mac_and_a_usable_state() {
+        let event = |state| decode(RouteNetlinkMessage::NewNeighbour(neighbour(state)));
+        let entry = |entry| Some(LinkEvent::Neighbour { key: KEY, entry });
+        let usable = entry(Some(Neighbour {
+            mac: MAC,
+            confirmed: None,
+        }));
+        for state in [
+            NeighbourState::Reachable,
+            NeighbourState::Stale,
+            NeighbourState::Delay,
+            NeighbourState::Probe,
+            NeighbourState::Permanent,
+        ] {
+            assert_eq!(event(state), usable, "{state:?}");
+        }
+        for state in [NeighbourState::Failed, NeighbourState::Incomplete] {
+            assert_eq!(event(state), entry(None), "{state:?}");
+        }
+        let deleted = RouteNetlinkMessage::DelNeighbour(neighbour(NeighbourState::Reachable));
+        assert_eq!(decode(deleted), entry(None));
+    }
+
+    #[test]
+    fn an_overrun_is_lost_events() {
+        let mut message = NetlinkMessage::from(RouteNetlinkMessage::NewLink(link(LinkFlags::Up)));
+        message.payload = NetlinkPayload::Overrun(Vec::new());
+        assert_eq!(LinkEvent::decode(message.clone()), Some(LinkEvent::Lost));
+        assert_eq!(AddressEvent::decode(message), Some(AddressEvent::Lost));
+    }
+}
