@@ -3,10 +3,11 @@
 
 use fabriclb::testbed::{LeafCounters, UdpLoad};
 
-use crate::bed::{Bed, wait_for};
+use crate::bed::Bed;
+use crate::failover::{every_spine_carrying, s2, s2_back_in_use, s2_out_and_idle};
 
 /// Spine 2's link at the leaf goes down with `ip link set s2 down` while
-/// UDP flows cross the leaf: the daemon's refresh marks the next hop
+/// UDP flows cross the leaf: the daemon marks the next hop
 /// unusable, nothing more goes to it, its flows go on over the other
 /// spines, and the refreshes say once, not every time, that its neighbour
 /// cannot be solicited; back up, its MAC is solicited again and it
@@ -17,15 +18,8 @@ fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
     let daemon = bed
         .daemon(&bed.config(""), &["--refresh-interval-ms", "100"])
         .expect("fabriclb");
-    let counters = || bed.counters(&daemon);
     let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
-    let s2 = |c: &LeafCounters| c.spines[1].clone();
-
-    let (before, _) = wait_for("every spine carrying flows", || {
-        let c = counters()?;
-        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(c))
-    })
-    .expect("traffic over every spine");
+    let before = every_spine_carrying(&bed, &daemon);
     daemon.skip_log().expect("log");
     bed.ip("leaf", &["link", "set", "s2", "down"])
         .expect("down");
@@ -34,22 +28,7 @@ fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
         .expect("the daemon noticed");
     eprintln!("noticed:\n{log}");
     // Rendered from the tables after they were written to the maps.
-    let (down, took) = wait_for("metrics showing s2 unusable", || {
-        let c = counters()?;
-        Ok((!s2(&c).usable).then_some(c))
-    })
-    .expect("s2 out");
-    eprintln!("metrics showed s2 unusable {took:?} after the log");
-    let (later, _) = wait_for("the other spines carrying s2's share", || {
-        let c = counters()?;
-        Ok((c.packets_except(2) > down.packets_except(2) + 2000).then_some(c))
-    })
-    .expect("traffic goes on");
-    assert_eq!(
-        s2(&later).packets,
-        s2(&down).packets,
-        "sent to s2 after the daemon took it out"
-    );
+    let down = s2_out_and_idle(&bed, &daemon);
     // Refreshes go on finding s2's neighbour unresolvable: that is said
     // once, not once per refresh (at least five of them here).
     for _ in 0..5 {
@@ -67,15 +46,7 @@ fn a_spine_link_down_moves_its_flows_away_and_up_brings_them_back() {
     daemon
         .wait_for_log("next hop changed next_hop=s2 198.18.2.2 usable=true")
         .expect("the daemon noticed s2 back");
-    let (up, _) = wait_for("metrics showing s2 usable", || {
-        let c = counters()?;
-        Ok(s2(&c).usable.then_some(c))
-    })
-    .expect("s2 back");
-    wait_for("s2 carrying flows again", || {
-        Ok((s2(&counters()?).packets > s2(&up).packets).then_some(()))
-    })
-    .expect("s2 back in use");
+    s2_back_in_use(&bed, &daemon);
 
     let report = load.stop(&bed.testbed).expect("traffic");
     let last =

@@ -4,7 +4,9 @@
 //! group rewrites as few buckets as possible: removing a next hop reassigns
 //! only its own buckets, and adding one takes only its share, so flows on
 //! the other next hops never move (the same contract as Linux resilient
-//! next-hop groups, without the idle timer).
+//! next-hop groups, without the idle timer). [`fit`] keeps each bucket's
+//! home, so that a next hop that went down and comes back takes back its
+//! own buckets and no others.
 
 use crate::limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 
@@ -15,10 +17,40 @@ use crate::limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 /// [`MAX_NEXTHOPS_PER_GROUP`] entries is ignored; with no live next hop,
 /// every bucket becomes [`NO_NEXTHOP`].
 pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
+    rebalance_where(buckets, live, |_| true)
+}
+
+/// Fits `buckets` to the `live` next hops, given each bucket's `home`: its
+/// next hop while every member is up ([`rebalance`] over all members). A
+/// bucket whose home is live is its home's; the others, whose home is
+/// down, are shared out among the live next hops as [`rebalance`] shares a
+/// table. So a next hop going down moves only its own buckets, and coming
+/// back it takes back exactly those, leaving every other flow where it
+/// is. Returns the number of buckets changed.
+pub fn fit(buckets: &mut [u32], home: &[u32], live: &[u32]) -> usize {
     let live = &live[..live.len().min(MAX_NEXTHOPS_PER_GROUP)];
+    let at_home = |i: usize| home.get(i).is_some_and(|h| live.contains(h));
+    let mut changed = 0;
+    for (i, b) in buckets.iter_mut().enumerate() {
+        if at_home(i) && *b != home[i] {
+            *b = home[i];
+            changed += 1;
+        }
+    }
+    changed + rebalance_where(buckets, live, |i| !at_home(i))
+}
+
+/// [`rebalance`] over the buckets whose index `within` accepts; the others
+/// are left alone and not counted.
+fn rebalance_where(buckets: &mut [u32], live: &[u32], within: impl Fn(usize) -> bool) -> usize {
+    let live = &live[..live.len().min(MAX_NEXTHOPS_PER_GROUP)];
+    let mut changed = 0;
     if live.is_empty() {
-        let mut changed = 0;
-        for b in buckets.iter_mut().filter(|b| **b != NO_NEXTHOP) {
+        for (_, b) in buckets
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, b)| within(*i) && **b != NO_NEXTHOP)
+        {
             *b = NO_NEXTHOP;
             changed += 1;
         }
@@ -28,7 +60,9 @@ pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
 
     // Buckets of next hops that left become free.
     let mut held = [0usize; MAX_NEXTHOPS_PER_GROUP];
-    for b in buckets.iter_mut() {
+    let mut len = 0;
+    for (_, b) in buckets.iter_mut().enumerate().filter(|(i, _)| within(*i)) {
+        len += 1;
         match slot(*b) {
             Some(i) => held[i] += 1,
             None => *b = NO_NEXTHOP,
@@ -38,8 +72,8 @@ pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
     // Quotas: the remainder goes to those already holding the most, so a
     // balanced table stays untouched.
     let n = live.len();
-    let base = buckets.len() / n;
-    let mut extra = buckets.len() % n;
+    let base = len / n;
+    let mut extra = len % n;
     let mut quota = [base; MAX_NEXTHOPS_PER_GROUP];
     let mut order: [usize; MAX_NEXTHOPS_PER_GROUP] = core::array::from_fn(|i| i);
     order[..n].sort_unstable_by(|&a, &b| held[b].cmp(&held[a]).then(a.cmp(&b)));
@@ -52,7 +86,12 @@ pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
     }
 
     // Over-quota next hops give up their highest buckets.
-    for b in buckets.iter_mut().rev() {
+    for (_, b) in buckets
+        .iter_mut()
+        .enumerate()
+        .rev()
+        .filter(|(i, _)| within(*i))
+    {
         if let Some(i) = slot(*b)
             && held[i] > quota[i]
         {
@@ -62,11 +101,15 @@ pub fn rebalance(buckets: &mut [u32], live: &[u32]) -> usize {
     }
 
     // Every bucket freed above is refilled with a different next hop, so
-    // the refills are exactly the changes. Free buckets go round-robin to those under quota, which interleaves
-    // next hops across the table instead of giving each a block.
-    let mut changed = 0;
+    // the refills are exactly the changes. Free buckets go round-robin to
+    // those under quota, which interleaves next hops across the table
+    // instead of giving each a block.
     let mut next = 0;
-    for b in buckets.iter_mut().filter(|b| **b == NO_NEXTHOP) {
+    for (_, b) in buckets
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, b)| within(*i) && **b == NO_NEXTHOP)
+    {
         while held[next % n] >= quota[next % n] {
             next += 1;
         }
@@ -209,6 +252,65 @@ mod tests {
         rebalance(&mut b, &[1, 2]);
         assert_eq!(rebalance(&mut b, &[]), N);
         assert!(b.iter().all(|x| *x == NO_NEXTHOP));
+    }
+
+    /// Buckets 0..8 over 4 next hops, round-robin: 1 2 3 4 1 2 3 4.
+    fn home() -> Vec<u32> {
+        let mut home = vec![NO_NEXTHOP; 8];
+        rebalance(&mut home, &[1, 2, 3, 4]);
+        assert_eq!(home, [1, 2, 3, 4, 1, 2, 3, 4]);
+        home
+    }
+
+    #[test]
+    fn a_next_hop_down_gives_up_its_own_buckets_and_takes_back_exactly_those() {
+        let home = home();
+        let mut b = home.clone();
+        assert_eq!(fit(&mut b, &home, &[1, 2, 3, 4]), 0);
+        // 3 down: buckets 2 and 6 go to two different live next hops,
+        // nothing else moves.
+        assert_eq!(fit(&mut b, &home, &[1, 2, 4]), 2);
+        assert_eq!(b, [1, 2, 1, 4, 1, 2, 2, 4]);
+        // 2 down too: its buckets 1 and 5, and bucket 6 it had from 3.
+        assert_eq!(fit(&mut b, &home, &[1, 4]), 3);
+        assert_eq!(b, [1, 1, 1, 4, 1, 4, 4, 4]);
+        // 3 back: buckets 2 and 6 only; 2's go on where they went.
+        let before = b.clone();
+        let changed = fit(&mut b, &home, &[1, 3, 4]);
+        assert_eq!(b[2], 3);
+        assert_eq!(b[6], 3);
+        for i in [0, 3, 4, 7] {
+            assert_eq!(b[i], before[i], "bucket {i} at home moved");
+        }
+        // 2's orphans (buckets 1 and 5) are shared over the three live
+        // ones: at most one of them moves, to 3.
+        assert!(changed <= 3, "{changed}: {before:?} -> {b:?}");
+        assert!([b[1], b[5]].iter().all(|x| [1, 3, 4].contains(x)), "{b:?}");
+        // Everything back: exactly the home table.
+        fit(&mut b, &home, &[1, 2, 3, 4]);
+        assert_eq!(b, home);
+    }
+
+    #[test]
+    fn returning_next_hop_takes_no_bucket_that_was_not_its_own() {
+        let mut home = vec![NO_NEXTHOP; N];
+        rebalance(&mut home, &[1, 2, 3, 4]);
+        let mut b = home.clone();
+        fit(&mut b, &home, &[1, 2, 4]);
+        let down = b.clone();
+        assert_eq!(fit(&mut b, &home, &[1, 2, 3, 4]), N / 4);
+        for (i, (was, now)) in down.iter().zip(&b).enumerate() {
+            if home[i] == 3 {
+                assert_eq!(*now, 3, "bucket {i}");
+            } else {
+                assert_eq!(now, was, "bucket {i} moved");
+            }
+        }
+        // No next hop live: every bucket empty; one back: all its.
+        assert_eq!(fit(&mut b, &home, &[]), N);
+        assert!(b.iter().all(|&x| x == NO_NEXTHOP));
+        fit(&mut b, &home, &[2]);
+        assert!(b.iter().all(|&x| x == 2));
     }
 
     #[test]

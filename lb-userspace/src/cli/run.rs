@@ -15,9 +15,9 @@ pub struct RunArgs {
     /// How often the metrics file is rewritten, in milliseconds (1 or more).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     metrics_interval_ms: u64,
-    /// How often links and neighbours are re-read, in milliseconds (1 or
-    /// more).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// How often links and neighbours are re-read and neighbours probed,
+    /// in milliseconds (1 or more); their events take effect at once.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     refresh_interval_ms: u64,
     /// Reload only on SIGHUP, not also when the config file changes.
     #[arg(long)]

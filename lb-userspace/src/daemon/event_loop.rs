@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use super::config_file;
 use super::ingress::{self, Ingress};
+use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
@@ -24,7 +25,8 @@ pub struct Options {
     pub config: PathBuf,
     pub metrics_file: Option<PathBuf>,
     pub metrics_interval: Duration,
-    /// How often links and neighbours are re-read.
+    /// How often links and neighbours are re-read (besides their events)
+    /// and neighbours probed.
     pub refresh_interval: Duration,
     /// Reload when the config file changes, not only on SIGHUP.
     pub watch_config: bool,
@@ -43,6 +45,7 @@ pub async fn run(options: Options) -> Result<()> {
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
 
     let mut ongoing = Ongoing::default();
+    let link_events = link_events::subscribe();
     let snapshot = resolve_with_wait(&netlink, &config, &mut ongoing).await?;
     let mut tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
     // Local before attaching: no packet for the box is ever forwarded.
@@ -60,6 +63,7 @@ pub async fn run(options: Options) -> Result<()> {
         settling: None,
         tables,
         local: follower,
+        links: LinkWatch::new(link_events, snapshot),
         ingress: Vec::new(),
         config,
         telemetry,
@@ -101,6 +105,9 @@ pub async fn run(options: Options) -> Result<()> {
             _ = staleness.tick() => running.telemetry_expire(&mut dp),
             events = running.local.events() => {
                 running.address_events(events, &netlink, &mut dp).await;
+            }
+            events = running.links.events() => {
+                running.link_events(events, &netlink, &mut dp).await;
             }
             _ = refresh.tick() => {
                 if let Err(e) = running.refresh_nexthops(&netlink, &mut dp, options.refresh_interval).await {

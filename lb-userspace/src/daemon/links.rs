@@ -14,31 +14,44 @@ use tracing::{info, warn};
 
 use super::state::Running;
 use crate::config::{self, Config, NextHopAddr, NextHopSpec};
-use crate::dataplane::Dataplane;
-use crate::netlink::{self, Link, Neighbour, Netlink, probe};
+use crate::dataplane::{Dataplane, DataplaneError};
+use crate::netlink::{self, Link, LinkEvent, Neighbour, Netlink, probe};
 
 /// How long start-up waits for next-hop MACs before going on without them.
 const INITIAL_RESOLVE_WAIT: Duration = Duration::from_secs(3);
 impl Running {
     /// Reads links and neighbours again, probes the neighbours of IP next
-    /// hops, and rewrites the next hops that changed; runs every `interval`.
+    /// hops, and rewrites the next hops that changed; runs every `interval`
+    /// as a backstop to the events.
     pub(super) async fn refresh_nexthops(
         &mut self,
         netlink: &Netlink,
         dp: &mut Dataplane,
         interval: Duration,
     ) -> Result<()> {
+        self.links.resubscribe();
         let mut snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&self.config, &mut self.ongoing);
         snapshot
             .probe_neighbours(netlink, &self.config, interval / 2, &mut self.ongoing)
             .await;
+        self.links.view = snapshot;
+        Ok(self.rewrite_nexthops(dp)?)
+    }
+
+    /// Resolves every next hop against the links and neighbours as last
+    /// heard, and writes those that changed (resilient buckets: only the
+    /// flows of a next hop that goes or comes back move). On a failed
+    /// write the tables stay as the maps had them, so the next change or
+    /// refresh writes it all again.
+    pub(super) fn rewrite_nexthops(&mut self, dp: &mut Dataplane) -> Result<(), DataplaneError> {
         let previous = self.tables.clone();
+        let view = &self.links.view;
         let mut changed = false;
         for group in &previous.groups {
             for (spec, &id) in group.specs.iter().zip(&group.members) {
                 let old = previous.nexthops[id as usize];
-                let new = snapshot.resolve(spec);
+                let new = view.resolve(spec);
                 if self.tables.update_nexthop(id, new) {
                     changed = true;
                     info!(
@@ -46,14 +59,15 @@ impl Running {
                         usable = new.flags & NEXTHOP_USABLE != 0,
                         was_usable = old.flags & NEXTHOP_USABLE != 0,
                         mac = %config::format_mac(new.dst_mac),
-                        reason = snapshot.unusable(spec).map(tracing::field::display),
+                        reason = view.unusable(spec).map(tracing::field::display),
                         "next hop changed"
                     );
                 }
             }
         }
-        if changed {
-            self.tables.write(dp, Some(&previous))?;
+        if changed && let Err(e) = self.tables.write(dp, Some(&previous)) {
+            self.tables = previous;
+            return Err(e);
         }
         Ok(())
     }
@@ -93,6 +107,42 @@ impl Snapshot {
             links,
             neighbours: netlink.neighbour_entries().await?,
         })
+    }
+
+    /// Applies a link or neighbour event, as a read after it would have
+    /// found them. Only `config`'s interfaces are kept, as [`Self::take`]
+    /// keeps them.
+    pub(super) fn apply(&mut self, event: LinkEvent, config: &Config) {
+        match event {
+            LinkEvent::Link {
+                name,
+                ifindex,
+                link,
+            } => {
+                // A renamed interface is no longer known by its old name.
+                self.links
+                    .retain(|known, l| l.ifindex != ifindex || *known == name);
+                match link {
+                    Some(link) if specs(config).any(|s| s.interface == name) => {
+                        self.links.insert(name, link);
+                    }
+                    _ => {
+                        self.links.remove(&name);
+                    }
+                }
+            }
+            LinkEvent::Deleted { ifindex, .. } => self.links.retain(|_, l| l.ifindex != ifindex),
+            LinkEvent::Neighbour {
+                key,
+                entry: Some(neighbour),
+            } => {
+                self.neighbours.insert(key, neighbour);
+            }
+            LinkEvent::Neighbour { key, entry: None } => {
+                self.neighbours.remove(&key);
+            }
+            LinkEvent::Lost => {}
+        }
     }
 
     /// A next hop as the data plane should see it; not usable while its
@@ -419,6 +469,70 @@ mod tests {
             assert_eq!(resolved.flags & NEXTHOP_USABLE, NEXTHOP_USABLE, "{s}");
             assert_eq!(resolved.dst_mac, PEER, "{s}");
         }
+    }
+
+    /// s1 198.18.1.2 and s2 198.18.2.2 (not resolved in [`snapshot`]).
+    fn config() -> Config {
+        let text = "[switch]\ninterfaces = [\"h1\"]\n[[group]]\nname = \"spines\"\n\
+                    next_hops = [{ interface = \"s1\", ip = \"198.18.1.2\" }, \
+                    { interface = \"s2\", ip = \"198.18.2.2\" }]\n\
+                    [[route]]\nprefix = \"198.19.0.0/16\"\ngroup = \"spines\"\n";
+        config::parse(text, std::path::Path::new("links.toml")).expect("config")
+    }
+
+    #[test]
+    fn events_change_what_next_hops_resolve_to_as_a_read_would() {
+        let config = config();
+        let s1 = spec("s1", "198.18.1.2", None);
+        let s2 = spec("s2", "198.18.2.2", None);
+        let mut view = snapshot();
+        let reason = |view: &Snapshot, s| view.unusable(s).map(|r| r.to_string());
+        let link = |name: &str, ifindex, up| LinkEvent::Link {
+            name: name.into(),
+            ifindex,
+            link: Some(Link {
+                ifindex,
+                mac: [2, 0, 0, 0, 0, ifindex as u8],
+                up,
+            }),
+        };
+        assert_eq!(reason(&view, &s1), None);
+        view.apply(link("s1", 11, false), &config);
+        assert_eq!(reason(&view, &s1).as_deref(), Some("interface s1 down"));
+        view.apply(link("s1", 11, true), &config);
+        assert_eq!(reason(&view, &s1), None);
+        // The neighbour fails, then comes back with a new MAC.
+        let key = (11, "198.18.1.2".parse().expect("ip"));
+        view.apply(LinkEvent::Neighbour { key, entry: None }, &config);
+        assert_eq!(
+            reason(&view, &s1).as_deref(),
+            Some("no MAC for 198.18.1.2 on s1 yet")
+        );
+        let new_mac = [2, 0, 0, 0, 0, 0x99];
+        let entry = Some(Neighbour {
+            mac: new_mac,
+            confirmed: None,
+        });
+        view.apply(LinkEvent::Neighbour { key, entry }, &config);
+        assert_eq!(view.resolve(&s1).dst_mac, new_mac);
+        assert_eq!(view.resolve(&s1).flags, NEXTHOP_USABLE);
+        // s2 resolved by an event alone.
+        let key = (12, "198.18.2.2".parse().expect("ip"));
+        view.apply(LinkEvent::Neighbour { key, entry }, &config);
+        assert_eq!(reason(&view, &s2), None);
+        // Deleted, and renamed away: missing either way.
+        view.apply(
+            LinkEvent::Deleted {
+                name: "s2".into(),
+                ifindex: 12,
+            },
+            &config,
+        );
+        assert_eq!(reason(&view, &s2).as_deref(), Some("interface s2 missing"));
+        view.apply(link("uplink1", 11, true), &config);
+        assert_eq!(reason(&view, &s1).as_deref(), Some("interface s1 missing"));
+        // An interface no next hop uses is not kept.
+        assert!(!view.links.contains_key("uplink1"));
     }
 
     #[test]

@@ -79,13 +79,10 @@ impl Follower {
     /// with it. Never returns while there is no stream; `None` when the
     /// stream just failed.
     pub(super) async fn events(&mut self) -> Option<Vec<AddressEvent>> {
-        let Some(stream) = &mut self.events else {
-            return std::future::pending().await;
-        };
-        let first = stream.next().await?;
-        let mut batch = vec![first];
-        batch.extend(std::iter::from_fn(|| stream.ready()));
-        Some(batch)
+        match &mut self.events {
+            Some(stream) => stream.batch().await,
+            None => std::future::pending().await,
+        }
     }
 
     /// Applies one event to what is known; returns whether it changed it.

@@ -1,14 +1,16 @@
 //! The daemon behind `fabriclb run`: [`event_loop`] starts it and
 //! dispatches events; [`state`] is what it holds; [`reload`] applies a new
 //! config live; [`links`] keeps next hops in step with the kernel's links
-//! and neighbours; [`local`] keeps the box's own addresses local in the
-//! route tries; [`telemetry`] turns path telemetry into path quality;
-//! [`metrics_file`] writes the counters out; [`privileges`] checks the
-//! capabilities at start and drops those it no longer needs.
+//! and neighbours, [`link_events`] as they change; [`local`] keeps the
+//! box's own addresses local in the route tries; [`telemetry`] turns path
+//! telemetry into path quality; [`metrics_file`] writes the counters out;
+//! [`privileges`] checks the capabilities at start and drops those it no
+//! longer needs.
 
 mod config_file;
 mod event_loop;
 mod ingress;
+mod link_events;
 mod links;
 mod local;
 mod metrics_file;

@@ -76,6 +76,7 @@ impl Running {
             info!("config change: {change}");
         }
         self.config = config;
+        self.links.view = snapshot;
         self.telemetry_restart(dp);
         info!(changes = changes.len(), "config reloaded");
         Ok(())

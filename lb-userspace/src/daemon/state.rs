@@ -6,6 +6,7 @@ use tracing::{info, warn};
 
 use super::config_file::FileVersion;
 use super::ingress::Ingress;
+use super::link_events::LinkWatch;
 use super::links::Ongoing;
 use super::local::Follower;
 use super::telemetry::Telemetry;
@@ -25,6 +26,8 @@ pub(super) struct Running {
     pub(super) settling: Option<FileVersion>,
     pub(super) tables: Tables,
     pub(super) local: Follower,
+    /// Links and neighbours, followed by events.
+    pub(super) links: LinkWatch,
     pub(super) ingress: Vec<Ingress>,
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.

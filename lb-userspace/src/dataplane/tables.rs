@@ -19,7 +19,7 @@ use lb_common::{
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
-    select::buckets::{rebalance, spray_sequence},
+    select::buckets::{fit, rebalance, spray_sequence},
     select::flowlet::PATH_QUALITY_DEFAULT,
 };
 
@@ -37,6 +37,9 @@ pub struct GroupTable {
     /// The members' specs, same order.
     pub specs: Vec<NextHopSpec>,
     pub buckets: Vec<u32>,
+    /// Each bucket's next hop while every member is usable: where a bucket
+    /// goes back to when its next hop does.
+    pub home: Vec<u32>,
     pub spray: Vec<u32>,
 }
 
@@ -192,6 +195,12 @@ impl Tables {
                 ..GroupEntry::default()
             };
             entry.members[..members.len()].copy_from_slice(&members);
+            // Homes move only when members do: a reload's, not a link's.
+            let mut home = old.map_or_else(
+                || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
+                |o| o.home.clone(),
+            );
+            rebalance(&mut home, &members);
             let mut table = GroupTable {
                 id,
                 name: group.name.clone(),
@@ -203,6 +212,7 @@ impl Tables {
                     || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                     |o| o.buckets.clone(),
                 ),
+                home,
                 spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
             };
             table.rebalance(&nexthops, &quality);
@@ -407,7 +417,7 @@ impl GroupTable {
             .copied()
             .filter(|&id| nexthops[id as usize].flags & NEXTHOP_USABLE != 0)
             .collect();
-        rebalance(&mut self.buckets, &live);
+        fit(&mut self.buckets, &self.home, &live);
         let weighted: Vec<(u32, u32)> = live.iter().map(|&id| (id, quality[id as usize])).collect();
         spray_sequence(&mut self.spray, &weighted);
     }

@@ -1,28 +1,27 @@
-//! Interface, address and neighbour-table lookups over rtnetlink, and the
-//! kernel's address events.
+//! Interface, address and neighbour-table lookups over rtnetlink.
 //!
-//! [`StatsSocket`] (`stats`): a blocking socket for the qdisc and link
-//! counters that pollers read many times a second. [`probe`]: one ARP
+//! [`events`]: the kernel's address, link and neighbour events as they
+//! happen. [`StatsSocket`] (`stats`): a blocking socket for the qdisc and
+//! link counters that pollers read many times a second. [`probe`]: one ARP
 //! request or neighbour solicitation that keeps a neighbour entry fresh.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::time::Duration;
 
-use futures_channel::mpsc::UnboundedReceiver;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use netlink_packet_route::{
-    RouteNetlinkMessage,
     address::{AddressAttribute, AddressMessage},
-    link::{LinkAttribute, LinkFlags},
-    neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState},
+    link::{LinkAttribute, LinkFlags, LinkMessage},
+    neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState},
 };
-use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
-use rtnetlink::{Handle, MulticastGroup};
+use rtnetlink::Handle;
 
+mod events;
 pub mod probe;
 mod stats;
 
+pub use events::{AddressEvent, AddressEvents, Event, Events, LinkEvent, LinkEvents};
 pub use stats::{LinkCounters, Qdisc, STATS_REPLY_TIMEOUT, StatsSocket};
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +52,31 @@ pub struct Link {
     pub mac: [u8; 6],
     /// Administratively up with carrier.
     pub up: bool,
+}
+
+impl Link {
+    /// The interface an RTM_NEWLINK message describes; `None` when it has
+    /// no Ethernet address.
+    fn of(message: &LinkMessage) -> Option<Self> {
+        let mac = message.attributes.iter().find_map(|a| match a {
+            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        })?;
+        let flags = message.header.flags;
+        Some(Self {
+            ifindex: message.header.index,
+            mac,
+            up: flags.contains(LinkFlags::Up) && flags.contains(LinkFlags::LowerUp),
+        })
+    }
+
+    /// The interface name in a link message.
+    fn name(message: &LinkMessage) -> Option<String> {
+        message.attributes.iter().find_map(|a| match a {
+            LinkAttribute::IfName(name) => Some(name.clone()),
+            _ => None,
+        })
+    }
 }
 
 /// One address of the box, as the kernel lists it.
@@ -91,72 +115,6 @@ impl Address {
     }
 }
 
-/// A change to the box's addresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddressEvent {
-    Added(Address),
-    Removed(Address),
-    /// The kernel dropped events (the socket's buffer overflowed): the
-    /// addresses must be read again.
-    Lost,
-}
-
-/// The kernel's IPv4 and IPv6 address events, as they happen.
-pub struct AddressEvents {
-    messages: UnboundedReceiver<(
-        NetlinkMessage<RouteNetlinkMessage>,
-        rtnetlink::sys::SocketAddr,
-    )>,
-}
-
-impl AddressEvents {
-    /// Joins the address multicast groups on a socket of its own, served
-    /// by a task on the current runtime. Subscribe before reading the
-    /// addresses, so nothing changes unseen in between.
-    pub fn subscribe() -> Result<Self> {
-        let (connection, _, messages) = rtnetlink::new_multicast_connection(&[
-            MulticastGroup::Ipv4Ifaddr,
-            MulticastGroup::Ipv6Ifaddr,
-        ])
-        .map_err(NetlinkError::Connect)?;
-        tokio::spawn(connection);
-        Ok(Self { messages })
-    }
-
-    /// The next event; `None` once the socket has failed for good.
-    pub async fn next(&mut self) -> Option<AddressEvent> {
-        loop {
-            let (message, _) = self.messages.next().await?;
-            if let Some(event) = event(message) {
-                return Some(event);
-            }
-        }
-    }
-
-    /// The next event if one has arrived already.
-    pub fn ready(&mut self) -> Option<AddressEvent> {
-        loop {
-            let (message, _) = self.messages.try_recv().ok()?;
-            if let Some(event) = event(message) {
-                return Some(event);
-            }
-        }
-    }
-}
-
-fn event(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<AddressEvent> {
-    match message.payload {
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewAddress(m)) => {
-            Address::of(&m).map(AddressEvent::Added)
-        }
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(m)) => {
-            Address::of(&m).map(AddressEvent::Removed)
-        }
-        NetlinkPayload::Overrun(_) => Some(AddressEvent::Lost),
-        _ => None,
-    }
-}
-
 #[derive(Clone)]
 pub struct Netlink {
     handle: Handle,
@@ -188,20 +146,7 @@ impl Netlink {
             }
             Err(e) => return Err(e.into()),
         };
-        let mac = message
-            .attributes
-            .iter()
-            .find_map(|a| match a {
-                LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
-                _ => None,
-            })
-            .ok_or_else(|| NetlinkError::NotEthernet(name.to_owned()))?;
-        let flags = message.header.flags;
-        Ok(Link {
-            ifindex: message.header.index,
-            mac,
-            up: flags.contains(LinkFlags::Up) && flags.contains(LinkFlags::LowerUp),
-        })
+        Link::of(&message).ok_or_else(|| NetlinkError::NotEthernet(name.to_owned()))
     }
 
     /// Every IPv4 and IPv6 address on every interface.
@@ -227,41 +172,8 @@ impl Netlink {
         let mut table = HashMap::new();
         let mut entries = self.handle.neighbours().get().execute();
         while let Some(entry) = entries.try_next().await? {
-            let state = entry.header.state;
-            if matches!(
-                state,
-                NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
-            ) {
-                continue;
-            }
-            let mut dest = None;
-            let mut lladdr = None;
-            let mut confirmed = None;
-            for attribute in &entry.attributes {
-                match attribute {
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
-                        dest = Some(IpAddr::V4(*a))
-                    }
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
-                        dest = Some(IpAddr::V6(*a))
-                    }
-                    NeighbourAttribute::LinkLayerAddress(bytes) => {
-                        lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
-                    }
-                    NeighbourAttribute::CacheInfo(info) => {
-                        confirmed = Some(Duration::from_millis(
-                            u64::from(info.confirmed) * 1000 / USER_HZ,
-                        ))
-                    }
-                    _ => {}
-                }
-            }
-            // The kernel never asks again for what an administrator set.
-            if matches!(state, NeighbourState::Permanent | NeighbourState::Noarp) {
-                confirmed = None;
-            }
-            if let (Some(dest), Some(mac)) = (dest, lladdr) {
-                table.insert((entry.header.ifindex, dest), Neighbour { mac, confirmed });
+            if let Some((key, Some(neighbour))) = Neighbour::of(&entry) {
+                table.insert(key, neighbour);
             }
         }
         Ok(table)
@@ -281,7 +193,53 @@ pub struct Neighbour {
     pub confirmed: Option<Duration>,
 }
 
+/// Where a neighbour entry is: its interface and IP address.
+pub type NeighbourKey = (u32, IpAddr);
+
 impl Neighbour {
+    /// The entry a neighbour message is about, and what it holds: `None`
+    /// while it has no MAC to use (incomplete, failed) or none at all.
+    /// `None` overall for a message with no IP address (a bridge's
+    /// forwarding entry).
+    fn of(entry: &NeighbourMessage) -> Option<(NeighbourKey, Option<Self>)> {
+        let state = entry.header.state;
+        let mut dest = None;
+        let mut lladdr = None;
+        let mut confirmed = None;
+        for attribute in &entry.attributes {
+            match attribute {
+                NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                    dest = Some(IpAddr::V4(*a))
+                }
+                NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                    dest = Some(IpAddr::V6(*a))
+                }
+                NeighbourAttribute::LinkLayerAddress(bytes) => {
+                    lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+                }
+                NeighbourAttribute::CacheInfo(info) => {
+                    confirmed = Some(Duration::from_millis(
+                        u64::from(info.confirmed) * 1000 / USER_HZ,
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let key = (entry.header.ifindex, dest?);
+        let unusable = matches!(
+            state,
+            NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
+        );
+        // The kernel never asks again for what an administrator set.
+        if matches!(state, NeighbourState::Permanent | NeighbourState::Noarp) {
+            confirmed = None;
+        }
+        let neighbour = lladdr
+            .filter(|_| !unusable)
+            .map(|mac| Self { mac, confirmed });
+        Some((key, neighbour))
+    }
+
     /// Whether asking the neighbour again now is needless: the kernel
     /// confirmed it within `window`, or never asks about it.
     pub fn fresh(&self, window: Duration) -> bool {

@@ -81,6 +81,23 @@ impl CollectiveReport {
 
 /// Runs `collective` with every host as a rank: the chosen leaf, a sink on
 /// every receiver, the generators on the senders at once.
+impl Collective {
+    /// What the sender of rank `rank` (0-based) sends to `ranks`.
+    pub fn workload(&self, ranks: Vec<Ipv4Addr>, rank: usize) -> traffic::Workload {
+        traffic::Workload {
+            pattern: self.pattern,
+            ranks,
+            rank,
+            qps_per_connection: self.qps_per_connection,
+            message_bytes: self.message_bytes,
+            mtu: self.mtu,
+            messages: self.messages,
+            source_port_per_qp: self.source_port_per_qp,
+            small_messages: self.small_messages,
+        }
+    }
+}
+
 pub fn run_collective(
     bed: &Testbed,
     fabriclb: &Path,
@@ -129,17 +146,7 @@ pub fn run_collective_with<T>(
     let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
     let senders: Vec<_> = (1..=collective.senders.min(hosts))
         .map(|i| {
-            let workload = traffic::Workload {
-                pattern: collective.pattern,
-                ranks: ranks.clone(),
-                rank: i - 1,
-                qps_per_connection: collective.qps_per_connection,
-                message_bytes: collective.message_bytes,
-                mtu: collective.mtu,
-                messages: collective.messages,
-                source_port_per_qp: collective.source_port_per_qp,
-                small_messages: collective.small_messages,
-            };
+            let workload = collective.workload(ranks.clone(), i - 1);
             let (ns, pace) = (bed.ns(&format!("h{i}")), collective.pace);
             let gateway = Ipv4Addr::new(198, 18, 100 + i as u8, 254);
             std::thread::spawn(move || {

@@ -106,8 +106,14 @@ impl Daemon {
 
     /// Sends SIGHUP.
     pub fn hangup(&self) -> Result<()> {
+        self.signal(nix::sys::signal::Signal::SIGHUP)
+    }
+
+    /// Sends `signal` (SIGSTOP and SIGCONT: a daemon that notices nothing
+    /// for a while).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> Result<()> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP)?;
+        nix::sys::signal::kill(pid, signal)?;
         Ok(())
     }
 

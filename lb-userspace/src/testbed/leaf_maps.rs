@@ -1,14 +1,16 @@
 //! The leaf daemon's maps read straight from the kernel, by way of the
-//! program attached to the leaf's first host port: path quality and bytes
-//! per next hop, sampled every millisecond during a run without asking the
-//! daemon (its metrics file is written far less often).
+//! program attached to the leaf's first host port: path quality, bytes and
+//! packets per next hop, groups and their buckets, sampled every
+//! millisecond during a run without asking the daemon (its metrics file is
+//! written far less often).
 
 use std::process::Command;
 
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{Array, Map, MapData, PerCpuArray};
 use aya::programs::loaded_programs;
-use lb_common::abi::{NEXTHOP_STATS, NextHopStats, PATH_QUALITY};
+use lb_common::abi::{BUCKETS, GROUPS, GroupEntry, NEXTHOP_STATS, NextHopStats, PATH_QUALITY};
+use lb_common::limits::BUCKETS_PER_GROUP;
 
 use super::Testbed;
 use super::netns::output;
@@ -16,6 +18,8 @@ use super::netns::output;
 pub struct LeafMaps {
     quality: Array<MapData, u32>,
     stats: PerCpuArray<MapData, NextHopStats>,
+    groups: Array<MapData, GroupEntry>,
+    buckets: Array<MapData, u32>,
 }
 
 impl LeafMaps {
@@ -29,7 +33,7 @@ impl LeafMaps {
         let ids = info
             .map_ids()?
             .ok_or_else(|| anyhow!("program {prog_id} lists no maps"))?;
-        let (mut quality, mut stats) = (None, None);
+        let (mut quality, mut stats, mut groups, mut buckets) = (None, None, None, None);
         for id in ids {
             let data = MapData::from_id(id)?;
             let name = data.info()?.name_as_str().map(str::to_owned);
@@ -38,12 +42,16 @@ impl LeafMaps {
                 Some(NEXTHOP_STATS) => {
                     stats = Some(PerCpuArray::try_from(Map::from_map_data(data)?)?)
                 }
+                Some(GROUPS) => groups = Some(Array::try_from(Map::from_map_data(data)?)?),
+                Some(BUCKETS) => buckets = Some(Array::try_from(Map::from_map_data(data)?)?),
                 _ => {}
             }
         }
         Ok(Self {
             quality: quality.with_context(|| format!("no {PATH_QUALITY} in program {prog_id}"))?,
             stats: stats.with_context(|| format!("no {NEXTHOP_STATS} in program {prog_id}"))?,
+            groups: groups.with_context(|| format!("no {GROUPS} in program {prog_id}"))?,
+            buckets: buckets.with_context(|| format!("no {BUCKETS} in program {prog_id}"))?,
         })
     }
 
@@ -55,6 +63,23 @@ impl LeafMaps {
     /// Bytes forwarded to next hop `id`, all CPUs.
     pub fn bytes(&self, id: u32) -> Result<u64> {
         Ok(self.stats.get(&id, 0)?.iter().map(|s| s.bytes).sum())
+    }
+
+    /// Packets forwarded to next hop `id`, all CPUs.
+    pub fn packets(&self, id: u32) -> Result<u64> {
+        Ok(self.stats.get(&id, 0)?.iter().map(|s| s.packets).sum())
+    }
+
+    /// Group `id`'s settings.
+    pub fn group(&self, id: u32) -> Result<GroupEntry> {
+        Ok(self.groups.get(&id, 0)?)
+    }
+
+    /// Group `id`'s bucket table: a next-hop id per bucket.
+    pub fn buckets(&self, id: u32) -> Result<Vec<u32>> {
+        (id * BUCKETS_PER_GROUP..(id + 1) * BUCKETS_PER_GROUP)
+            .map(|b| Ok(self.buckets.get(&b, 0)?))
+            .collect()
     }
 }
 

@@ -198,6 +198,19 @@ impl Generator {
         frames
     }
 
+    /// The header fields of every flow (connection and QP) of this
+    /// workload, as the data plane parses them from its frames.
+    pub fn flows(mut self) -> Vec<lb_common::packet::parse::FlowFields> {
+        let mut flows = Vec::new();
+        for c in 0..self.connections.len() {
+            for qp in 0..self.connections[c].next_psn.len() {
+                let frame = self.frame(c, qp, WRITE_ONLY, 1, 0, 1);
+                flows.extend(lb_common::packet::parse::parse(frame.as_slice()).map(|p| p.flow));
+            }
+        }
+        flows
+    }
+
     /// One packet on QP `qp_index` of connection `c`, with the QP's next
     /// PSN; a RETH (`va`, `dma_len`) where the opcode has one.
     fn frame(

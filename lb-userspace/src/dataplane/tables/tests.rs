@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use lb_common::abi::NextHop;
+use lb_common::abi::{NEXTHOP_USABLE, NextHop};
 
 use super::Tables;
 use crate::config::{self, Config};
@@ -144,4 +144,65 @@ fn no_id_freed_by_a_reload_goes_to_another_group_in_it() {
     assert_eq!(group(&later, "third"), group(&old, "gone"));
     let third: BTreeSet<u32> = [D, E].map(|ip| nexthop(&later, "third", ip)).into();
     assert_eq!(third, old_gone);
+}
+
+/// A next hop as a link up with a known MAC makes it.
+fn usable(last: u8) -> NextHop {
+    NextHop {
+        ifindex: 7,
+        flags: NEXTHOP_USABLE,
+        dst_mac: [2, 0, 0, 0, 0, last],
+        ..NextHop::default()
+    }
+}
+
+#[test]
+fn a_next_hop_that_goes_and_comes_back_moves_only_its_own_buckets() {
+    let config = config(&[("spines", &[A, B, C, D])]);
+    let mut tables = Tables::build(&config, None, |_| usable(1)).expect("tables");
+    let all_up = tables.groups[0].buckets.clone();
+    let c = nexthop(&tables, "spines", C);
+    assert!(tables.update_nexthop(c, NextHop::default()));
+    let down = tables.groups[0].buckets.clone();
+    let others: BTreeSet<u32> = [A, B, D].map(|ip| nexthop(&tables, "spines", ip)).into();
+    for (i, (was, now)) in all_up.iter().zip(&down).enumerate() {
+        if *was == c {
+            assert!(others.contains(now), "bucket {i} of C went to {now}");
+        } else {
+            assert_eq!(now, was, "bucket {i} was not C's and moved");
+        }
+    }
+    // C's buckets are shared out evenly.
+    let share = |id: u32| down.iter().filter(|&&b| b == id).count();
+    let counts: Vec<usize> = others.iter().map(|&id| share(id)).collect();
+    assert!(
+        counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1,
+        "{counts:?}"
+    );
+    // Back: exactly the buckets it had, so the flows moved away come
+    // back and no other moves.
+    assert!(tables.update_nexthop(c, usable(1)));
+    assert_eq!(tables.groups[0].buckets, all_up);
+    // A new MAC is no change of membership: no bucket moves.
+    assert!(tables.update_nexthop(c, usable(9)));
+    assert_eq!(tables.groups[0].buckets, all_up);
+}
+
+#[test]
+fn a_next_hop_down_at_a_reload_still_comes_back_to_its_own_buckets() {
+    let config = config(&[("spines", &[A, B, C, D])]);
+    let tables = Tables::build(&config, None, |_| usable(1)).expect("tables");
+    let all_up = tables.groups[0].buckets.clone();
+    let c_spec = |s: &crate::config::NextHopSpec| s.to_string() == format!("eth1 {C}");
+    let reloaded = Tables::build(&config, Some(&tables), |s| {
+        if c_spec(s) {
+            NextHop::default()
+        } else {
+            usable(1)
+        }
+    })
+    .expect("tables");
+    let mut back = reloaded.clone();
+    assert!(back.update_nexthop(nexthop(&back, "spines", C), usable(1)));
+    assert_eq!(back.groups[0].buckets, all_up);
 }

@@ -6,6 +6,7 @@
 //! the runner here owns the list of modes, so a new mode (telemetry-driven
 //! ones) is a row in [`modes`], not a change to any scenario.
 
+mod link_down;
 mod reaction;
 mod report;
 mod slow_spine;
@@ -21,6 +22,7 @@ use super::{
     tear_down_on_signal,
 };
 
+pub use link_down::{Failover, LinkFlap, link_down};
 pub use reaction::{RateChange, Reaction};
 pub use report::{ModeReport, Report};
 pub use slow_spine::{
@@ -39,14 +41,17 @@ pub enum Name {
     SpineSlowdown,
     /// Four equal spines, one filled by traffic the leaf does not see.
     CrossTraffic,
+    /// Four equal spines, one's link down mid-run and up again.
+    LinkDown,
 }
 
 impl Name {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
         Self::CrossTraffic,
+        Self::LinkDown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +60,7 @@ impl Name {
             Self::SlowSpineLossless => "slow-spine-lossless",
             Self::SpineSlowdown => "spine-slowdown",
             Self::CrossTraffic => "cross-traffic",
+            Self::LinkDown => "link-down",
         }
     }
 
@@ -65,14 +71,33 @@ impl Name {
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
+            Self::LinkDown => link_down(link_down::MESSAGES),
+        }
+    }
+
+    /// The rows the scenario runs: every mode, but `link-down` runs ECMP
+    /// alone (flowlets move flows at their gaps anyway, which would hide
+    /// what the failure moved), with links refreshed only every ten
+    /// minutes so that only events explain the failover.
+    pub fn modes(self) -> Vec<Mode> {
+        match self {
+            Self::LinkDown => modes()
+                .into_iter()
+                .take(1)
+                .map(|m| Mode {
+                    daemon_args: vec!["--refresh-interval-ms".into(), "600000".into()],
+                    ..m
+                })
+                .collect(),
+            _ => modes(),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown and \
-     cross-traffic"
+    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
+     cross-traffic and link-down"
 )]
 pub struct UnknownScenario(String);
 
@@ -96,6 +121,9 @@ pub struct Scenario {
     pub change: Option<RateChange>,
     /// Traffic through one spine from outside the leaf's view.
     pub cross: Option<Cross>,
+    /// A spine's link down and up during the run, whose failover is
+    /// measured.
+    pub flap: Option<LinkFlap>,
     /// The workload; its `leaf` is replaced by each mode's.
     pub collective: Collective,
     /// One line on the workload for the table's header.
@@ -164,7 +192,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     let scenario = name.scenario();
     tear_down_on_signal(bed_name)?;
     let result = Testbed::up(bed_name, scenario.shape.clone())
-        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, &modes()));
+        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, &name.modes()));
     let _ = std::fs::remove_dir_all(&workdir);
     let report = result.with_context(|| format!("scenario {}", scenario.name))?;
     print(&scenario, &report);
@@ -214,15 +242,23 @@ pub fn measure(
             ..scenario.collective.clone()
         };
         let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
-        let during = |_: Option<&_>| match &scenario.change {
-            Some(change) => reaction::measure(bed, change, Instant::now()).map(Some),
-            None => Ok(None),
+        let during = |_: Option<&_>| {
+            let started = Instant::now();
+            let reaction = match &scenario.change {
+                Some(change) => Some(reaction::measure(bed, change, started)?),
+                None => None,
+            };
+            let failover = match &scenario.flap {
+                Some(flap) => Some(link_down::measure(bed, &collective, flap, started)?),
+                None => None,
+            };
+            anyhow::Ok((reaction, failover))
         };
         let cross = scenario
             .cross
             .map(|c| CrossTraffic::start(bed, c.spine, c.mbit))
             .transpose()?;
-        let (run, reaction) =
+        let (run, (reaction, failover)) =
             run_collective_with(bed, fabriclb, workdir, &collective, &args, during)
                 .with_context(|| format!("mode {}", mode.name))?;
         let cross = cross.map(CrossTraffic::stop).transpose()?;
@@ -231,9 +267,11 @@ pub fn measure(
             let rate = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
             bed.set_spine_rate(change.spine, rate)?;
         }
-        report
-            .modes
-            .push(ModeReport::new(mode, &run, capacity, reaction).with_cross(cross));
+        report.modes.push(
+            ModeReport::new(mode, &run, capacity, reaction)
+                .with_cross(cross)
+                .with_failover(failover, &run),
+        );
     }
     Ok(report)
 }

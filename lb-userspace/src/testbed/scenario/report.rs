@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, Reaction};
+use super::{Failover, Mode, Reaction};
 use crate::testbed::CollectiveReport;
 use crate::testbed::CrossReport;
 use crate::testbed::drops::unaccounted;
@@ -60,6 +60,11 @@ pub struct ModeReport {
     /// counts only the collective's packets.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cross: Option<CrossReport>,
+    /// What the leaf did about the scenario's link going down and up, if
+    /// it has one: `failover_ms`, `lost`, `moved_flows`, `total_flows`...
+    /// beside the other fields.
+    #[serde(flatten, skip_serializing_if = "Option::is_none", default)]
+    pub failover: Option<Failover>,
 }
 
 impl ModeReport {
@@ -106,6 +111,7 @@ impl ModeReport {
             flowlet_moves: run.leaf.flowlet_moves,
             reaction,
             cross: None,
+            failover: None,
         }
     }
 
@@ -121,6 +127,16 @@ impl ModeReport {
             self.unaccounted = unaccounted(self.sent, lost_elsewhere, self.dropped);
             self.cross = Some(report);
         }
+        self
+    }
+
+    /// With the failover measured during `run`, if any; its `lost` is
+    /// every packet sent and not received.
+    pub fn with_failover(mut self, failover: Option<Failover>, run: &CollectiveReport) -> Self {
+        self.failover = failover.map(|f| Failover {
+            lost: run.sent_packets.saturating_sub(run.received.packets),
+            ..f
+        });
         self
     }
 }

@@ -30,7 +30,7 @@ const QPS: u32 = 16;
 const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
 /// Spine rates before the slowdown, Mbit/s.
-const EVEN_RATES_MBIT: [u32; 4] = [200; 4];
+pub(super) const EVEN_RATES_MBIT: [u32; 4] = [200; 4];
 /// Offered load of the slowdown, as a share of the capacity before it:
 /// 74% of what is left after it.
 const SLOWDOWN_LOAD: f64 = 0.6;
@@ -110,7 +110,13 @@ pub fn cross_traffic(messages: u32) -> Scenario {
 }
 
 /// A ring all-reduce over spines of `rates`, offering `load` of their sum.
-fn ring(name: &'static str, rates: &[u32], load: f64, queues: Queues, messages: u32) -> Scenario {
+pub(super) fn ring(
+    name: &'static str,
+    rates: &[u32],
+    load: f64,
+    queues: Queues,
+    messages: u32,
+) -> Scenario {
     let hosts = 4;
     let capacity_bps: f64 = rates.iter().map(|&r| f64::from(r) * 1e6).sum();
     // Each of the ring's senders offers an equal part of the load.
@@ -129,6 +135,7 @@ fn ring(name: &'static str, rates: &[u32], load: f64, queues: Queues, messages: 
         },
         change: None,
         cross: None,
+        flap: None,
         collective: Collective {
             pattern: Pattern::Ring,
             qps_per_connection: QPS,

@@ -78,6 +78,32 @@ pub fn print(scenario: &Scenario, report: &Report) {
             );
         }
     }
+    if let Some(flap) = &scenario.flap {
+        println!(
+            "\nspine {}'s link down at {} ms, up at {} ms: failover = from the change to the \
+             last packet the leaf's program still sent to it (sampled every ms); flows moved \
+             when it went (of those that were on it) and when it came back, and flows not back \
+             where they were",
+            flap.spine,
+            flap.down_after.as_millis(),
+            flap.up_after.as_millis()
+        );
+        for mode in &report.modes {
+            let f = mode.failover.unwrap_or_default();
+            println!(
+                "{:<12} failover {:>6.1} ms  lost {:>5}  moved {}/{} (of {} on it)  back {}  \
+                 displaced {}",
+                mode.mode,
+                f.failover_ms,
+                f.lost,
+                f.moved_flows,
+                f.total_flows,
+                f.dead_link_flows,
+                f.rejoin_moved_flows,
+                f.displaced_flows
+            );
+        }
+    }
     println!(
         "\nshares are of the bytes fabriclb forwarded per spine; dropped = packets the spines' \
          queues (TBF) dropped; lost = packets the testbed's own links dropped (a loaded \

@@ -1,0 +1,111 @@
+//! Next hops follow the kernel's link and neighbour events as they come
+//! (RTM_NEWLINK/DELLINK: up, down, carrier, deletion; RTM_NEWNEIGH/
+//! DELNEIGH: resolved, failed, new MAC, deleted): a next hop whose carrier
+//! drops or whose neighbour fails leaves its group within milliseconds,
+//! not at the next refresh, which stays as a backstop. Events lost, or a
+//! stream that failed, make the daemon read everything again at once.
+
+use tracing::{info, warn};
+
+use super::links::Snapshot;
+use super::state::Running;
+use crate::dataplane::Dataplane;
+use crate::netlink::{LinkEvent, LinkEvents, Netlink};
+
+/// Links and neighbours as last heard, and how news of them arrives.
+pub(super) struct LinkWatch {
+    /// `None` after the stream failed: the refresh subscribes again.
+    events: Option<LinkEvents>,
+    /// What next hops are resolved against: the last read, with every
+    /// event since applied.
+    pub(super) view: Snapshot,
+}
+
+/// Subscribes to link and neighbour events; call before reading the links
+/// and neighbours, so nothing changes unseen in between.
+pub(super) fn subscribe() -> Option<LinkEvents> {
+    match LinkEvents::subscribe() {
+        Ok(events) => Some(events),
+        Err(e) => {
+            warn!("no link and neighbour events ({e}); next hops follow them at each refresh only");
+            None
+        }
+    }
+}
+
+impl LinkWatch {
+    /// Follows `events` from `view`, read after subscribing.
+    pub(super) fn new(events: Option<LinkEvents>, view: Snapshot) -> Self {
+        Self { events, view }
+    }
+
+    /// The events that have arrived; never returns while there is no
+    /// stream, `None` when the stream just failed.
+    pub(super) async fn events(&mut self) -> Option<Vec<LinkEvent>> {
+        match &mut self.events {
+            Some(stream) => stream.batch().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Subscribes again if the stream failed; call before reading.
+    pub(super) fn resubscribe(&mut self) {
+        if self.events.is_none() {
+            self.events = LinkEvents::subscribe().ok();
+            if self.events.is_some() {
+                info!("link and neighbour events resumed");
+            }
+        }
+    }
+}
+
+impl Running {
+    /// Applies link and neighbour events at once and rewrites the next
+    /// hops they changed; on lost events or a failed stream, reads links
+    /// and neighbours again first.
+    pub(super) async fn link_events(
+        &mut self,
+        events: Option<Vec<LinkEvent>>,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) {
+        let mut read_again = false;
+        let mut links_changed = false;
+        match events {
+            None => {
+                warn!("link and neighbour events stopped; reading links and neighbours again");
+                self.links.events = None;
+                self.links.resubscribe();
+                read_again = true;
+            }
+            Some(events) => {
+                for event in events {
+                    read_again |= event == LinkEvent::Lost;
+                    links_changed |= !matches!(event, LinkEvent::Neighbour { .. });
+                    self.links.view.apply(event, &self.config);
+                }
+                if read_again {
+                    warn!("link and neighbour events lost; reading links and neighbours again");
+                }
+            }
+        }
+        if read_again {
+            match Snapshot::take(netlink, &self.config, &mut self.ongoing).await {
+                Ok(view) => self.links.view = view,
+                Err(e) => warn!("reading links and neighbours: {e:#}"),
+            }
+        }
+        if read_again || links_changed {
+            // A link back up comes without neighbours (the kernel flushes
+            // them when the carrier goes): ask now, not at the refresh.
+            self.links
+                .view
+                .solicit_missing(&self.config, &mut self.ongoing);
+            // An ingress interface created again gets the program now.
+            self.reattach_ingress(dp);
+        }
+        if let Err(e) = self.rewrite_nexthops(dp) {
+            warn!("writing next hops after link or neighbour events: {e}");
+        }
+    }
+}

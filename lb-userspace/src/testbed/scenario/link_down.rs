@@ -1,0 +1,249 @@
+//! `link-down`: four equal spines under a steady ring all-reduce; one
+//! spine's end of its link goes down mid-run (the leaf's port loses its
+//! carrier) and comes back later. The leaf's daemon refreshes links only
+//! every ten minutes, so only its link and neighbour events can explain
+//! what it does. Measured at the leaf's data plane, every millisecond:
+//! when the dead next hop's packet counter stopped, and, from the group's
+//! bucket table and the collective's flows hashed as the data plane hashes
+//! them, which flows moved when the link went and when it came back.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use lb_common::limits::BUCKETS_PER_GROUP;
+use lb_common::packet::parse::FlowFields;
+use lb_common::select::hash::{HashFields, flow_hash};
+use serde::{Deserialize, Serialize};
+
+use super::Scenario;
+use super::slow_spine::{EVEN_RATES_MBIT, ring};
+use rtnetlink::LinkUnspec;
+
+use crate::testbed::{
+    Collective, LeafMaps, PATIENCE, Queues, Testbed, host_addr, in_netns, receiver_addr,
+};
+use crate::traffic::{Generator, Sender};
+
+/// Messages per connection at full length: about 2.3 s of sending.
+pub const MESSAGES: u32 = 400;
+/// Offered load, as a share of the four spines: 80% of the three left.
+const LOAD: f64 = 0.6;
+/// The spine whose link goes down, and when, from the senders' start.
+const SPINE: usize = 2;
+const DOWN_AFTER: Duration = Duration::from_millis(500);
+const UP_AFTER: Duration = Duration::from_millis(1100);
+/// Samples taken this often, from this long before the change to this
+/// long after it.
+const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+const BEFORE: Duration = Duration::from_millis(100);
+const AFTER: Duration = Duration::from_millis(300);
+
+/// A spine's link down and up again while the collective runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkFlap {
+    /// 1-based spine.
+    pub spine: usize,
+    /// How long after the senders start its link goes down, and comes up.
+    pub down_after: Duration,
+    pub up_after: Duration,
+}
+
+/// What the leaf did about the flap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Failover {
+    /// From the carrier change (the netlink request sent) to the last
+    /// millisecond sample in which the dead next hop's packet counter
+    /// grew; 0 when it never grew after the change.
+    pub failover_ms: f64,
+    /// Packets sent and never received, whatever dropped them.
+    pub lost: u64,
+    /// The collective's flows (connection and QP).
+    pub total_flows: u64,
+    /// Flows whose bucket was on the dead next hop before the change.
+    pub dead_link_flows: u64,
+    /// Flows whose next hop changed when the link went down.
+    pub moved_flows: u64,
+    /// Flows whose next hop changed when the link came back.
+    pub rejoin_moved_flows: u64,
+    /// Flows on another next hop after the return than before the change.
+    pub displaced_flows: u64,
+}
+
+/// The scenario with `messages` per connection.
+pub fn link_down(messages: u32) -> Scenario {
+    let flap = LinkFlap {
+        spine: SPINE,
+        down_after: DOWN_AFTER,
+        up_after: UP_AFTER,
+    };
+    let scenario = ring("link-down", &EVEN_RATES_MBIT, LOAD, Queues::Lossy, messages);
+    Scenario {
+        workload: format!(
+            "{}; spine {SPINE}'s link down {} ms into the run, up at {} ms",
+            scenario.workload,
+            DOWN_AFTER.as_millis(),
+            UP_AFTER.as_millis()
+        ),
+        flap: Some(flap),
+        ..scenario
+    }
+}
+
+/// Waits for `flap`'s times (counted from `started`), applies them to
+/// `bed`, and measures the leaf's failover for `collective`'s flows. The
+/// leaf's spine group is group 0 and its next hops the spines in order
+/// (ids 0..), as a fresh daemon numbers them.
+pub fn measure(
+    bed: &Testbed,
+    collective: &Collective,
+    flap: &LinkFlap,
+    started: Instant,
+) -> Result<Failover> {
+    let dead = flap.spine as u32 - 1;
+    std::thread::sleep(
+        (started + flap.down_after - BEFORE).saturating_duration_since(Instant::now()),
+    );
+    let maps = LeafMaps::open(bed)?;
+    let group = maps.group(0)?;
+    let flows = flows(bed, collective);
+    let buckets: Vec<usize> = flows
+        .iter()
+        .map(|f| {
+            let hash = flow_hash(group.hash_seed, f, HashFields(group.hash_fields));
+            (hash & (BUCKETS_PER_GROUP - 1)) as usize
+        })
+        .collect();
+    let next_hops = || -> Result<Vec<u32>> {
+        let table = maps.buckets(0)?;
+        Ok(buckets.iter().map(|&b| table[b]).collect())
+    };
+    let before = next_hops()?;
+
+    let mut samples = Vec::new();
+    let watch_start = Instant::now();
+    while watch_start.elapsed() < BEFORE {
+        samples.push((Instant::now(), maps.packets(dead)?));
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    let changed = set_link(bed, flap.spine, false)?;
+    while changed.elapsed() < AFTER {
+        samples.push((Instant::now(), maps.packets(dead)?));
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    let down = next_hops()?;
+
+    std::thread::sleep((started + flap.up_after).saturating_duration_since(Instant::now()));
+    let back = set_link(bed, flap.spine, true)?;
+    while !maps.buckets(0)?.contains(&dead) {
+        ensure!(
+            back.elapsed() < PATIENCE,
+            "spine {}'s next hop not back after {PATIENCE:?}",
+            flap.spine
+        );
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    let up = next_hops()?;
+    let count = |f: &dyn Fn(usize) -> bool| (0..flows.len()).filter(|&i| f(i)).count() as u64;
+    Ok(Failover {
+        failover_ms: last_growth(&samples, changed),
+        lost: 0,
+        total_flows: flows.len() as u64,
+        dead_link_flows: count(&|i| before[i] == dead),
+        moved_flows: count(&|i| down[i] != before[i]),
+        rejoin_moved_flows: count(&|i| up[i] != down[i]),
+        displaced_flows: count(&|i| up[i] != before[i]),
+    })
+}
+
+/// Milliseconds from `changed` to the last sample whose counter grew over
+/// the one before it; 0 when none after `changed` did.
+fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
+    samples
+        .windows(2)
+        .rfind(|w| w[1].0 >= changed && w[1].1 > w[0].1)
+        .map_or(0.0, |w| (w[1].0 - changed).as_secs_f64() * 1e3)
+}
+
+/// Sets spine `spine`'s end of its link to the leaf up or down; returns
+/// when the request went out. Over a netlink socket opened beforehand, not
+/// `ip`, whose start on a loaded machine would count as failover time.
+fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
+    in_netns(&bed.ns(&format!("s{spine}")), move || -> Result<Instant> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            tokio::spawn(connection);
+            let link = LinkUnspec::new_with_name("leaf");
+            let message = if up { link.up() } else { link.down() }.build();
+            let at = Instant::now();
+            handle.link().set(message).execute().await?;
+            Ok(at)
+        })
+    })?
+}
+
+/// The header fields of every flow of `collective` on `bed`, as the
+/// leaf's program parses them.
+fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
+    let hosts = bed.shape().hosts;
+    let ranks: Vec<_> = (1..=hosts).map(receiver_addr).collect();
+    (1..=collective.senders.min(hosts))
+        .flat_map(|i| {
+            // MACs are no part of a flow.
+            let sender = Sender {
+                ip: host_addr(i),
+                mac: [0; 6],
+                gateway_mac: [0; 6],
+            };
+            Generator::new(collective.workload(ranks.clone(), i - 1), sender).flows()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failover_ends_at_the_last_sample_the_counter_grew_in() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let changed = at(10);
+        let samples = [
+            (at(0), 0),
+            (at(5), 10),
+            (at(11), 20),
+            (at(17), 25),
+            (at(18), 25),
+            (at(30), 25),
+        ];
+        assert_eq!(last_growth(&samples, changed), 7.0);
+        // Nothing after the change: 0.
+        assert_eq!(last_growth(&samples[..2], changed), 0.0);
+        let flat = [(at(0), 3), (at(11), 3), (at(20), 3)];
+        assert_eq!(last_growth(&flat, changed), 0.0);
+    }
+
+    #[test]
+    fn every_qp_of_the_ring_is_a_flow() {
+        let collective = link_down(1).collective;
+        let ranks: Vec<_> = (1..=4).map(receiver_addr).collect();
+        let sender = Sender {
+            ip: host_addr(1),
+            mac: [0; 6],
+            gateway_mac: [0; 6],
+        };
+        let flows = Generator::new(collective.workload(ranks, 0), sender).flows();
+        // One connection (to the next rank) of 16 QPs, each its own port.
+        assert_eq!(flows.len(), 16);
+        let ports: std::collections::BTreeSet<u16> = flows.iter().map(|f| f.src_port).collect();
+        assert_eq!(ports.len(), 16);
+        assert!(
+            flows
+                .iter()
+                .all(|f| f.dst[..4] == receiver_addr(2).octets())
+        );
+    }
+}

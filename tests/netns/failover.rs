@@ -1,0 +1,166 @@
+//! Event-driven failover: with the refresh a minute away, only the
+//! kernel's link and neighbour events can explain a next hop leaving its
+//! group and coming back.
+
+use std::time::Instant;
+
+use fabriclb::testbed::scenario::{Name, Report, link_down};
+use fabriclb::testbed::{Daemon, LeafCounters, SpineCount, UdpLoad};
+
+use crate::bed::{Bed, wait_for};
+
+const S2_DOWN: &str = "next hop changed next_hop=s2 198.18.2.2 usable=false";
+const S2_UP: &str = "next hop changed next_hop=s2 198.18.2.2 usable=true";
+
+/// With the refresh a minute away, under UDP flows: the leaf's neighbour
+/// entry for spine 2 fails (as when its ARP requests go unanswered) and s2
+/// is taken out on the neighbour event (log and metrics), nothing more
+/// going to it; resolved again with its MAC, it is back. Then spine 2's
+/// end of the link goes down, so the leaf's `s2` loses its carrier: s2 is
+/// taken out on the link event; back up, its neighbour is solicited at
+/// once (the kernel flushed it with the carrier) and it carries flows
+/// again.
+#[test]
+fn a_failed_neighbour_or_a_lost_carrier_takes_a_next_hop_out_at_once_and_it_rejoins() {
+    let bed = Bed::up("7", 1);
+    let daemon = bed
+        .daemon(&bed.config(""), &["--refresh-interval-ms", "60000"])
+        .expect("fabriclb");
+    let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
+    every_spine_carrying(&bed, &daemon);
+    let links: serde_json::Value =
+        serde_json::from_str(&bed.ip("s2", &["-j", "link", "show", "leaf"]).expect("link"))
+            .expect("JSON");
+    let mac = links[0]["address"].as_str().expect("s2's MAC").to_owned();
+
+    daemon.skip_log().expect("log");
+    let neigh = |state: &[&str]| {
+        let mut args = vec!["neigh", "replace", "198.18.2.2", "dev", "s2"];
+        args.extend(state);
+        bed.ip("leaf", &args).expect("neigh");
+    };
+    neigh(&["nud", "failed"]);
+    let log = daemon.wait_for_log(S2_DOWN).expect("the daemon noticed");
+    assert!(
+        log.contains("reason=no MAC for 198.18.2.2 on s2 yet"),
+        "{log}"
+    );
+    s2_out_and_idle(&bed, &daemon);
+    daemon.skip_log().expect("log");
+    neigh(&["lladdr", &mac, "nud", "reachable"]);
+    let log = daemon
+        .wait_for_log(S2_UP)
+        .expect("the daemon noticed s2 back");
+    assert!(log.contains(&format!("mac={mac}")), "{log}");
+    s2_back_in_use(&bed, &daemon);
+
+    daemon.skip_log().expect("log");
+    let changed = Instant::now();
+    bed.ip("s2", &["link", "set", "leaf", "down"])
+        .expect("down");
+    let log = daemon.wait_for_log(S2_DOWN).expect("the daemon noticed");
+    eprintln!("noticed {:?} after the change:\n{log}", changed.elapsed());
+    assert!(log.contains("reason=interface s2 down"), "{log}");
+    s2_out_and_idle(&bed, &daemon);
+    daemon.skip_log().expect("log");
+    bed.ip("s2", &["link", "set", "leaf", "up"]).expect("up");
+    daemon
+        .wait_for_log(S2_UP)
+        .expect("the daemon noticed s2 back");
+    s2_back_in_use(&bed, &daemon);
+    let report = load.stop(&bed.testbed).expect("traffic");
+    eprintln!("{report:?}");
+}
+
+/// The link-down scenario, short: ECMP, links refreshed every ten minutes.
+/// The flows that were on spine 2 move when its link goes, no other does;
+/// when it comes back they come back and no other moves; every packet
+/// sent is received or counted where it was lost.
+#[test]
+fn link_down_moves_only_the_dead_links_flows_and_brings_them_back() {
+    let scenario = link_down(300);
+    let bed = Bed::shaped("8", scenario.shape.clone());
+    let report = bed
+        .scenario(&scenario, &Name::LinkDown.modes())
+        .expect("scenario run");
+    eprintln!("{report:#?}");
+    let [row] = report.modes.as_slice() else {
+        panic!("ECMP alone: {report:?}")
+    };
+    let f = row.failover.expect("a failover measured");
+    // 4 ranks, one connection each, 16 QPs with their own ports.
+    assert_eq!(f.total_flows, 64, "{f:?}");
+    assert!(f.dead_link_flows > 0, "no flow on spine 2: {f:?}");
+    assert_eq!(f.moved_flows, f.dead_link_flows, "{f:?}");
+    assert_eq!(f.rejoin_moved_flows, f.dead_link_flows, "{f:?}");
+    assert_eq!(f.displaced_flows, 0, "{f:?}");
+    assert_eq!(f.lost, row.sent - row.received, "{row:?}");
+    assert_eq!(row.unaccounted, 0, "losses not counted: {row:?}");
+    let json = report.to_json();
+    assert_eq!(Report::from_json(&json).expect("parses"), report);
+    let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    for key in [
+        "failover_ms",
+        "lost",
+        "moved_flows",
+        "total_flows",
+        "sent",
+        "received",
+    ] {
+        assert!(
+            value["modes"][0].get(key).is_some(),
+            "{key} missing from {json}"
+        );
+    }
+}
+
+/// Waits for every spine to carry packets; the counters then.
+pub fn every_spine_carrying(bed: &Bed, daemon: &Daemon) -> LeafCounters {
+    wait_for("every spine carrying flows", || {
+        let c = bed.counters(daemon)?;
+        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(c))
+    })
+    .expect("traffic over every spine")
+    .0
+}
+
+pub fn s2(c: &LeafCounters) -> &SpineCount {
+    &c.spines[1]
+}
+
+/// The metrics show s2 unusable, and while the other spines carry
+/// thousands more datagrams, s2 gets none; the counters that first showed
+/// it unusable.
+pub fn s2_out_and_idle(bed: &Bed, daemon: &Daemon) -> LeafCounters {
+    let counters = || bed.counters(daemon);
+    let (down, _) = wait_for("metrics showing s2 unusable", || {
+        let c = counters()?;
+        Ok((!s2(&c).usable).then_some(c))
+    })
+    .expect("s2 out");
+    let (later, _) = wait_for("the other spines carrying s2's share", || {
+        let c = counters()?;
+        Ok((c.packets_except(2) > down.packets_except(2) + 2000).then_some(c))
+    })
+    .expect("traffic goes on");
+    assert_eq!(
+        s2(&later).packets,
+        s2(&down).packets,
+        "sent to s2 after the daemon took it out"
+    );
+    down
+}
+
+/// The metrics show s2 usable, and it carries datagrams again.
+pub fn s2_back_in_use(bed: &Bed, daemon: &Daemon) {
+    let counters = || bed.counters(daemon);
+    let (up, _) = wait_for("metrics showing s2 usable", || {
+        let c = counters()?;
+        Ok(s2(&c).usable.then_some(c))
+    })
+    .expect("s2 back");
+    wait_for("s2 carrying flows again", || {
+        Ok((s2(&counters()?).packets > s2(&up).packets).then_some(()))
+    })
+    .expect("s2 back in use");
+}
