@@ -3,7 +3,9 @@
 
 mod check_config;
 mod generate;
+mod pins;
 mod run;
+mod stop;
 mod testbed;
 
 use clap::{Parser, Subcommand};
@@ -19,8 +21,12 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Load the XDP program, program it from the config and forward until
-    /// SIGINT or SIGTERM.
+    /// SIGINT or SIGTERM, which leave it forwarding (pinned in bpffs) for
+    /// the next `run` to take over.
     Run(run::RunArgs),
+    /// Stop the daemon of an instance, leaving its program forwarding;
+    /// with --detach remove the program and its maps for good.
+    Stop(stop::StopArgs),
     /// Validate config files without touching the kernel.
     CheckConfig(check_config::CheckConfigArgs),
     /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
@@ -37,6 +43,7 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Run(args) => run::run(args),
+            Command::Stop(args) => stop::run(args),
             Command::CheckConfig(args) => check_config::run(args),
             Command::Testbed { command } => testbed::run(command),
             Command::Gen(args) => generate::run(args),

@@ -4,8 +4,10 @@
 //! and neighbours; [`local`] keeps the box's own addresses local in the
 //! route tries; [`telemetry`] turns path telemetry into path quality;
 //! [`metrics_file`] writes the counters out; [`privileges`] checks the
-//! capabilities at start and drops those it no longer needs.
+//! capabilities at start and drops those it no longer needs; [`adopt`]
+//! starts onto a pinned instance, taking over what it holds.
 
+mod adopt;
 mod config_file;
 mod event_loop;
 mod ingress;

@@ -12,4 +12,4 @@ mod tx_errors;
 
 #[cfg(test)]
 pub(crate) use loader::declared;
-pub use loader::{Dataplane, DataplaneError};
+pub use loader::{Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, remove_instance};

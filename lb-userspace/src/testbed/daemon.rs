@@ -170,6 +170,13 @@ impl Daemon {
         format!("fabriclb's log ends:\n{}", lines[start..].join("\n"))
     }
 
+    /// Kills the daemon with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
     /// Stops the daemon and returns its final metrics.
     pub fn stop(mut self) -> Result<String> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);

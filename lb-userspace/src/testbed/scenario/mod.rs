@@ -8,6 +8,7 @@
 
 mod reaction;
 mod report;
+pub mod restart;
 mod slow_spine;
 mod table;
 
@@ -39,14 +40,17 @@ pub enum Name {
     SpineSlowdown,
     /// Four equal spines, one filled by traffic the leaf does not see.
     CrossTraffic,
+    /// The daemon killed and upgraded under traffic ([`restart`]).
+    Restart,
 }
 
 impl Name {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
         Self::CrossTraffic,
+        Self::Restart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +59,7 @@ impl Name {
             Self::SlowSpineLossless => "slow-spine-lossless",
             Self::SpineSlowdown => "spine-slowdown",
             Self::CrossTraffic => "cross-traffic",
+            Self::Restart => "restart",
         }
     }
 
@@ -65,14 +70,15 @@ impl Name {
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
+            Self::Restart => restart::scenario(restart::SECONDS),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown and \
-     cross-traffic"
+    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
+     cross-traffic and restart"
 )]
 pub struct UnknownScenario(String);
 
@@ -158,6 +164,9 @@ pub fn modes() -> Vec<Mode> {
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
+    if name == Name::Restart {
+        return restart::run(bed_name, json);
+    }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
