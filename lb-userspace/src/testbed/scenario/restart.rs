@@ -111,6 +111,9 @@ pub struct RestartReport {
     pub reordered_in_message: u64,
     /// Packets that broke their QP's PSN order.
     pub out_of_order: u64,
+    /// Of `link_lost`, what the senders' own ports dropped: packets the
+    /// leaf never saw.
+    pub lost_before_leaf: u64,
     /// What the leaf's counters say it forwarded over the whole run, read
     /// from the last daemon: the counters carried across the restarts.
     pub forwarded: u64,
@@ -266,6 +269,7 @@ pub fn measure(
         link_lost: report.drops.lost(),
         reordered_in_message: report.received.message_out_of_order,
         out_of_order: report.received.out_of_order,
+        lost_before_leaf: report.drops.lost_in("h"),
         forwarded: leaf_counters.forwarded,
         steps,
     })
