@@ -64,7 +64,9 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SIGTERM: the daemon detaches on its way out.
+        // SIGTERM: the daemon exits, leaving its pins in the bpffs it
+        // mounted in `ip netns exec`'s private mount namespace (unless
+        // `args` name another), which goes with it, the program along.
         die_with_parent(&mut command, nix::sys::signal::Signal::SIGTERM);
         let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {

@@ -415,3 +415,83 @@ pub fn remove_instance(pins: &PinDir) -> std::result::Result<usize, PinningError
     std::fs::remove_dir(dir).map_err(io(dir))?;
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bpffs of the test's own, unmounted (pins and all) when dropped.
+    struct Mount(PathBuf);
+
+    impl Mount {
+        fn new(tag: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("fl{}-{tag}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("dir");
+            nix::mount::mount(
+                Some("bpf"),
+                &dir,
+                Some("bpf"),
+                nix::mount::MsFlags::empty(),
+                None::<&str>,
+            )
+            .expect("mount bpffs (needs root)");
+            Self(dir)
+        }
+    }
+
+    impl Drop for Mount {
+        fn drop(&mut self) {
+            let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+
+    fn all_maps() -> Vec<String> {
+        definitions(1).expect("object").into_keys().collect()
+    }
+
+    /// The kernel's view of the maps a load pinned equals the object's
+    /// definitions (flags it adds itself aside), so a restart with the same
+    /// flowlet table reuses every map; another size replaces the flowlet
+    /// table alone. While one daemon holds the instance, a second is
+    /// refused with its pid.
+    #[test]
+    fn a_pinned_instance_is_reused_unless_its_layout_changed() {
+        let mount = Mount::new("pinning");
+        let pinned = Pinned::open(&mount.0, "t", 1024).expect("open");
+        assert_eq!(pinned.plan().created, all_maps());
+        assert!(pinned.plan().reused.is_empty() && pinned.plan().replaced.is_empty());
+        let dir = pinned.dir().display().to_string();
+        match Pinned::open(&mount.0, "t", 1024) {
+            Err(PinningError::Locked { dir: locked, pid }) => {
+                assert_eq!((locked, pid), (dir, std::process::id().to_string()))
+            }
+            other => panic!("not refused: {:?}", other.map(|p| p.plan)),
+        }
+        let dataplane = Dataplane::load_pinned(1024, pinned).expect("load");
+        assert!(!dataplane.took_over());
+        drop(dataplane);
+
+        let again = Pinned::open(&mount.0, "t", 1024).expect("open again");
+        assert_eq!(
+            again.plan(),
+            &Plan {
+                reused: all_maps(),
+                ..Plan::default()
+            }
+        );
+        drop(again);
+        let upgraded = Pinned::open(&mount.0, "t", 2048).expect("open upgraded");
+        assert_eq!(upgraded.plan().replaced, [names::FLOWLETS]);
+        assert_eq!(upgraded.plan().reused.len(), all_maps().len() - 1);
+        let mut dataplane = Dataplane::load_pinned(2048, upgraded).expect("load upgraded");
+        assert!(dataplane.took_over());
+        let staged = staged(&PinDir::new(&mount.0, "t"), names::FLOWLETS);
+        assert!(staged.exists());
+        dataplane.commit_pins().expect("commit");
+        assert!(!staged.exists());
+        drop(dataplane);
+        let committed = Pinned::open(&mount.0, "t", 2048).expect("open committed");
+        assert_eq!(committed.plan().reused, all_maps());
+    }
+}
