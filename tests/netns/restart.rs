@@ -79,8 +79,9 @@ fn stop(bpffs: &Bpffs, instance: &str, detach: bool) -> (Option<i32>, String, St
 
 /// A second daemon on a running instance is refused, naming the first;
 /// SIGTERM leaves the program on the interface and its pins in place;
-/// `stop` stops a running daemon and leaves the program; `stop --detach`
-/// removes every pin, and the program goes from the interface.
+/// `stop` stops a running daemon and leaves the program; a daemon whose
+/// config dropped the interface takes the program off it; `stop
+/// --detach` removes every pin, and the program goes from the interface.
 #[test]
 fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
     let bed = Bed::up("6", 1);
@@ -134,13 +135,31 @@ fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
     );
     program_on(&bed.testbed, "h1").expect("still attached after stop");
 
+    // A daemon whose config no longer has h1 takes the program off it.
+    let moved = config.replace("interfaces = [\"h1\"]", "interfaces = [\"nosuch0\"]");
+    assert_ne!(moved, config);
+    let daemon = bed.daemon(&moved, &args).expect("daemon without h1");
+    let line = daemon
+        .wait_for_log("detached: no longer an ingress interface")
+        .expect("h1 detached");
+    assert!(line.ends_with("interface=\"h1\"\n"), "{line}");
+    assert!(!pins.link("h1").exists());
+    wait_for("XDP off h1", || {
+        Ok(bed.xdp_links("leaf")?.is_empty().then_some(()))
+    })
+    .expect("detached");
+    daemon.stop().expect("SIGTERM");
+    let _daemon = bed.daemon(&config, &args).expect("daemon on h1 again");
+    program_on(&bed.testbed, "h1").expect("attached again");
+
     let pinned = std::fs::read_dir(pins.dir()).expect("pins").count();
+    let pid = fabriclb::dataplane::holder(pins.dir()).expect("the daemon holds the lock");
     let (code, stdout, stderr) = stop(&bpffs, "t6", true);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         stdout,
         format!(
-            "removed {} ({pinned} pins): the program is detached\n",
+            "stopped fabriclb (pid {pid})\nremoved {} ({pinned} pins): the program is detached\n",
             pins.dir().display()
         )
     );

@@ -73,7 +73,7 @@ pub async fn run(options: Options) -> Result<()> {
         let ingress = Ingress::new(&mut dp, interface, mode, &mut running.ongoing)?;
         running.ingress.push(ingress);
     }
-    dp.commit_pins()?;
+    dp.commit_pins(&running.config.switch.interfaces)?;
     running.drop_privileges(&mut dp);
     write_metrics(&options, &dp, &running);
     info!(

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use super::tx_errors::{self, TxCounting};
 
 mod pinning;
-pub use pinning::{Pinned, PinningError, Plan, holder, remove_instance};
+pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
 
 /// The production XDP object, built from lb-ebpf by the build script: the
 /// forwarding program, the transmit-error tracepoints and their maps,

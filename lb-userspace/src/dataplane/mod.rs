@@ -12,4 +12,6 @@ mod tx_errors;
 
 #[cfg(test)]
 pub(crate) use loader::declared;
-pub use loader::{Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, remove_instance};
+pub use loader::{
+    Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance,
+};

@@ -113,19 +113,24 @@ pub fn ensure_bpffs(root: &Path) -> std::result::Result<(), PinningError> {
     if is_bpffs(root)? {
         return Ok(());
     }
-    nix::mount::mount(
-        Some("bpf"),
-        root,
-        Some("bpf"),
-        nix::mount::MsFlags::empty(),
-        None::<&str>,
-    )
-    .map_err(|source| PinningError::NotBpffs {
+    mount_bpffs(root).map_err(|source| PinningError::NotBpffs {
         root: root.display().to_string(),
         source,
     })?;
     info!(root = %root.display(), "mounted bpffs");
     Ok(())
+}
+
+/// `mount -t bpf bpf dir`: a bpffs of its own, whose pins go when it is
+/// unmounted.
+pub fn mount_bpffs(dir: &Path) -> nix::Result<()> {
+    nix::mount::mount(
+        Some("bpf"),
+        dir,
+        Some("bpf"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
 }
 
 fn is_bpffs(path: &Path) -> std::result::Result<bool, PinningError> {
@@ -368,12 +373,27 @@ impl Dataplane {
         }
     }
 
-    /// Once every link runs this program: renames the maps of a new
+    /// Once every link of the config's `interfaces` runs this program:
+    /// removes the pinned links of interfaces the config no longer has
+    /// (the old program goes from them) and renames the maps of a new
     /// layout over the old pins, which frees the old maps.
-    pub fn commit_pins(&mut self) -> Result<()> {
+    pub fn commit_pins(&mut self, interfaces: &[String]) -> Result<()> {
         let Some(pinned) = &mut self.pinned else {
             return Ok(());
         };
+        let entries = std::fs::read_dir(pinned.pins.dir())
+            .map_err(|e| pin_error("links", pinned.pins.dir(), e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(interface) = name.to_str().and_then(|n| n.strip_prefix("link-")) else {
+                continue;
+            };
+            if !interfaces.iter().any(|i| i == interface) {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| pin_error("links", &entry.path(), e))?;
+                info!(interface, "detached: no longer an ingress interface");
+            }
+        }
         for name in std::mem::take(&mut pinned.plan.replaced) {
             let (from, to) = (staged(&pinned.pins, &name), pinned.pins.map(&name));
             std::fs::rename(&from, &to).map_err(|e| pin_error(&name, &to, e))?;
@@ -427,14 +447,7 @@ mod tests {
         fn new(tag: &str) -> Self {
             let dir = std::env::temp_dir().join(format!("fl{}-{tag}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("dir");
-            nix::mount::mount(
-                Some("bpf"),
-                &dir,
-                Some("bpf"),
-                nix::mount::MsFlags::empty(),
-                None::<&str>,
-            )
-            .expect("mount bpffs (needs root)");
+            mount_bpffs(&dir).expect("mount bpffs (needs root)");
             Self(dir)
         }
     }
@@ -488,7 +501,7 @@ mod tests {
         assert!(dataplane.took_over());
         let staged = staged(&PinDir::new(&mount.0, "t"), names::FLOWLETS);
         assert!(staged.exists());
-        dataplane.commit_pins().expect("commit");
+        dataplane.commit_pins(&[]).expect("commit");
         assert!(!staged.exists());
         drop(dataplane);
         let committed = Pinned::open(&mount.0, "t", 2048).expect("open committed");

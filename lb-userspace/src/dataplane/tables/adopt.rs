@@ -117,3 +117,76 @@ impl Tables {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use lb_common::abi::NEXTHOP_USABLE;
+
+    use super::*;
+    use crate::config::{self, Config};
+
+    fn usable(_: &crate::config::NextHopSpec) -> NextHop {
+        NextHop {
+            flags: NEXTHOP_USABLE,
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            ..NextHop::default()
+        }
+    }
+
+    /// Group `g` over three next hops in `mode`, routes to it from
+    /// `prefixes`.
+    fn config(mode: &str, prefixes: &[&str]) -> Config {
+        let mut text = format!(
+            "[switch]\ninterfaces = [\"eth0\"]\n[[group]]\nname = \"g\"\nmode = \"{mode}\"\n\
+             next_hops = [{{ interface = \"eth1\", ip = \"10.0.0.1\" }}, \
+             {{ interface = \"eth1\", ip = \"10.0.0.2\" }}, \
+             {{ interface = \"eth1\", ip = \"10.0.0.3\" }}]\n"
+        );
+        for prefix in prefixes {
+            text.push_str(&format!(
+                "[[route]]\nprefix = \"{prefix}\"\ngroup = \"g\"\n"
+            ));
+        }
+        config::parse(&text, Path::new("adopt.toml")).expect("valid config")
+    }
+
+    fn build(config: &Config, previous: Option<&Tables>) -> Tables {
+        Tables::build(config, previous, usable).expect("tables")
+    }
+
+    /// A daemon that took its tables through a mode change (a new flowlet
+    /// generation) and a next hop lost and back (moved buckets) leaves
+    /// maps that a fresh build of the same config does not match; built
+    /// against what the maps hold, the restarted daemon's tables are the
+    /// running ones exactly, and a route the new config dropped is
+    /// removed from the trie.
+    #[test]
+    fn a_restart_builds_the_tables_the_maps_hold() {
+        let mut dp = Dataplane::load(1024).expect("load (needs root)");
+        let routes = ["198.19.0.0/16", "198.20.0.0/16"];
+        let ecmp = build(&config("ecmp", &routes), None);
+        ecmp.write(&mut dp, None).expect("write");
+        let mut running = build(&config("flowlet", &routes), Some(&ecmp));
+        running.write(&mut dp, Some(&ecmp)).expect("write");
+        let before = running.clone();
+        running.update_nexthop(1, NextHop::default());
+        running.update_nexthop(1, usable(&running.groups[0].specs[1]));
+        running.write(&mut dp, Some(&before)).expect("write");
+
+        let restarted = config("flowlet", &routes);
+        let fresh = build(&restarted, None);
+        assert_ne!(fresh, running, "a fresh build already matches");
+        let held = Tables::read_back(&dp, &fresh).expect("read back");
+        assert_eq!(build(&restarted, Some(&held)), running);
+
+        let fewer = config("flowlet", &routes[..1]);
+        let held = Tables::read_back(&dp, &build(&fewer, None)).expect("read back");
+        let tables = build(&fewer, Some(&held));
+        tables.write(&mut dp, Some(&held)).expect("write");
+        let key = |a: [u8; 4]| aya::maps::lpm_trie::Key::new(16, a);
+        assert_eq!(dp.routes_v4.get(&key([198, 19, 0, 0]), 0).ok(), Some(0));
+        assert!(dp.routes_v4.get(&key([198, 20, 0, 0]), 0).is_err());
+    }
+}

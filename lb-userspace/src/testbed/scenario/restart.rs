@@ -15,6 +15,7 @@ use lb_common::abi as names;
 use serde::Serialize;
 
 use super::Scenario;
+use crate::dataplane::mount_bpffs;
 use crate::dataplane::pins::PinDir;
 use crate::testbed::{
     Collective, Daemon, Leaf, LeafCounters, Shape, Testbed, run_collective_with,
@@ -127,14 +128,7 @@ pub struct Bpffs(PathBuf);
 impl Bpffs {
     pub fn mount(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir)?;
-        nix::mount::mount(
-            Some("bpf"),
-            dir,
-            Some("bpf"),
-            nix::mount::MsFlags::empty(),
-            None::<&str>,
-        )
-        .with_context(|| format!("mounting bpffs at {}", dir.display()))?;
+        mount_bpffs(dir).with_context(|| format!("mounting bpffs at {}", dir.display()))?;
         Ok(Self(dir.to_owned()))
     }
 
