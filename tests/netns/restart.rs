@@ -177,3 +177,36 @@ fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
         format!("fabriclb: no instance pinned at {}\n", pins.dir().display())
     );
 }
+
+/// Without CAP_SYS_ADMIN a `--bpffs` that is not a bpffs cannot be
+/// mounted: `run` refuses in one line saying what to do, before touching
+/// any interface.
+#[test]
+fn a_root_that_is_no_bpffs_and_cannot_be_mounted_is_refused() {
+    let dir = std::env::temp_dir().join(format!("fl{}-nobpffs", std::process::id()));
+    let config = crate::startup::config_without_interfaces(&dir);
+    let out = Command::new("capsh")
+        .args(["--drop=cap_sys_admin", "--", "-c"])
+        .arg(format!(
+            "exec {} run --config {} --bpffs {}",
+            fabriclb().display(),
+            config.display(),
+            dir.display()
+        ))
+        .output()
+        .expect("capsh");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let dir = dir.display();
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            format!(
+                "fabriclb: {dir} is not a bpffs and mounting one there failed (EPERM: \
+                 Operation not permitted); mount one (mount -t bpf bpf {dir}) or pass --bpffs DIR"
+            )
+            .as_str()
+        )
+    );
+}

@@ -28,41 +28,33 @@ use tracing::{info, warn};
 use super::{Dataplane, DataplaneError, OBJECT, Result};
 use crate::dataplane::pins::PinDir;
 
-/// Why an instance cannot be pinned or taken over.
+/// Why an instance cannot be pinned or taken over. Each message says its
+/// cause itself, so none has a `source`: a chain would repeat it.
 #[derive(Debug, thiserror::Error)]
 pub enum PinningError {
     #[error(
-        "{root} is not a bpffs and mounting one there failed ({source}); mount one \
+        "{root} is not a bpffs and mounting one there failed ({cause}); mount one \
          (mount -t bpf bpf {root}) or pass --bpffs DIR"
     )]
-    NotBpffs {
-        root: String,
-        #[source]
-        source: nix::Error,
-    },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    NotBpffs { root: String, cause: nix::Error },
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
     #[error("another fabriclb (pid {pid}) runs instance {dir}")]
     Locked { dir: String, pid: String },
     #[error("reading the XDP object's map definitions: {0}")]
-    Object(#[source] aya_obj::ParseError),
-    #[error("pinning {what} at {path}: {source}")]
+    Object(aya_obj::ParseError),
+    #[error("pinning {what} at {path}: {cause}")]
     Pin {
         what: String,
         path: String,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> PinningError + '_ {
-    move |source| PinningError::Io {
+    move |cause| PinningError::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     }
 }
 
@@ -74,7 +66,7 @@ fn pin_error(
     DataplaneError::Pinning(PinningError::Pin {
         what: what.to_owned(),
         path: path.display().to_string(),
-        source: source.into(),
+        cause: source.into(),
     })
 }
 
@@ -113,9 +105,9 @@ pub fn ensure_bpffs(root: &Path) -> std::result::Result<(), PinningError> {
     if is_bpffs(root)? {
         return Ok(());
     }
-    mount_bpffs(root).map_err(|source| PinningError::NotBpffs {
+    mount_bpffs(root).map_err(|cause| PinningError::NotBpffs {
         root: root.display().to_string(),
-        source,
+        cause,
     })?;
     info!(root = %root.display(), "mounted bpffs");
     Ok(())
@@ -136,7 +128,7 @@ pub fn mount_bpffs(dir: &Path) -> nix::Result<()> {
 fn is_bpffs(path: &Path) -> std::result::Result<bool, PinningError> {
     let fs = nix::sys::statfs::statfs(path).map_err(|e| PinningError::Io {
         path: path.display().to_string(),
-        source: e.into(),
+        cause: e.into(),
     })?;
     Ok(fs.filesystem_type() == nix::sys::statfs::BPF_FS_MAGIC)
 }
