@@ -85,7 +85,7 @@ impl Bed {
         scenario: &Scenario,
         group: &str,
         timing: restart::Timing,
-    ) -> Result<restart::RestartReport> {
+    ) -> Result<restart::RestartRun> {
         restart::measure(
             &self.testbed,
             fabriclb(),

@@ -32,6 +32,7 @@ fn a_killed_daemon_is_taken_over_and_upgraded_without_loss() {
     let group = "mode = \"flowlet\"\nflowlet_gap_us = 25000";
     let report = bed.restart(&scenario, group, timing).expect("restart run");
     eprintln!("{report:#?}");
+    assert_eq!(report.mode, "flowlet");
     assert_eq!(report.sent, 2 * 4 * 4_000);
     assert_eq!(
         report.received,
@@ -54,11 +55,14 @@ fn a_killed_daemon_is_taken_over_and_upgraded_without_loss() {
     };
     assert_eq!(killed.what, "kill -9, then run again");
     assert_ne!(killed.program_before, killed.program_after);
-    assert!(killed.flowlets_kept && killed.counters_kept, "{killed:?}");
+    assert!(
+        killed.flowlets_kept && killed.counters_kept && killed.buckets_kept,
+        "{killed:?}"
+    );
     assert_eq!(upgrade.what, "stop, then run a new map layout");
     assert_ne!(upgrade.program_before, upgrade.program_after);
     assert!(
-        !upgrade.flowlets_kept && upgrade.counters_kept,
+        !upgrade.flowlets_kept && upgrade.counters_kept && upgrade.buckets_kept,
         "{upgrade:?}"
     );
 }

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use aya::maps::MapData;
+use aya::maps::{Array, Map, MapData};
 use lb_common::abi as names;
+use lb_common::limits::BUCKETS_PER_GROUP;
 use serde::Serialize;
 
 use super::Scenario;
@@ -97,11 +98,22 @@ pub struct Step {
     /// maps (kernel map ids) after as before.
     pub flowlets_kept: bool,
     pub counters_kept: bool,
+    /// Whether the spine group's 512 buckets hold the same next hops
+    /// after as before: no ECMP flow moved.
+    pub buckets_kept: bool,
 }
 
+/// As the other scenarios write it: one run per mode (here one, ECMP).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RestartReport {
     pub scenario: &'static str,
+    pub modes: Vec<RestartRun>,
+}
+
+/// One run through the restarts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RestartRun {
+    pub mode: String,
     pub sent: u64,
     pub received: u64,
     /// Sent and never received.
@@ -176,6 +188,17 @@ struct Ids {
     program: u32,
     flowlets: u32,
     verdicts: u32,
+    buckets: Vec<u32>,
+}
+
+/// The buckets of group 0 (the testbed leaf's one group) in the pinned
+/// bucket table.
+fn buckets(pins: &PinDir) -> Result<Vec<u32>> {
+    let map = MapData::from_pin(pins.map(names::BUCKETS))?;
+    let table: Array<MapData, u32> = Array::try_from(Map::Array(map))?;
+    (0..BUCKETS_PER_GROUP)
+        .map(|i| Ok(table.get(&i, 0)?))
+        .collect()
 }
 
 impl Ids {
@@ -184,6 +207,7 @@ impl Ids {
             program: program_on(bed, "h1")?,
             flowlets: pinned_map_id(pins, names::FLOWLETS)?,
             verdicts: pinned_map_id(pins, names::VERDICTS)?,
+            buckets: buckets(pins)?,
         })
     }
 
@@ -194,8 +218,17 @@ impl Ids {
             program_after: after.program,
             flowlets_kept: self.flowlets == after.flowlets,
             counters_kept: self.verdicts == after.verdicts,
+            buckets_kept: self.buckets == after.buckets,
         }
     }
+}
+
+/// The mode group keys set, `ecmp` by default.
+fn group_mode(group: &str) -> &str {
+    group
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("mode = "))
+        .map_or("ecmp", |m| m.trim_matches('"'))
 }
 
 /// `config` with another flowlet table size.
@@ -217,7 +250,7 @@ pub fn measure(
     scenario: &Scenario,
     group: &str,
     timing: Timing,
-) -> Result<RestartReport> {
+) -> Result<RestartRun> {
     let bpffs = Bpffs::mount(&workdir.join("bpffs"))?;
     let pins = PinDir::new(bpffs.path(), INSTANCE);
     let args = bpffs.args(INSTANCE);
@@ -255,8 +288,8 @@ pub fn measure(
         })?;
     let leaf_counters = LeafCounters::from_metrics(bed, &last.stop()?)?;
     let lost = report.sent_packets - report.received.packets;
-    Ok(RestartReport {
-        scenario: "restart",
+    Ok(RestartRun {
+        mode: group_mode(group).to_owned(),
         sent: report.sent_packets,
         received: report.received.packets,
         lost,
@@ -281,34 +314,33 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
         .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, "", Timing::FULL));
     let _ = std::fs::remove_dir_all(&workdir);
     let report = result.context("scenario restart")?;
+    let report = RestartReport {
+        scenario: "restart",
+        modes: vec![report],
+    };
+    let run = &report.modes[0];
     println!("restart: {}", scenario.workload);
     println!(
         "sent {}, received {}, lost {} ({} by the testbed's links), in-message reorders {}, \
          PSN-order breaks {}, forwarded by the leaf {}",
-        report.sent,
-        report.received,
-        report.lost,
-        report.link_lost,
-        report.reordered_in_message,
-        report.out_of_order,
-        report.forwarded
+        run.sent,
+        run.received,
+        run.lost,
+        run.link_lost,
+        run.reordered_in_message,
+        run.out_of_order,
+        run.forwarded
     );
-    for step in &report.steps {
+    for step in &run.steps {
+        let kept = |yes: bool, no: &'static str| if yes { "kept" } else { no };
         println!(
-            "{}: program {} -> {}, flowlet table {}, counters {}",
+            "{}: program {} -> {}, flowlet table {}, counters {}, buckets {}",
             step.what,
             step.program_before,
             step.program_after,
-            if step.flowlets_kept {
-                "kept"
-            } else {
-                "replaced"
-            },
-            if step.counters_kept {
-                "kept"
-            } else {
-                "replaced"
-            },
+            kept(step.flowlets_kept, "replaced"),
+            kept(step.counters_kept, "replaced"),
+            kept(step.buckets_kept, "moved"),
         );
     }
     if let Some(path) = json {
