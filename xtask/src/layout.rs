@@ -16,7 +16,7 @@ const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xt
 
 /// What ships: the daemon, its config, the data-plane programming, metrics,
 /// netlink, and the subcommands that run or check them.
-const PRODUCT: [&str; 8] = [
+const PRODUCT: [&str; 10] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
@@ -25,6 +25,8 @@ const PRODUCT: [&str; 8] = [
     "lb-userspace/src/telemetry",
     "lb-userspace/src/cli/run.rs",
     "lb-userspace/src/cli/check_config.rs",
+    "lb-userspace/src/cli/stop.rs",
+    "lb-userspace/src/cli/pins.rs",
 ];
 
 /// Modules of the test tooling, which the product must not name.
