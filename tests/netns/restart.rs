@@ -123,8 +123,25 @@ fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
     let program = program_on(&bed.testbed, "h1").expect("still attached after SIGTERM");
     let routes = pinned_map_id(&pins, names::ROUTES_V4).expect("maps still pinned");
 
-    // Taken over, then stopped by `fabriclb stop`.
-    let _daemon = bed.daemon(&config, &args).expect("daemon again");
+    // Taken over, in the mode the link was made in, then stopped by
+    // `fabriclb stop`.
+    let generic = config.replacen("[switch]\n", "[switch]\nxdp_mode = \"generic\"\n", 1);
+    let daemon = bed.daemon(&generic, &args).expect("daemon again");
+    let took = daemon
+        .wait_for_log("took over the pinned link")
+        .expect("took over");
+    assert!(took.contains("interface=\"h1\" mode=\"driver\""), "{took}");
+    let warned = daemon
+        .wait_for_log("xdp_mode generic applies once the program is attached anew")
+        .expect("told about the mode");
+    assert!(
+        warned.ends_with("fabriclb stop --detach, then run interface=\"h1\" mode=\"driver\"\n"),
+        "{warned}"
+    );
+    assert_eq!(
+        bed.xdp_links("leaf").ok(),
+        Some(vec![("h1".into(), "xdp".into())])
+    );
     assert_eq!(pinned_map_id(&pins, names::ROUTES_V4).ok(), Some(routes));
     assert_ne!(program_on(&bed.testbed, "h1").ok(), Some(program));
     let pid = fabriclb::dataplane::holder(pins.dir()).expect("the daemon holds the lock");

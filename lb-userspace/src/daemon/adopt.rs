@@ -7,11 +7,12 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tracing::info;
+use tracing::{info, warn};
 
-use crate::config::{Config, NextHopSpec};
+use super::state::{Attached, ifindex};
+use crate::config::{Config, NextHopSpec, XdpModeSetting};
 use crate::dataplane::tables::Tables;
-use crate::dataplane::{Dataplane, Pinned};
+use crate::dataplane::{Dataplane, Pinned, occupant};
 use lb_common::abi::NextHop;
 
 /// Loads the program onto the instance `instance` under `bpffs`, saying
@@ -48,4 +49,39 @@ pub(super) fn tables(
     let held = Tables::read_back(dp, &fresh).context("reading the pinned maps back")?;
     let tables = Tables::build(config, Some(&held), &resolve)?;
     Ok((tables, Some(held)))
+}
+
+/// The program on `interface` through the link pinned for it, if one is.
+/// The link keeps the mode it was made in: a config that asks for another
+/// is told so, since changing it means detaching.
+pub(super) fn link(
+    dp: &mut Dataplane,
+    interface: &str,
+    setting: XdpModeSetting,
+) -> Result<Option<Attached>> {
+    let Some(link) = dp.adopt_link(interface)? else {
+        return Ok(None);
+    };
+    let mode = occupant::on(interface).map_or("unknown", |o| o.mode);
+    info!(
+        interface,
+        mode, "took over the pinned link: the new program swapped in, never detached"
+    );
+    let wanted = match setting {
+        XdpModeSetting::Driver => Some("driver"),
+        XdpModeSetting::Generic => Some("generic"),
+        XdpModeSetting::Auto => None,
+    };
+    if let Some(wanted) = wanted.filter(|w| *w != mode) {
+        warn!(
+            interface,
+            mode,
+            "xdp_mode {wanted} applies once the program is attached anew: \
+             fabriclb stop --detach, then run"
+        );
+    }
+    Ok(Some(Attached {
+        link,
+        ifindex: ifindex(interface).unwrap_or(0),
+    }))
 }

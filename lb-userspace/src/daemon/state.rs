@@ -44,15 +44,8 @@ pub(super) fn attach(
     interface: &str,
     setting: XdpModeSetting,
 ) -> Result<Attached> {
-    if let Some(link) = dp.adopt_link(interface)? {
-        info!(
-            interface,
-            "took over the pinned link: the new program swapped in, never detached"
-        );
-        return Ok(Attached {
-            link,
-            ifindex: ifindex(interface).unwrap_or(0),
-        });
+    if let Some(attached) = super::adopt::link(dp, interface, setting)? {
+        return Ok(attached);
     }
     let mut attach_in = |mode| {
         dp.attach(interface, mode)
