@@ -90,6 +90,16 @@ pub struct Plan {
     pub replaced: Vec<String>,
 }
 
+impl Plan {
+    /// Whether `pin` is one of the object's maps or a staged one.
+    fn knows(&self, pin: &str) -> bool {
+        let name = pin.strip_prefix("next-").unwrap_or(pin);
+        [&self.reused, &self.created, &self.replaced]
+            .iter()
+            .any(|names| names.iter().any(|n| n == name))
+    }
+}
+
 /// An instance's pin directory, locked for as long as this lives, and
 /// what loading it will do.
 pub struct Pinned {
@@ -376,14 +386,18 @@ impl Dataplane {
         let entries = std::fs::read_dir(pinned.pins.dir())
             .map_err(|e| pin_error("links", pinned.pins.dir(), e))?;
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(interface) = name.to_str().and_then(|n| n.strip_prefix("link-")) else {
-                continue;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stale = match name.strip_prefix("link-") {
+                Some(interface) => !interfaces.iter().any(|i| i == interface),
+                None => !pinned.plan.knows(&name),
             };
-            if !interfaces.iter().any(|i| i == interface) {
-                std::fs::remove_file(entry.path())
-                    .map_err(|e| pin_error("links", &entry.path(), e))?;
-                info!(interface, "detached: no longer an ingress interface");
+            if !stale {
+                continue;
+            }
+            std::fs::remove_file(entry.path()).map_err(|e| pin_error(&name, &entry.path(), e))?;
+            match name.strip_prefix("link-") {
+                Some(interface) => info!(interface, "detached: no longer an ingress interface"),
+                None => info!(map = name, "removed: the program no longer has it"),
             }
         }
         for name in std::mem::take(&mut pinned.plan.replaced) {
@@ -400,11 +414,6 @@ impl Dataplane {
         self.pinned
             .as_ref()
             .is_some_and(|p| !p.plan.reused.is_empty())
-    }
-
-    /// The pin directory when the instance is pinned.
-    pub fn pin_dir(&self) -> Option<&Path> {
-        self.pinned.as_ref().map(Pinned::dir)
     }
 }
 
@@ -458,8 +467,8 @@ mod tests {
     /// The kernel's view of the maps a load pinned equals the object's
     /// definitions (flags it adds itself aside), so a restart with the same
     /// flowlet table reuses every map; another size replaces the flowlet
-    /// table alone. While one daemon holds the instance, a second is
-    /// refused with its pid.
+    /// table alone, and a map the object no longer has is unpinned. While
+    /// one daemon holds the instance, a second is refused with its pid.
     #[test]
     fn a_pinned_instance_is_reused_unless_its_layout_changed() {
         let mount = Mount::new("pinning");
@@ -486,15 +495,20 @@ mod tests {
             }
         );
         drop(again);
+        // A map an older object had and this one does not.
+        let pins = PinDir::new(&mount.0, "t");
+        let old = MapData::from_pin(pins.map(names::ROUTES_V4)).expect("pinned");
+        old.pin(pins.map("FL_OLD")).expect("pin");
         let upgraded = Pinned::open(&mount.0, "t", 2048).expect("open upgraded");
         assert_eq!(upgraded.plan().replaced, [names::FLOWLETS]);
         assert_eq!(upgraded.plan().reused.len(), all_maps().len() - 1);
         let mut dataplane = Dataplane::load_pinned(2048, upgraded).expect("load upgraded");
         assert!(dataplane.took_over());
-        let staged = staged(&PinDir::new(&mount.0, "t"), names::FLOWLETS);
+        let staged = staged(&pins, names::FLOWLETS);
         assert!(staged.exists());
         dataplane.commit_pins(&[]).expect("commit");
         assert!(!staged.exists());
+        assert!(!pins.map("FL_OLD").exists());
         drop(dataplane);
         let committed = Pinned::open(&mount.0, "t", 2048).expect("open committed");
         assert_eq!(committed.plan().reused, all_maps());
