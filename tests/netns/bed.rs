@@ -7,13 +7,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use fabriclb::testbed::scenario::{Mode, Report, Scenario};
+use fabriclb::testbed::scenario::{Mode, Report, Scenario, restart};
 use fabriclb::testbed::{
     self, Collective, CollectiveReport, Daemon, Leaf, LeafCounters, Shape, Testbed, TrafficReport,
 };
 use fabriclb::traffic::{Pace, Pattern};
 
-fn fabriclb() -> &'static Path {
+pub fn fabriclb() -> &'static Path {
     env!("CARGO_BIN_EXE_fabriclb").as_ref()
 }
 
@@ -77,6 +77,28 @@ impl Bed {
     /// scenario's shape.
     pub fn scenario(&self, scenario: &Scenario, modes: &[Mode]) -> Result<Report> {
         testbed::scenario::measure(&self.testbed, fabriclb(), &self.workdir, scenario, modes)
+    }
+
+    /// See [`testbed::scenario::restart::measure`].
+    pub fn restart(
+        &self,
+        scenario: &Scenario,
+        group: &str,
+        timing: restart::Timing,
+    ) -> Result<restart::RestartRun> {
+        restart::measure(
+            &self.testbed,
+            fabriclb(),
+            &self.workdir,
+            scenario,
+            group,
+            timing,
+        )
+    }
+
+    /// The daemon's scratch directory.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
     }
 
     /// See [`testbed::run_collective_with`]; `during` gets the daemon.

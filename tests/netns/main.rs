@@ -17,6 +17,7 @@ mod local;
 mod neighbours;
 mod privileges;
 mod reload;
+mod restart;
 mod rollback;
 mod scenario;
 mod startup;

@@ -18,7 +18,7 @@ impl Drop for Netns {
 
 /// Writes into `dir` (created) a valid config whose ingress interface
 /// `nosuch0` and next-hop interface `nosuch1` do not exist.
-fn config_without_interfaces(dir: &Path) -> PathBuf {
+pub fn config_without_interfaces(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).expect("dir");
     let config = dir.join("leaf.toml");
     std::fs::write(

@@ -8,7 +8,9 @@ use fabriclb::testbed::{self, Collective};
 use crate::bed::{Bed, assert_delivered, assert_delivered_in_order, gaps, rate, ring};
 
 /// h1 sends real UDP frames over sockets; checks the per-next-hop
-/// counters, arrival at r1, the TTL, and that SIGTERM detached XDP.
+/// counters, arrival at r1, the TTL, and that XDP is gone after SIGTERM:
+/// the daemon pinned into the bpffs it mounted in `ip netns exec`'s
+/// private mount namespace, which goes with the process.
 #[test]
 fn udp_flows_cross_the_leaf_over_every_spine() {
     let bed = Bed::up("u", 1);

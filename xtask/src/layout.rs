@@ -16,8 +16,8 @@ const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xt
 
 /// What ships: the daemon, its config, the data-plane programming, metrics,
 /// netlink, the look into a running instance, and the subcommands that
-/// run, check or inspect them.
-const PRODUCT: [&str; 12] = [
+/// run, stop, check or inspect them.
+const PRODUCT: [&str; 13] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
@@ -30,6 +30,7 @@ const PRODUCT: [&str; 12] = [
     "lb-userspace/src/cli/pins.rs",
     "lb-userspace/src/cli/status.rs",
     "lb-userspace/src/cli/explain.rs",
+    "lb-userspace/src/cli/stop.rs",
 ];
 
 /// Modules of the test tooling, which the product must not name.

@@ -39,7 +39,7 @@ enum Cmd {
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding rate, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
-    /// slow-spine, slow-spine-lossless and spine-slowdown scenarios (JSON in target/demo/)
+    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic and restart scenarios (JSON in target/demo/)
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
         #[arg(last = true)]
@@ -154,12 +154,13 @@ fn bench(root: &Path) -> Result<()> {
 }
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
-/// adaptive-routing results.
-const HEADLINE_SCENARIOS: [&str; 4] = [
+/// adaptive-routing results, and a hitless restart (about 10 s).
+const HEADLINE_SCENARIOS: [&str; 5] = [
     "slow-spine",
     "slow-spine-lossless",
     "spine-slowdown",
     "cross-traffic",
+    "restart",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

@@ -7,6 +7,7 @@ mod generate;
 mod pins;
 mod run;
 mod status;
+mod stop;
 mod testbed;
 
 use clap::{Parser, Subcommand};
@@ -22,8 +23,12 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Load the XDP program, program it from the config and forward until
-    /// SIGINT or SIGTERM.
+    /// SIGINT or SIGTERM, which leave it forwarding (pinned in bpffs) for
+    /// the next `run` to take over.
     Run(run::RunArgs),
+    /// Stop the daemon of an instance, leaving its program forwarding;
+    /// with --detach remove the program and its maps for good.
+    Stop(stop::StopArgs),
     /// Validate config files without touching the kernel.
     CheckConfig(check_config::CheckConfigArgs),
     /// Per group: mode, next hops, their loads and counters, flowlet
@@ -47,6 +52,7 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Run(args) => run::run(args),
+            Command::Stop(args) => stop::run(args),
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
             Command::Explain(args) => explain::run(args),

@@ -1,16 +1,17 @@
-//! Where an instance's pins are: shared by every subcommand that finds a
-//! running instance (`run`, `status`, `explain`, `stop`).
+//! Where an instance is pinned, as `run`, `status`, `explain` and `stop`
+//! take it.
 
 use std::path::PathBuf;
 
 use fabriclb::dataplane::pins::{DEFAULT_BPFFS, DEFAULT_INSTANCE, PinDir};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct PinArgs {
-    /// Where bpffs is mounted.
+    /// Where bpffs is mounted; `run` mounts one there if it is not.
     #[arg(long, default_value = DEFAULT_BPFFS)]
     pub bpffs: PathBuf,
-    /// The instance's name, when one box runs several.
+    /// The instance's name: its maps and links are pinned under
+    /// BPFFS/fabriclb/INSTANCE.
     #[arg(long, default_value = DEFAULT_INSTANCE)]
     pub instance: String,
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use fabriclb::daemon;
 
+use super::pins::PinArgs;
+
 #[derive(clap::Args)]
 pub struct RunArgs {
     #[arg(long, short)]
@@ -22,6 +24,8 @@ pub struct RunArgs {
     /// Reload only on SIGHUP, not also when the config file changes.
     #[arg(long)]
     no_watch: bool,
+    #[command(flatten)]
+    pins: PinArgs,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -48,5 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_interval: Duration::from_millis(args.metrics_interval_ms),
         refresh_interval: Duration::from_millis(args.refresh_interval_ms),
         watch_config: !args.no_watch,
+        bpffs: args.pins.bpffs,
+        instance: args.pins.instance,
     }))
 }

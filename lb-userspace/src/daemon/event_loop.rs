@@ -1,6 +1,6 @@
 //! `fabriclb run`: load, program, attach, then react to signals, config
 //! changes, address events, link and neighbour refreshes and metric ticks
-//! until told to stop; detach on the way out.
+//! until told to stop; leave the pinned program forwarding on the way out.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,16 +9,15 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
+use super::adopt;
 use super::config_file;
-use super::ingress::{self, Ingress};
+use super::ingress::Ingress;
 use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::write_metrics;
 use super::state::Running;
 use super::telemetry::Telemetry;
-use crate::dataplane::Dataplane;
-use crate::dataplane::tables::Tables;
 use crate::netlink::Netlink;
 
 pub struct Options {
@@ -30,6 +29,10 @@ pub struct Options {
     pub refresh_interval: Duration,
     /// Reload when the config file changes, not only on SIGHUP.
     pub watch_config: bool,
+    /// Where bpffs is (mounted there if it is not) and the instance whose
+    /// maps and links are pinned under it.
+    pub bpffs: PathBuf,
+    pub instance: String,
 }
 
 /// How often a watched config file is checked for changes.
@@ -41,19 +44,19 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 pub async fn run(options: Options) -> Result<()> {
     let (config, version) = config_file::load(&options.config).await?;
     let netlink = Netlink::connect()?;
-    let mut dp =
-        Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
+    let flowlets = config.switch.flowlet_table_size;
+    let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
 
     let mut ongoing = Ongoing::default();
     let link_events = link_events::subscribe();
     let snapshot = resolve_with_wait(&netlink, &config, &mut ongoing).await?;
-    let mut tables = Tables::build(&config, None, |spec| snapshot.resolve(spec))?;
+    let (mut tables, held) = adopt::tables(&dp, &config, |spec| snapshot.resolve(spec))?;
     // Local before attaching: no packet for the box is ever forwarded.
     let follower = Follower::start(&netlink).await?;
     local::program(&follower, &mut tables);
     local::report_shadowed(None, &tables);
     tables
-        .write(&mut dp, None)
+        .write(&mut dp, held.as_ref())
         .context("programming the maps")?;
     snapshot.warn_unusable(&config);
 
@@ -74,6 +77,7 @@ pub async fn run(options: Options) -> Result<()> {
         let ingress = Ingress::new(&mut dp, interface, mode, &mut running.ongoing)?;
         running.ingress.push(ingress);
     }
+    dp.commit_pins(&running.config.switch.interfaces)?;
     running.drop_privileges(&mut dp);
     write_metrics(&options, &dp, &running);
     info!(
@@ -120,7 +124,12 @@ pub async fn run(options: Options) -> Result<()> {
         }
     }
     write_metrics(&options, &dp, &running);
-    ingress::detach_all(&mut dp, running.ingress);
-    info!("detached; exiting");
+    // A restarted or upgraded daemon takes over without a gap; `fabriclb
+    // stop --detach` removes the program for good.
+    info!(
+        pins = %options.bpffs.display(),
+        instance = options.instance,
+        "exiting; the program stays attached with the last tables (fabriclb stop --detach removes it)"
+    );
     Ok(())
 }

@@ -69,7 +69,7 @@ impl Ingress {
     fn detach(&mut self, dp: &mut Dataplane) {
         if let Some(attached) = self.attached.take() {
             let gone = ifindex(&self.interface) != Some(attached.ifindex);
-            match (dp.detach(attached.link), gone) {
+            match (dp.detach(&self.interface, attached.link), gone) {
                 (_, true) => {}
                 (Ok(()), false) => info!(interface = self.interface, "detached"),
                 (Err(e), false) => warn!(interface = self.interface, "detaching: {e}"),

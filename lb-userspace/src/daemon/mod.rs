@@ -5,8 +5,10 @@
 //! box's own addresses local in the route tries; [`telemetry`] turns path
 //! telemetry into path quality; [`metrics_file`] writes the counters out;
 //! [`privileges`] checks the capabilities at start and drops those it no
-//! longer needs.
+//! longer needs; [`adopt`] starts onto a pinned instance, taking over what
+//! it holds.
 
+mod adopt;
 mod config_file;
 mod event_loop;
 mod ingress;

@@ -47,6 +47,9 @@ pub(super) fn attach(
     interface: &str,
     setting: XdpModeSetting,
 ) -> Result<Attached> {
+    if let Some(attached) = super::adopt::link(dp, interface, setting)? {
+        return Ok(attached);
+    }
     let mut attach_in = |mode| {
         dp.attach(interface, mode)
             .map_err(|e| occupant::attach_error(interface, e))

@@ -20,6 +20,9 @@ use tracing::{info, warn};
 
 use super::tx_errors::{self, TxCounting};
 
+mod pinning;
+pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
+
 /// The production XDP object, built from lb-ebpf by the build script: the
 /// forwarding program, the transmit-error tracepoints and their maps,
 /// nothing else.
@@ -49,6 +52,7 @@ pub enum DataplaneError {
         interface: String,
         source: ProgramError,
     },
+    Pinning(PinningError),
 }
 
 impl std::fmt::Display for DataplaneError {
@@ -76,6 +80,7 @@ impl std::fmt::Display for DataplaneError {
             Self::Attach { interface, source } => {
                 write!(f, "attaching to {interface}: {}", said(source))
             }
+            Self::Pinning(e) => write!(f, "{}", said(e)),
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct Dataplane {
     /// `None` when the running kernel's tracepoints could not be used
     /// (said once at load) or the object has none (the benchmark's).
     tx_counting: Option<TxCounting>,
+    /// The bpffs instance, when the maps and links outlive the process.
+    pinned: Option<Pinned>,
 }
 
 pub(super) fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T>
@@ -220,9 +227,14 @@ impl Dataplane {
     /// maps, such as the benchmark's, whose other programs
     /// [`Self::load_program`] then loads onto the same maps.
     pub fn load_object(object: &[u8], flowlet_table_size: u32) -> Result<Self> {
-        let mut ebpf = EbpfLoader::new()
-            .map_max_entries(names::FLOWLETS, flowlet_table_size)
-            .load(object)?;
+        Self::from_loader(
+            EbpfLoader::new().map_max_entries(names::FLOWLETS, flowlet_table_size),
+            object,
+        )
+    }
+
+    fn from_loader(loader: &mut EbpfLoader, object: &[u8]) -> Result<Self> {
+        let mut ebpf = loader.load(object)?;
         Self::program_of(&mut ebpf)?
             .load()
             .map_err(|source| DataplaneError::Program {
@@ -242,6 +254,7 @@ impl Dataplane {
             nexthop_stats: take(&mut ebpf, names::NEXTHOP_STATS)?,
             group_stats: take(&mut ebpf, names::GROUP_STATS)?,
             tx_counting: None,
+            pinned: None,
             ebpf,
         })
     }
@@ -286,6 +299,7 @@ impl Dataplane {
             interface: interface.to_owned(),
             source,
         })?;
+        let link = self.pin_link(interface, link)?;
         self.note_ingress(interface);
         Ok(link)
     }
@@ -316,7 +330,9 @@ impl Dataplane {
         }
     }
 
-    pub fn detach(&mut self, link: XdpLinkId) -> Result<()> {
+    /// Takes the program off `interface`, pinned link included.
+    pub fn detach(&mut self, interface: &str, link: XdpLinkId) -> Result<()> {
+        self.unpin_link(interface);
         self.program()?
             .detach(link)
             .map_err(|source| DataplaneError::Program {

@@ -13,4 +13,6 @@ mod tx_errors;
 #[cfg(test)]
 pub(crate) use loader::declared;
 pub(crate) use loader::said;
-pub use loader::{Dataplane, DataplaneError};
+pub use loader::{
+    Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance,
+};

@@ -423,6 +423,7 @@ impl GroupTable {
     }
 }
 
+mod adopt;
 #[cfg(test)]
 mod local_tests;
 #[cfg(test)]

@@ -45,6 +45,8 @@ pub enum Leaf {
     Fabriclb { group: String },
     /// No fabriclb: the leaf kernel's own multipath route.
     KernelMultipath,
+    /// fabriclb started, restarted and stopped by the caller, not the run.
+    Started,
     /// The sink on the leaf's host ports: everything dropped at the first
     /// hop, so a run measures the sender alone.
     Drop,
@@ -130,7 +132,7 @@ pub fn run_collective_with<T>(
             )?),
             Vec::new(),
         ),
-        Leaf::KernelMultipath => (None, Vec::new()),
+        Leaf::KernelMultipath | Leaf::Started => (None, Vec::new()),
         Leaf::Drop => (
             None,
             (1..=hosts)

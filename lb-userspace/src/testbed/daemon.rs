@@ -64,7 +64,9 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SIGTERM: the daemon detaches on its way out.
+        // SIGTERM: the daemon exits, leaving its pins in the bpffs it
+        // mounted in `ip netns exec`'s private mount namespace (unless
+        // `args` name another), which goes with it, the program along.
         die_with_parent(&mut command, nix::sys::signal::Signal::SIGTERM);
         let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {
@@ -174,6 +176,13 @@ impl Daemon {
         let lines: Vec<&str> = log.lines().collect();
         let start = lines.len().saturating_sub(20);
         format!("fabriclb's log ends:\n{}", lines[start..].join("\n"))
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     /// Stops the daemon and returns its final metrics.

@@ -9,6 +9,7 @@
 mod link_down;
 mod reaction;
 mod report;
+pub mod restart;
 mod slow_spine;
 mod table;
 
@@ -43,15 +44,18 @@ pub enum Name {
     CrossTraffic,
     /// Four equal spines, one's link down mid-run and up again.
     LinkDown,
+    /// The daemon killed and upgraded under traffic ([`restart`]).
+    Restart,
 }
 
 impl Name {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
         Self::CrossTraffic,
         Self::LinkDown,
+        Self::Restart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +65,7 @@ impl Name {
             Self::SpineSlowdown => "spine-slowdown",
             Self::CrossTraffic => "cross-traffic",
             Self::LinkDown => "link-down",
+            Self::Restart => "restart",
         }
     }
 
@@ -72,6 +77,7 @@ impl Name {
             Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
             Self::LinkDown => link_down(link_down::MESSAGES),
+            Self::Restart => restart::scenario(restart::SECONDS),
         }
     }
 
@@ -97,7 +103,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic and link-down"
+     cross-traffic, link-down and restart"
 )]
 pub struct UnknownScenario(String);
 
@@ -186,6 +192,9 @@ pub fn modes() -> Vec<Mode> {
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
+    if name == Name::Restart {
+        return restart::run(bed_name, json);
+    }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
