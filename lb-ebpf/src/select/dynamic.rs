@@ -1,12 +1,15 @@
 //! Flowlet and per-packet modes: spray what may be sprayed, keep the rest
-//! on flowlets.
+//! on flowlets. An ECMP group draining from them follows the same flowlets
+//! to their end.
 
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
-        flowlet::{FlowletKey, FlowletState, FlowletStep, starts_on_ecmp, step},
+        flowlet::{
+            FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step,
+        },
         load::load_epoch,
     },
     verdict::Reason,
@@ -28,7 +31,8 @@ pub(super) struct Packet {
 }
 
 /// Flowlet and per-packet modes: spray what may be sprayed, keep the rest
-/// on flowlets. Never chooses a next hop that is down.
+/// on flowlets; a draining ECMP group ends each flowlet on its ECMP next
+/// hop. Never chooses a next hop that is down.
 // Not inlined: its own stack frame keeps `process` under 512 bytes. BPF
 // calls take at most five arguments, hence `Packet` and `out`.
 #[inline(never)]
@@ -54,6 +58,11 @@ pub(super) fn dynamic(
         (&mut *stats, load_epoch(*clock))
     };
 
+    let draining = group.mode == MODE_ECMP;
+    if sprayable && draining {
+        *out = Choice::ecmp(ecmp_id);
+        return Ok(());
+    }
     if sprayable {
         let index = (stats.spray_cursor as u32) & (BUCKETS_PER_GROUP - 1);
         stats.spray_cursor += 1;
@@ -92,6 +101,21 @@ pub(super) fn dynamic(
         group.member_count,
     );
     let (slot, own, from) = match next {
+        _ if draining => {
+            // ECMP's buckets hold members only; a bucket written before
+            // its group entry stands in without flowlet state.
+            let Some(ecmp_slot) = slot_of(group, ecmp_id) else {
+                *out = Choice::ecmp(ecmp_id);
+                return Ok(());
+            };
+            let (keeps, current) = match next {
+                FlowletStep::Continue(slot) => (usable(member(group, slot)), Some(slot)),
+                FlowletStep::Choose { current } => (false, current),
+                FlowletStep::Start => (false, None),
+            };
+            let slot = drain(next, keeps, ecmp_slot);
+            (slot, previous_load(&previous, epoch), current)
+        }
         FlowletStep::Continue(slot) if usable(member(group, slot)) => {
             (slot, previous_load(&previous, epoch), None)
         }

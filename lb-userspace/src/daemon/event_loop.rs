@@ -98,7 +98,10 @@ pub async fn run(options: Options) -> Result<()> {
                 running.watch_config(&options.config, &netlink, &mut dp).await;
             }
             batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
-            _ = staleness.tick() => running.telemetry_expire(&mut dp),
+            _ = staleness.tick() => {
+                running.telemetry_expire(&mut dp);
+                running.end_drains(&mut dp);
+            }
             events = running.local.events() => {
                 running.address_events(events, &netlink, &mut dp).await;
             }
