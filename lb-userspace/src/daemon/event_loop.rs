@@ -2,6 +2,7 @@
 //! changes, address events, link and neighbour refreshes and metric ticks
 //! until told to stop; detach on the way out.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,10 +11,11 @@ use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
 use super::config_file;
+use super::http::Scrapes;
 use super::ingress::{self, Ingress};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
-use super::metrics_file::write_metrics;
+use super::metrics_file::{render_metrics, write_metrics};
 use super::state::Running;
 use super::telemetry::Telemetry;
 use crate::dataplane::Dataplane;
@@ -24,6 +26,8 @@ pub struct Options {
     pub config: PathBuf,
     pub metrics_file: Option<PathBuf>,
     pub metrics_interval: Duration,
+    /// Where `GET /metrics` is served.
+    pub metrics_listen: Option<SocketAddr>,
     /// How often links and neighbours are re-read.
     pub refresh_interval: Duration,
     /// Reload when the config file changes, not only on SIGHUP.
@@ -38,6 +42,8 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
     let (config, version) = config_file::load(&options.config).await?;
+    // Before loading: a port in use fails the start with nothing to undo.
+    let mut scrapes = Scrapes::listen(options.metrics_listen).await?;
     let netlink = Netlink::connect()?;
     let mut dp =
         Dataplane::load(config.switch.flowlet_table_size).context("loading the XDP program")?;
@@ -113,6 +119,10 @@ pub async fn run(options: Options) -> Result<()> {
                 running.reattach_ingress(&mut dp);
             }
             _ = metrics_tick.tick() => write_metrics(&options, &dp, &running),
+            scrape = scrapes.next() => {
+                // A client that went away has nobody to answer.
+                let _ = scrape.send(render_metrics(&dp, &running).map_err(|e| format!("{e:#}")));
+            }
         }
     }
     write_metrics(&options, &dp, &running);

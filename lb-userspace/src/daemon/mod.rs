@@ -3,11 +3,12 @@
 //! config live; [`links`] keeps next hops in step with the kernel's links
 //! and neighbours; [`local`] keeps the box's own addresses local in the
 //! route tries; [`telemetry`] turns path telemetry into path quality;
-//! [`metrics_file`] writes the counters out; [`privileges`] checks the
+//! [`metrics_file`] writes the counters out and [`http`] serves them; [`privileges`] checks the
 //! capabilities at start and drops those it no longer needs.
 
 mod config_file;
 mod event_loop;
+mod http;
 mod ingress;
 mod links;
 mod local;
@@ -18,4 +19,5 @@ mod state;
 mod telemetry;
 
 pub use event_loop::{Options, run};
+pub use http::{ListenError, parse_listen};
 pub use privileges::{PrivilegeError, require_at_start};
