@@ -163,7 +163,7 @@ pub fn split_shared(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
     let mut expected = vec![0; 4];
     expected[shared] = 40;
     assert_eq!(h.member_packets(group), expected, "packets per member");
-    assert_eq!(flowlets(&h, group), (2, 0), "new flowlets, moves");
+    assert_eq!(flowlets(h, group), (2, 0), "new flowlets, moves");
 
     // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.

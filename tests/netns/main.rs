@@ -17,6 +17,7 @@ mod privileges;
 mod reload;
 mod rollback;
 mod scenario;
+mod service;
 mod startup;
 mod teardown;
 mod telemetry;
