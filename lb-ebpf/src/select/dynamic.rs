@@ -7,9 +7,7 @@ use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
-        flowlet::{
-            FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step,
-        },
+        flowlet::{FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step},
         load::load_epoch,
     },
     verdict::Reason,
