@@ -1,7 +1,7 @@
 //! fabriclb's userspace.
 //!
 //! The product, what runs on a switch: [`config`], [`daemon`],
-//! [`dataplane`], [`metrics`], [`netlink`], [`telemetry`]. Test tooling, apart from it:
+//! [`dataplane`], [`inspect`], [`metrics`], [`netlink`], [`telemetry`]. Test tooling, apart from it:
 //! [`testbed`] (namespace fabrics, scenarios, the receiver sink) and
 //! [`traffic`] (the RoCEv2 collective generator). Tooling may use the
 //! product; the product never imports tooling (`cargo xtask test` checks).
@@ -9,6 +9,7 @@
 pub mod config;
 pub mod daemon;
 pub mod dataplane;
+pub mod inspect;
 pub mod metrics;
 pub mod netlink;
 pub mod telemetry;

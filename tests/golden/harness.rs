@@ -285,7 +285,7 @@ fn hex(bytes: &[u8]) -> String {
 /// Flowlet state, recent loads and the spray cursor are per CPU, and
 /// BPF_PROG_TEST_RUN runs on the calling CPU: a test that depends on that
 /// state pins itself to one CPU so that every run sees the same state.
-fn pin_to_one_cpu() {
+pub fn pin_to_one_cpu() {
     let mut set = nix::sched::CpuSet::new();
     set.set(0).expect("cpu 0");
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin to cpu 0");

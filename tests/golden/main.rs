@@ -14,12 +14,14 @@
 
 mod drain;
 mod expected;
+mod explain;
 mod fixtures;
 mod flowlet;
 mod harness;
 mod packets;
 mod pins;
 mod rollback;
+mod status;
 mod switch;
 
 use lb_common::{packet::parse::IPPROTO_UDP, verdict::Reason};

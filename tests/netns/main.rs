@@ -10,6 +10,7 @@
 mod attach;
 mod bed;
 mod config_file;
+mod inspect;
 mod links;
 mod local;
 mod neighbours;

@@ -15,8 +15,9 @@ pub const MAX_LINES: usize = 700;
 const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xtask", "tests"];
 
 /// What ships: the daemon, its config, the data-plane programming, metrics,
-/// netlink, and the subcommands that run or check them.
-const PRODUCT: [&str; 8] = [
+/// netlink, the look into a running instance, and the subcommands that
+/// run, check or inspect them.
+const PRODUCT: [&str; 12] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
@@ -25,6 +26,10 @@ const PRODUCT: [&str; 8] = [
     "lb-userspace/src/telemetry",
     "lb-userspace/src/cli/run.rs",
     "lb-userspace/src/cli/check_config.rs",
+    "lb-userspace/src/inspect",
+    "lb-userspace/src/cli/pins.rs",
+    "lb-userspace/src/cli/status.rs",
+    "lb-userspace/src/cli/explain.rs",
 ];
 
 /// Modules of the test tooling, which the product must not name.

@@ -219,12 +219,13 @@ pub fn flowlet_rules(mode: u32, draining: u32) -> u32 {
 }
 
 /// The slot a packet of a group draining to ECMP takes, given its flowlet
-/// `step` and its ECMP bucket's slot. Hashing a busy flow straight to its
-/// ECMP next hop could overtake its packets still queued on the flowlet's
-/// path, so a flow keeps its flowlet while it is live (`keeps`: the step
-/// continues onto a usable next hop) and takes its ECMP slot at the
-/// flowlet's end, a pause longer than the gap, like any new flowlet. Once
-/// there it stays: the state then names the ECMP slot.
+/// `step` and its ECMP bucket's slot; `usable(slot)`: whether the member in
+/// `slot` may be chosen. Hashing a busy flow straight to its ECMP next hop
+/// could overtake its packets still queued on the flowlet's path, so a
+/// flow keeps its flowlet while it is live (the step continues onto a
+/// usable member) and takes its ECMP slot at the flowlet's end, a pause
+/// longer than the gap, like any new flowlet. Once there it stays: the
+/// state then names the ECMP slot.
 ///
 /// Packets the mode left would have sprayed ([`sprays`] with the old
 /// mode) take ECMP at once and never touch flowlet state: they were on no
@@ -234,9 +235,9 @@ pub fn flowlet_rules(mode: u32, draining: u32) -> u32 {
 /// in flight finish on their flowlets, since RoCEv2 packets stand alone
 /// only at message boundaries.
 #[inline(always)]
-pub fn drain(step: FlowletStep, keeps: bool, ecmp_slot: u32) -> u32 {
+pub fn drain(step: FlowletStep, usable: impl Fn(u32) -> bool, ecmp_slot: u32) -> u32 {
     match step {
-        FlowletStep::Continue(slot) if keeps => slot,
+        FlowletStep::Continue(slot) if usable(slot) => slot,
         _ => ecmp_slot,
     }
 }

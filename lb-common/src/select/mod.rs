@@ -5,4 +5,5 @@ pub mod buckets;
 pub mod flowlet;
 pub mod hash;
 pub mod load;
+pub mod placement;
 pub mod quality;

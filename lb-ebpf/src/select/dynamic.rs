@@ -9,6 +9,7 @@ use lb_common::{
     select::{
         flowlet::{FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step},
         load::load_epoch,
+        placement::{Placement, placement},
     },
     verdict::Reason,
 };
@@ -98,42 +99,29 @@ pub(super) fn dynamic(
         group.generation,
         group.member_count,
     );
-    let (slot, own, from) = match next {
-        _ if draining => {
-            // ECMP's buckets hold members only; a bucket written before
-            // its group entry stands in without flowlet state.
-            let Some(ecmp_slot) = slot_of(group, ecmp_id) else {
-                *out = Choice::ecmp(ecmp_id);
-                return Ok(());
-            };
-            let (keeps, current) = match next {
-                FlowletStep::Continue(slot) => (usable(member(group, slot)), Some(slot)),
-                FlowletStep::Choose { current } => (false, current),
-                FlowletStep::Start => (false, None),
-            };
-            let slot = drain(next, keeps, ecmp_slot);
-            (slot, previous_load(&previous, epoch), current)
+    let previous_own = previous_load(&previous, epoch);
+    let ecmp_start =
+        || slot_of(group, ecmp_id).filter(|_| starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)));
+    let usable_slot = |slot| usable(member(group, slot));
+    let slot = if draining {
+        // ECMP's buckets hold members only; a bucket written before its
+        // group entry stands in without flowlet state.
+        let Some(ecmp_slot) = slot_of(group, ecmp_id) else {
+            *out = Choice::ecmp(ecmp_id);
+            return Ok(());
+        };
+        drain(next, usable_slot, ecmp_slot)
+    } else {
+        match placement(next, usable_slot, ecmp_start) {
+            Placement::Slot(slot) => slot,
+            Placement::LeastCost { offered } => choose(group, epoch, offered, previous_own)?,
         }
-        FlowletStep::Continue(slot) if usable(member(group, slot)) => {
-            (slot, previous_load(&previous, epoch), None)
-        }
-        FlowletStep::Continue(slot) => (
-            choose(group, epoch, None, 0)?,
-            previous_load(&previous, epoch),
-            Some(slot),
-        ),
-        FlowletStep::Choose { current } => {
-            let own = previous_load(&previous, epoch);
-            let offered = current.filter(|&slot| usable(member(group, slot)));
-            (choose(group, epoch, offered, own)?, own, current)
-        }
-        FlowletStep::Start => {
-            let slot = match slot_of(group, ecmp_id) {
-                Some(slot) if starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)) => slot,
-                _ => choose(group, epoch, None, 0)?,
-            };
-            (slot, 0, None)
-        }
+    };
+    // The flow's own load moves with it; a first flowlet has none yet.
+    let (own, from) = match next {
+        FlowletStep::Continue(slot) => (previous_own, Some(slot)),
+        FlowletStep::Choose { current } => (previous_own, current),
+        FlowletStep::Start => (0, None),
     };
     if !matches!(next, FlowletStep::Continue(s) if s == slot) {
         stats.new_flowlets += 1;

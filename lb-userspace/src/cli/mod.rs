@@ -2,8 +2,11 @@
 //! arguments and its body; this file only parses and dispatches.
 
 mod check_config;
+mod explain;
 mod generate;
+mod pins;
 mod run;
+mod status;
 mod testbed;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +26,13 @@ enum Command {
     Run(run::RunArgs),
     /// Validate config files without touching the kernel.
     CheckConfig(check_config::CheckConfigArgs),
+    /// Per group: mode, next hops, their loads and counters, flowlet
+    /// table occupancy, verdict counters; read from the pinned maps.
+    Status(status::StatusArgs),
+    /// What the data plane does with a packet (described, or each frame
+    /// of a pcap file): verdict, route, group, hash, bucket, flowlet
+    /// state, next hop.
+    Explain(explain::ExplainArgs),
     /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
     Testbed {
         #[command(subcommand)]
@@ -38,6 +48,8 @@ impl Cli {
         match self.command {
             Command::Run(args) => run::run(args),
             Command::CheckConfig(args) => check_config::run(args),
+            Command::Status(args) => status::run(args),
+            Command::Explain(args) => explain::run(args),
             Command::Testbed { command } => testbed::run(command),
             Command::Gen(args) => generate::run(args),
         }

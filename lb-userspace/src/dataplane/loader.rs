@@ -96,7 +96,7 @@ const VERIFIER_LINES: usize = 6;
 /// transparent variants show their source's text and then give it as their
 /// source too, and a refused program carries the verifier's whole log
 /// (tens of kilobytes), of which only the end says why.
-fn said(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn said(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = String::new();
     let mut next = Some(error);
     while let Some(error) = next {

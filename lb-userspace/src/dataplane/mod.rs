@@ -12,4 +12,5 @@ mod tx_errors;
 
 #[cfg(test)]
 pub(crate) use loader::declared;
+pub(crate) use loader::said;
 pub use loader::{Dataplane, DataplaneError};

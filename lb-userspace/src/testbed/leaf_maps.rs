@@ -59,7 +59,7 @@ impl LeafMaps {
 }
 
 /// The id of the XDP program on the leaf's `h1`, as `ip -j link` shows it.
-fn xdp_prog_id(bed: &Testbed) -> Result<u32> {
+pub fn xdp_prog_id(bed: &Testbed) -> Result<u32> {
     let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", "h1"]))?;
     let links: serde_json::Value = serde_json::from_str(&out)?;
     links[0]["xdp"]["prog"]["id"]

@@ -1,6 +1,7 @@
 //! A leaf-spine fabric in network namespaces, for tests, demos and
 //! benchmarks. Test tooling: no product module imports it.
 
+pub mod bpffs;
 mod collective;
 mod counters;
 mod cross;
@@ -24,7 +25,7 @@ pub use cross::{CrossReport, CrossTraffic};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use exporters::Exporters;
-pub use leaf_maps::LeafMaps;
+pub use leaf_maps::{LeafMaps, xdp_prog_id};
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{

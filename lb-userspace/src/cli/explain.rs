@@ -1,0 +1,58 @@
+//! `fabriclb explain`: what the data plane does with a packet, described
+//! or captured, given the maps as they are now.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use fabriclb::inspect::{self, describe::Description, explain};
+
+use super::pins::PinArgs;
+
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pins: PinArgs,
+    /// The config the daemon runs, for the names of groups and next hops.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Explain every frame of this capture (classic pcap, Ethernet).
+    #[arg(long, conflicts_with = "packet")]
+    pcap: Option<PathBuf>,
+    /// Whose per-CPU flowlet state, spray position and loads to use
+    /// (default: the CPU holding the flow's latest flowlet state, else 0).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// The packet, e.g. `udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b`,
+    /// after every option (its `->` would read as one).
+    #[arg(
+        required_unless_present = "pcap",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    packet: Vec<String>,
+}
+
+pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
+    let frames = match &args.pcap {
+        Some(path) => {
+            let file = std::fs::read(path).with_context(|| path.display().to_string())?;
+            inspect::pcap::frames(&file).with_context(|| path.display().to_string())?
+        }
+        None => vec![Description::parse(&args.packet.join(" "))?.frame()],
+    };
+    let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
+    let names = super::status::names(args.config.as_deref(), &maps)?;
+    for note in &names.notes {
+        println!("note: {note}");
+    }
+    for (i, frame) in frames.iter().enumerate() {
+        if args.pcap.is_some() {
+            println!("{}frame {}:", if i > 0 { "\n" } else { "" }, i + 1);
+        }
+        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+        let now = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
+        let explanation = explain::explain(&maps, frame, args.cpu, now)?;
+        print!("{}", explain::render(&explanation, &names));
+    }
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! `explain`: what the data plane does with one frame, given the maps as
+//! they are. The stages are the forwarding path's (`lb-ebpf`'s
+//! `forward`), each decided by the very `lb-common` function the program
+//! calls: the parser, the route rule, the hash, the flowlet step, the
+//! spray rule and the least-cost choice. Only the map reads differ: the
+//! kernel's per-CPU values are read for one CPU.
+
+mod render;
+
+use std::net::IpAddr;
+
+use aya::maps::lpm_trie::Key;
+use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop};
+use lb_common::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
+use lb_common::packet::parse::{Parsed, parse};
+use lb_common::route;
+use lb_common::select::flowlet::{
+    Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, sprays,
+    starts_on_ecmp, step,
+};
+use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
+use lb_common::select::placement::{Placement, placement};
+use lb_common::verdict::Reason;
+
+use super::maps::{InspectError, MapSet, map_err};
+
+pub use render::render;
+
+type Result<T> = std::result::Result<T, InspectError>;
+
+/// Every stage a frame went through, up to its verdict.
+#[derive(Clone, Debug)]
+pub struct Explanation {
+    pub len: usize,
+    /// `None` when the parser gave the verdict.
+    pub parsed: Option<Parsed>,
+    pub verdict: Reason,
+    pub route: Option<RouteMatch>,
+    pub group: Option<(u32, GroupEntry)>,
+    pub hash: Option<HashStep>,
+    pub dynamic: Option<DynamicStep>,
+    /// The next hop chosen, whether or not it could take the packet.
+    pub next_hop: Option<(u32, NextHop)>,
+    /// The chosen next hop's egress port is missing from the devmap.
+    pub port_missing: bool,
+}
+
+/// The route lookup: the longest prefix covering the destination and its
+/// value (a group id or `LOCAL_ROUTE`).
+#[derive(Clone, Copy, Debug)]
+pub struct RouteMatch {
+    pub prefix: Option<(IpAddr, u8)>,
+    pub value: Option<u32>,
+}
+
+/// ECMP's choice: the hash input, its hash, the bucket and what it holds.
+#[derive(Clone, Copy, Debug)]
+pub struct HashStep {
+    pub input: HashInput,
+    pub hash: u32,
+    pub bucket: u32,
+    pub ecmp: u32,
+}
+
+/// A group member as a new flowlet's choice sees it on one CPU.
+#[derive(Clone, Copy, Debug)]
+pub struct Member {
+    pub slot: u32,
+    pub id: u32,
+    pub usable: bool,
+    pub load: u64,
+    pub quality: u32,
+}
+
+/// Flowlet and per-packet groups' choice on one CPU.
+#[derive(Clone, Debug)]
+pub struct DynamicStep {
+    pub cpu: usize,
+    pub members: Vec<Member>,
+    pub kind: Dynamic,
+}
+
+#[derive(Clone, Debug)]
+pub enum Dynamic {
+    /// Sprayed: the spray sequence's next slot on this CPU, or the least
+    /// loaded usable member when the one listed is not usable.
+    Sprayed {
+        index: u32,
+        listed: u32,
+        stand_in: Option<u32>,
+    },
+    Flowlet {
+        key: FlowletKey,
+        now_ns: u64,
+        /// This CPU's state for the flow, if it has one.
+        state: Option<FlowletState>,
+        /// Other CPUs holding state of the current generation.
+        other_cpus: Vec<usize>,
+        step: FlowletStep,
+        /// The slot this packet takes.
+        slot: Option<u32>,
+        /// The flow's own recent load, which a move takes along.
+        own: u64,
+        /// Where a new flowlet of this flow would go now.
+        new_flowlet: Option<u32>,
+    },
+}
+
+impl Explanation {
+    fn new(len: usize) -> Self {
+        Self {
+            len,
+            parsed: None,
+            verdict: Reason::Forwarded,
+            route: None,
+            group: None,
+            hash: None,
+            dynamic: None,
+            next_hop: None,
+            port_missing: false,
+        }
+    }
+
+    fn ends(mut self, reason: Reason) -> Self {
+        self.verdict = reason;
+        self
+    }
+}
+
+/// What the data plane does with `frame` on `cpu` at `now_ns`
+/// (CLOCK_MONOTONIC, the program's clock). Without a `cpu`, the one
+/// holding the flow's most recent flowlet state, else CPU 0.
+pub fn explain(
+    maps: &MapSet,
+    frame: &[u8],
+    cpu: Option<usize>,
+    now_ns: u64,
+) -> Result<Explanation> {
+    let e = Explanation::new(frame.len());
+    let parsed = match parse(frame) {
+        Ok(parsed) => parsed,
+        Err(reason) => return Ok(e.ends(reason)),
+    };
+    let mut e = Explanation {
+        parsed: Some(parsed),
+        ..e
+    };
+    let flow = &parsed.flow;
+    let dst = if flow.is_ipv6 {
+        &flow.dst[..]
+    } else {
+        &flow.dst[..4]
+    };
+    let value = maps.route(dst)?;
+    e.route = Some(RouteMatch {
+        prefix: longest_prefix(maps, dst, value)?,
+        value,
+    });
+    let group_id = match route::group(flow, value) {
+        Ok(id) => id,
+        Err(reason) => return Ok(e.ends(reason)),
+    };
+    if parsed.ttl <= 1 {
+        return Ok(e.ends(Reason::TtlExpired));
+    }
+    let Some(group) = maps.group_at(group_id)? else {
+        return Ok(e.ends(Reason::NoRoute));
+    };
+    e.group = Some((group_id, group));
+    let input = hash_input(flow, HashFields(group.hash_fields));
+    let hash = input_hash(group.hash_seed, &input);
+    let bucket = hash & (BUCKETS_PER_GROUP - 1);
+    let Some(ecmp) = maps.bucket(group_id * BUCKETS_PER_GROUP + bucket)? else {
+        return Ok(e.ends(Reason::NoNextHop));
+    };
+    e.hash = Some(HashStep {
+        input,
+        hash,
+        bucket,
+        ecmp,
+    });
+    let mut nh_id = ecmp;
+    if group.mode != MODE_ECMP {
+        let at = Choice {
+            maps,
+            group_id,
+            group: &group,
+            len: frame.len() as u64,
+        };
+        let (step, chosen) = at.dynamic(&parsed, &input, ecmp, cpu, now_ns)?;
+        e.dynamic = Some(step);
+        match chosen {
+            Some(id) => nh_id = id,
+            None => return Ok(e.ends(Reason::NoNextHop)),
+        }
+    }
+    if nh_id == NO_NEXTHOP {
+        return Ok(e.ends(Reason::NoNextHop));
+    }
+    let Some(nh) = maps.nexthop(nh_id)? else {
+        return Ok(e.ends(Reason::NoNextHop));
+    };
+    e.next_hop = Some((nh_id, nh));
+    if nh.flags & NEXTHOP_USABLE == 0 {
+        return Ok(e.ends(Reason::NoNextHop));
+    }
+    if !maps.has_port(nh.ifindex)? {
+        e.port_missing = true;
+        return Ok(e.ends(Reason::NoNextHop));
+    }
+    Ok(e)
+}
+
+/// The longest prefix covering `dst` whose value is `value`: the lookup's
+/// own match, found by walking the trie's keys (the kernel returns the
+/// value only).
+fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Option<(IpAddr, u8)>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let covers = |data: &[u8], len: u32| {
+        let (bytes, bits) = ((len / 8) as usize, len % 8);
+        data[..bytes] == dst[..bytes]
+            && (bits == 0 || (data[bytes] ^ dst[bytes]) >> (8 - bits) == 0)
+    };
+    let mut best: Option<(IpAddr, u8)> = None;
+    let mut consider = |data: &[u8], len: u32, addr: IpAddr| {
+        if covers(data, len) && best.is_none_or(|(_, b)| u32::from(b) < len) {
+            best = Some((addr, len as u8));
+        }
+    };
+    if dst.len() == 4 {
+        for key in maps.routes_v4.keys() {
+            let key: Key<[u8; 4]> = key.map_err(map_err(lb_common::abi::ROUTES_V4))?;
+            consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
+        }
+    } else {
+        for key in maps.routes_v6.keys() {
+            let key: Key<[u8; 16]> = key.map_err(map_err(lb_common::abi::ROUTES_V6))?;
+            consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
+        }
+    }
+    Ok(best)
+}
+
+/// One packet's dynamic choice in its group.
+struct Choice<'a> {
+    maps: &'a MapSet,
+    group_id: u32,
+    group: &'a GroupEntry,
+    len: u64,
+}
+
+impl Choice<'_> {
+    /// The next-hop id in `slot`, [`NO_NEXTHOP`] past the members.
+    fn member(&self, slot: u32) -> u32 {
+        if slot >= self.group.member_count {
+            return NO_NEXTHOP;
+        }
+        self.group.members[slot as usize & (MAX_NEXTHOPS_PER_GROUP - 1)]
+    }
+
+    fn usable(&self, id: u32) -> Result<bool> {
+        Ok(self
+            .maps
+            .nexthop(id)?
+            .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0))
+    }
+
+    /// The members up to the first empty slot, as seen on `cpu` at `epoch`.
+    fn members(&self, cpu: usize, epoch: u64) -> Result<Vec<Member>> {
+        let mut members = Vec::new();
+        for slot in 0..MAX_NEXTHOPS_PER_GROUP as u32 {
+            let id = self.member(slot);
+            if id == NO_NEXTHOP {
+                break;
+            }
+            let load = self.maps.nexthop_stats(id)?;
+            members.push(Member {
+                slot,
+                id,
+                usable: self.usable(id)?,
+                load: load.map_or(0, |s| s[cpu].load.at(epoch)),
+                quality: self.maps.quality(id)?,
+            });
+        }
+        Ok(members)
+    }
+
+    fn dynamic(
+        &self,
+        parsed: &Parsed,
+        input: &HashInput,
+        ecmp: u32,
+        cpu: Option<usize>,
+        now_ns: u64,
+    ) -> Result<(DynamicStep, Option<u32>)> {
+        let key = FlowletKey::new(self.group_id, input);
+        let states = self.maps.flowlet(&key)?;
+        let live: Vec<(usize, FlowletState)> = states
+            .iter()
+            .flat_map(|s| s.iter().copied().enumerate())
+            .filter(|(_, s)| s.generation == self.group.generation)
+            .collect();
+        let cpu = cpu.unwrap_or_else(|| {
+            live.iter()
+                .max_by_key(|(_, s)| s.last_seen_ns)
+                .map_or(0, |(cpu, _)| *cpu)
+        });
+        let epochs = self.maps.epochs(self.len)?;
+        let Some(&epoch) = epochs.get(cpu) else {
+            return Err(InspectError::NoSuchCpu {
+                cpu,
+                cpus: epochs.len(),
+            });
+        };
+        let members = self.members(cpu, epoch)?;
+        let step = |kind| DynamicStep {
+            cpu,
+            members: members.clone(),
+            kind,
+        };
+
+        if sprays(self.group.mode, self.group.spray, parsed.bth.as_ref()) {
+            let cursor = self.maps.group_stats(self.group_id)?[cpu].spray_cursor;
+            let index = (cursor as u32) & (BUCKETS_PER_GROUP - 1);
+            let Some(listed) = self
+                .maps
+                .spray_slot(self.group_id * BUCKETS_PER_GROUP + index)?
+            else {
+                return Ok((
+                    step(Dynamic::Sprayed {
+                        index,
+                        listed: NO_NEXTHOP,
+                        stand_in: None,
+                    }),
+                    None,
+                ));
+            };
+            let (stand_in, chosen) = if self.usable(listed)? {
+                (None, Some(listed))
+            } else {
+                let slot = choose(&members, None, 0);
+                (slot, slot.map(|s| self.member(s)))
+            };
+            let kind = Dynamic::Sprayed {
+                index,
+                listed,
+                stand_in,
+            };
+            return Ok((step(kind), chosen));
+        }
+
+        let state = states.map(|s| s[cpu]);
+        let own = state.map_or(0, |s| s.load.at(epoch));
+        let next = step_of(state.as_ref(), now_ns, self.group);
+        let usable_slot = |slot: u32| members.iter().any(|m| m.slot == slot && m.usable);
+        let ecmp_start = match next {
+            FlowletStep::Start if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) => {
+                members.iter().find(|m| m.id == ecmp).map(|m| m.slot)
+            }
+            _ => None,
+        };
+        let place =
+            |step, ecmp_start: Option<u32>| match placement(step, usable_slot, || ecmp_start) {
+                Placement::Slot(slot) => Some(slot),
+                Placement::LeastCost { offered } => choose(&members, offered, own),
+            };
+        let slot = place(next, ecmp_start);
+        let current = match next {
+            FlowletStep::Continue(slot) => Some(slot),
+            FlowletStep::Choose { current } => current,
+            FlowletStep::Start => None,
+        };
+        let kind = Dynamic::Flowlet {
+            key,
+            now_ns,
+            state: state.filter(|s| s.generation != 0),
+            other_cpus: live.iter().map(|(c, _)| *c).filter(|&c| c != cpu).collect(),
+            step: next,
+            slot,
+            own,
+            new_flowlet: place(FlowletStep::Choose { current }, None),
+        };
+        Ok((step(kind), slot.map(|s| self.member(s))))
+    }
+}
+
+fn step_of(state: Option<&FlowletState>, now_ns: u64, group: &GroupEntry) -> FlowletStep {
+    step(
+        state,
+        now_ns,
+        group.flowlet_gap_ns,
+        group.generation,
+        group.member_count,
+    )
+}
+
+/// A new flowlet's slot: the usable member with the least recent load per
+/// path quality, or `current` when the gain is marginal; the data plane's
+/// walk over the members, one [`PathChoice::consider`] each.
+pub fn choose(members: &[Member], current: Option<u32>, own: u64) -> Option<u32> {
+    let mut choice = PathChoice::default();
+    let mut offered = None;
+    for m in members.iter().filter(|m| m.usable) {
+        let candidate = Candidate {
+            slot: m.slot,
+            load: m.load,
+            quality: m.quality,
+        };
+        choice.consider(candidate);
+        if current == Some(m.slot) {
+            offered = Some(candidate);
+        }
+    }
+    choice.decide(offered, own)
+}

@@ -1,0 +1,234 @@
+//! One instance's maps, opened from another process: from the pins of a
+//! running (or crashed) daemon, or through a loaded program's map ids (a
+//! program the caller loaded itself, as the tests do). `status` and
+//! `explain` only ever read them.
+
+use std::path::PathBuf;
+
+use aya::maps::{
+    Array, DevMapHash, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap, PerCpuValues,
+    lpm_trie::Key,
+};
+use aya::programs::{ProgramError, ProgramInfo};
+use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::select::flowlet::{FlowletKey, FlowletState};
+use lb_common::select::load::load_epoch;
+
+use crate::dataplane::{pins::PinDir, said};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    // Each message says its cause itself, so none has a `source`: a chain
+    // would repeat it.
+    #[error(
+        "no fabriclb instance is pinned at {} ({name}: {}); \
+         is the daemon running with the same --bpffs and --instance?",
+        dir.display(),
+        said(cause)
+    )]
+    NotPinned {
+        dir: PathBuf,
+        name: &'static str,
+        cause: MapError,
+    },
+    #[error("map {name}: {}", said(cause))]
+    Map { name: &'static str, cause: MapError },
+    #[error("the program's maps: {}", said(.0))]
+    Program(ProgramError),
+    #[error("the program has no map {name}")]
+    MissingMap { name: &'static str },
+    #[error("no CPU {cpu}: this machine has CPUs 0 to {}", cpus - 1)]
+    NoSuchCpu { cpu: usize, cpus: usize },
+}
+
+type Result<T> = std::result::Result<T, InspectError>;
+
+pub(super) fn map_err(name: &'static str) -> impl Fn(MapError) -> InspectError {
+    move |cause| InspectError::Map { name, cause }
+}
+
+/// Every map `status` and `explain` read, typed as the data plane
+/// declares them.
+pub struct MapSet {
+    pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
+    pub groups: Array<MapData, GroupEntry>,
+    pub buckets: Array<MapData, u32>,
+    pub nexthops: Array<MapData, NextHop>,
+    pub devmap: DevMapHash<MapData>,
+    pub path_quality: Array<MapData, u32>,
+    pub spray: Array<MapData, u32>,
+    pub verdicts: PerCpuArray<MapData, u64>,
+    pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
+    pub group_stats: PerCpuArray<MapData, GroupStats>,
+    pub flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState>,
+    pub load_clock: PerCpuArray<MapData, u64>,
+    /// The flowlet table's size, fixed when the daemon loaded it.
+    pub flowlet_capacity: u32,
+}
+
+impl MapSet {
+    /// The maps pinned in `pins`.
+    pub fn from_pins(pins: &PinDir) -> Result<Self> {
+        Self::open(|name| {
+            MapData::from_pin(pins.map(name)).map_err(|cause| InspectError::NotPinned {
+                dir: pins.dir().to_path_buf(),
+                name,
+                cause,
+            })
+        })
+    }
+
+    /// The maps `program` uses, found by their names.
+    pub fn from_program(program: &ProgramInfo) -> Result<Self> {
+        let ids = program
+            .map_ids()
+            .map_err(InspectError::Program)?
+            .unwrap_or_default();
+        let mut maps = Vec::with_capacity(ids.len());
+        for id in ids {
+            let data = MapData::from_id(id).map_err(map_err("(by id)"))?;
+            let name = data.info().map_err(map_err("(by id)"))?;
+            maps.push((name.name_as_str().unwrap_or_default().to_owned(), data));
+        }
+        Self::open(|name| {
+            let at = maps.iter().position(|(n, _)| n == name);
+            at.map(|at| maps.swap_remove(at).1)
+                .ok_or(InspectError::MissingMap { name })
+        })
+    }
+
+    fn open(mut data: impl FnMut(&'static str) -> Result<MapData>) -> Result<Self> {
+        let mut typed = |name: &'static str| -> Result<Map> {
+            Map::from_map_data(data(name)?).map_err(map_err(name))
+        };
+        macro_rules! open {
+            ($name:expr) => {
+                typed($name)?.try_into().map_err(map_err($name))?
+            };
+        }
+        let flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState> = open!(names::FLOWLETS);
+        let flowlet_capacity = aya::maps::IterableMap::map(&flowlets)
+            .info()
+            .map_err(map_err(names::FLOWLETS))?
+            .max_entries();
+        Ok(Self {
+            routes_v4: open!(names::ROUTES_V4),
+            routes_v6: open!(names::ROUTES_V6),
+            groups: open!(names::GROUPS),
+            buckets: open!(names::BUCKETS),
+            nexthops: open!(names::NEXTHOPS),
+            devmap: open!(names::DEVMAP),
+            path_quality: open!(names::PATH_QUALITY),
+            spray: open!(names::SPRAY),
+            verdicts: open!(names::VERDICTS),
+            nexthop_stats: open!(names::NEXTHOP_STATS),
+            group_stats: open!(names::GROUP_STATS),
+            load_clock: open!(names::LOAD_CLOCK),
+            flowlets,
+            flowlet_capacity,
+        })
+    }
+
+    /// Group `id`; `None` past the table, as the data plane's lookup.
+    pub fn group_at(&self, id: u32) -> Result<Option<GroupEntry>> {
+        absent_is_none(self.groups.get(&id, 0), names::GROUPS)
+    }
+
+    /// Next hop `id`; `None` past the table, as the data plane's lookup.
+    pub fn nexthop(&self, id: u32) -> Result<Option<NextHop>> {
+        absent_is_none(self.nexthops.get(&id, 0), names::NEXTHOPS)
+    }
+
+    /// Next hop `id`'s path quality; 0 past the table, as the data plane
+    /// reads it.
+    pub fn quality(&self, id: u32) -> Result<u32> {
+        Ok(absent_is_none(self.path_quality.get(&id, 0), names::PATH_QUALITY)?.unwrap_or(0))
+    }
+
+    /// Entry `index` of the bucket tables (`group * BUCKETS_PER_GROUP +
+    /// bucket`).
+    pub fn bucket(&self, index: u32) -> Result<Option<u32>> {
+        absent_is_none(self.buckets.get(&index, 0), names::BUCKETS)
+    }
+
+    /// Entry `index` of the spray sequences, indexed like the buckets.
+    pub fn spray_slot(&self, index: u32) -> Result<Option<u32>> {
+        absent_is_none(self.spray.get(&index, 0), names::SPRAY)
+    }
+
+    pub fn has_port(&self, ifindex: u32) -> Result<bool> {
+        Ok(absent_is_none(self.devmap.get(ifindex, 0), names::DEVMAP)?.is_some())
+    }
+
+    /// The value of the longest prefix covering `dst` (4 or 16 bytes), as
+    /// the data plane's lookup finds it.
+    pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
+        match <[u8; 4]>::try_from(dst) {
+            Ok(v4) => absent_is_none(self.routes_v4.get(&Key::new(32, v4), 0), names::ROUTES_V4),
+            Err(_) => {
+                let mut v6 = [0; 16];
+                v6.copy_from_slice(&dst[..16]);
+                absent_is_none(self.routes_v6.get(&Key::new(128, v6), 0), names::ROUTES_V6)
+            }
+        }
+    }
+
+    /// Each CPU's load epoch, as its next forwarded packet of `len` bytes
+    /// in a dynamic group would see it (the clock counts the packet first).
+    pub fn epochs(&self, len: u64) -> Result<Vec<u64>> {
+        let clocks = self
+            .load_clock
+            .get(&0, 0)
+            .map_err(map_err(names::LOAD_CLOCK))?;
+        Ok(clocks.iter().map(|c| load_epoch(c + len)).collect())
+    }
+
+    pub fn nexthop_stats(&self, id: u32) -> Result<Option<PerCpuValues<NextHopStats>>> {
+        absent_is_none(self.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)
+    }
+
+    pub fn group_stats(&self, id: u32) -> Result<PerCpuValues<GroupStats>> {
+        self.group_stats
+            .get(&id, 0)
+            .map_err(map_err(names::GROUP_STATS))
+    }
+
+    /// A flow's flowlet state on each CPU; `None` when no CPU holds it.
+    pub fn flowlet(&self, key: &FlowletKey) -> Result<Option<PerCpuValues<FlowletState>>> {
+        absent_is_none(self.flowlets.get(key, 0), names::FLOWLETS)
+    }
+
+    /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.
+    pub fn verdicts(&self) -> Result<Vec<u64>> {
+        lb_common::verdict::Reason::ALL
+            .iter()
+            .map(|&reason| {
+                let per_cpu = self
+                    .verdicts
+                    .get(&(reason as u32), 0)
+                    .map_err(map_err(names::VERDICTS))?;
+                Ok(per_cpu.iter().sum())
+            })
+            .collect()
+    }
+}
+
+/// A lookup whose key is not there (or is out of an array's range) is an
+/// answer, not an error.
+fn absent_is_none<T>(
+    got: std::result::Result<T, MapError>,
+    name: &'static str,
+) -> Result<Option<T>> {
+    match got {
+        Ok(value) => Ok(Some(value)),
+        Err(MapError::KeyNotFound | MapError::OutOfBounds { .. }) => Ok(None),
+        Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => {
+            Ok(None)
+        }
+        Err(source) => Err(InspectError::Map {
+            name,
+            cause: source,
+        }),
+    }
+}

@@ -1,0 +1,114 @@
+//! `fabriclb status` and `explain` on the leaf of a real fabric: the
+//! daemon's maps pinned while it forwards (by the test, the way an
+//! instance keeps them), read in the leaf's namespace after the daemon
+//! stopped, and held against the daemon's own last metrics.
+
+use std::process::Command;
+
+use fabriclb::dataplane::pins::PinDir;
+use fabriclb::testbed::bpffs::{Bpffs, pin_program_maps};
+use fabriclb::testbed::{LeafCounters, UdpLoad, receiver_addr, xdp_prog_id};
+
+use crate::bed::{Bed, wait_for};
+
+/// `fabriclb ARGS` in the leaf's namespace, reading the pins under `bpffs`.
+fn in_leaf(bed: &Bed, bpffs: &Bpffs, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &bed.testbed.ns("leaf")])
+        .arg(env!("CARGO_BIN_EXE_fabriclb"))
+        .arg(args[0])
+        .arg("--bpffs")
+        .arg(bpffs.path())
+        .args(["--instance", "leaf"])
+        .args(&args[1..])
+        .output()
+        .expect("fabriclb");
+    assert!(
+        out.status.success(),
+        "fabriclb {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn status_and_explain_read_the_leaf_after_its_daemon_stopped() {
+    let bed = Bed::up("9", 1);
+    let config_text = bed.config("");
+    let daemon = bed.daemon(&config_text, &[]).expect("fabriclb");
+    let load = UdpLoad::start(&bed.testbed, 32).expect("traffic");
+    wait_for("every spine carrying flows", || {
+        let c = bed.counters(&daemon)?;
+        Ok(c.spines.iter().all(|s| s.packets > 0).then_some(()))
+    })
+    .expect("traffic over every spine");
+    let bpffs = Bpffs::mount("netns-inspect").expect("bpffs");
+    let prog = xdp_prog_id(&bed.testbed).expect("the leaf's program");
+    pin_program_maps(prog, &PinDir::new(bpffs.path(), "leaf")).expect("pin");
+    let report = load.stop(&bed.testbed).expect("traffic");
+    let last =
+        LeafCounters::from_metrics(&bed.testbed, &daemon.stop().expect("stop")).expect("metrics");
+    eprintln!("{report:?}");
+    let config = bpffs.path().with_file_name(format!(
+        "fabriclb-netns-inspect-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&config, &config_text).expect("config");
+    let config = config.to_str().expect("path").to_owned();
+
+    let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
+    let status: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(status["verdicts"][0]["reason"], "forwarded");
+    assert_eq!(status["verdicts"][0]["packets"], last.forwarded, "{json}");
+    let group = &status["groups"][0];
+    assert_eq!(group["name"], "spines", "{json}");
+    assert_eq!(group["mode"], "ecmp");
+    for (j, spine) in last.spines.iter().enumerate() {
+        let nh = &group["next_hops"][j];
+        let name = format!("s{} 198.18.{}.2", j + 1, j + 1);
+        assert_eq!(nh["name"], name.as_str(), "{json}");
+        assert_eq!(nh["interface"], format!("s{}", j + 1), "{json}");
+        assert_eq!(nh["usable"], true, "{name}");
+        assert_eq!(nh["packets"], spine.packets, "{name}: packets");
+        assert_eq!(nh["bytes"], spine.bytes, "{name}: bytes");
+    }
+
+    // A packet of the load's kind to the receiver: the group's hash picks
+    // a spine; the spine's own MAC is what the next hop rewrites to.
+    let packet = format!("udp 198.18.101.1:40000 -> {}:9000", receiver_addr(1));
+    let text = in_leaf(&bed, &bpffs, &["explain", "--config", &config, &packet]);
+    let _ = std::fs::remove_file(&config);
+    eprintln!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "verdict: forwarded (XDP_REDIRECT): routed, rewritten, sent to the next hop"
+    );
+    assert_eq!(lines[2], "route: 198.19.0.0/16 -> group spines (id 0)");
+    let next_hop = lines
+        .iter()
+        .find(|l| l.starts_with("next hop: "))
+        .expect("a next hop line");
+    let j: usize = next_hop["next hop: next hop ".len()..][..1]
+        .parse()
+        .expect("next hop id");
+    let spine = format!("s{}", j + 1);
+    let mac = bed
+        .ip(&spine, &["-br", "link", "show", "leaf"])
+        .expect("the spine's port")
+        .split_whitespace()
+        .nth(2)
+        .expect("MAC")
+        .to_owned();
+    assert!(
+        next_hop.starts_with(&format!(
+            "next hop: next hop {j} ({spine} 198.18.{}.2): out {spine} (ifindex ",
+            j + 1
+        )),
+        "{next_hop}"
+    );
+    assert!(
+        next_hop.ends_with(&format!(" -> {mac}, untagged, usable")),
+        "{next_hop}"
+    );
+}
