@@ -5,9 +5,13 @@
 
 use std::time::Duration;
 
+use fabriclb::inspect::explain::{Dynamic, explain};
+use fabriclb::inspect::maps::MapSet;
+use lb_common::packet::craft::Ipv4;
 use lb_common::packet::roce::{WRITE_FIRST, WRITE_LAST, WRITE_MIDDLE, WRITE_ONLY};
 use lb_common::select::flowlet::{MODE_ECMP, MODE_FLOWLET, MODE_PER_PACKET};
 
+use crate::explain::now_ns;
 use crate::flowlet::{SHARED, SPLIT_X, flowlets, roce_packet, split_shared};
 use crate::harness::Harness;
 use crate::packets::PEER_MAC;
@@ -31,6 +35,34 @@ pub fn pins() -> Vec<Pin> {
         "0a000001 0a070005 11 c001 12b7 000300",
         ecmp,
     )]
+}
+
+/// [`Harness::forward`], after `explain` said where the packet goes, from
+/// the maps as they are: the same slot, through a draining flowlet or not
+/// (`draining_flowlet`).
+fn forward(
+    h: &mut Harness,
+    group: &str,
+    name: &str,
+    packet: &(Ipv4, Vec<u8>),
+    draining_flowlet: bool,
+) -> usize {
+    let info = h.dp.program().expect("program").info().expect("info");
+    let maps = MapSet::from_program(&info).expect("the program's maps");
+    let (ip, l4) = packet;
+    let frame = ip.frame(LB_MAC, PEER_MAC, &[], l4);
+    let e = explain(&maps, &frame, Some(0), now_ns()).expect("explain");
+    let kind = e.dynamic.as_ref().map(|d| &d.kind);
+    assert_eq!(
+        matches!(kind, Some(Dynamic::Flowlet { draining: true, .. })),
+        draining_flowlet,
+        "{name}: explained as {kind:?}"
+    );
+    let (_, nh) = e.next_hop.expect("explain's next hop");
+    let explained = switch::group(group).slot_of(&nh.dst_mac).expect("a member");
+    let slot = h.forward(group, name, packet);
+    assert_eq!(explained, slot, "{name}: explained slot");
+    slot
 }
 
 /// The switch config with `group` in ECMP mode, its gap kept.
@@ -61,23 +93,27 @@ fn a_busy_flow_keeps_its_flowlet_after_a_switch_to_ecmp_until_it_pauses() {
     // Busy: x stays inside its flowlet although ECMP hashes it elsewhere.
     for i in 0..10 {
         let name = format!("x busy {i}");
-        assert_eq!(h.forward(group, &name, &fx), SPLIT_X, "{name}");
+        assert_eq!(forward(&mut h, group, &name, &fx, true), SPLIT_X, "{name}");
     }
-    assert_eq!(h.forward(group, "y busy", &fy), shared, "y busy");
+    assert_eq!(
+        forward(&mut h, group, "y busy", &fy, true),
+        shared,
+        "y busy"
+    );
     // After a pause longer than the gap, x's next flowlet takes its ECMP
     // next hop, and stays there.
     std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
     for i in 0..3 {
         let name = format!("x after the pause {i}");
-        assert_eq!(h.forward(group, &name, &fx), shared, "{name}");
+        assert_eq!(forward(&mut h, group, &name, &fx, true), shared, "{name}");
     }
     assert_eq!(flowlets(&h, group), (5, 2), "new flowlets, moves");
 
     // The daemon ends the drain: plain ECMP, no flowlet state read.
     assert_eq!(h.end_drains(), [group]);
     assert_eq!(h.group_entry(group).draining, MODE_ECMP, "draining");
-    assert_eq!(h.forward(group, "x drained", &fx), shared, "x drained");
-    assert_eq!(h.forward(group, "y drained", &fy), shared, "y drained");
+    assert_eq!(forward(&mut h, group, "x drained", &fx, false), shared);
+    assert_eq!(forward(&mut h, group, "y drained", &fy, false), shared);
     assert_eq!(flowlets(&h, group), (5, 2), "new flowlets, moves");
     let mut expected = vec![0; 4];
     expected[SPLIT_X] = 11;
@@ -109,13 +145,14 @@ fn a_message_in_flight_finishes_on_its_flowlet_after_a_switch_from_per_packet() 
     // The rest of the message stays; a single-packet message between its
     // packets is not held to it.
     let sent = [
-        ("MIDDLE 2", WRITE_MIDDLE, flowlet),
-        ("ONLY", WRITE_ONLY, ecmp),
-        ("MIDDLE 3", WRITE_MIDDLE, flowlet),
-        ("LAST", WRITE_LAST, flowlet),
+        ("MIDDLE 2", WRITE_MIDDLE, flowlet, true),
+        ("ONLY", WRITE_ONLY, ecmp, false),
+        ("MIDDLE 3", WRITE_MIDDLE, flowlet, true),
+        ("LAST", WRITE_LAST, flowlet, true),
     ];
-    for (psn, (name, opcode, slot)) in (2..).zip(sent) {
-        assert_eq!(h.forward(group, name, &packet(opcode, psn)), slot, "{name}");
+    for (psn, (name, opcode, slot, drains)) in (2..).zip(sent) {
+        let taken = forward(&mut h, group, name, &packet(opcode, psn), drains);
+        assert_eq!(taken, slot, "{name}");
     }
     // The next message, after a pause longer than the gap: ECMP's.
     let gap = Duration::from_micros(u64::from(GAP_ONE_SECOND_US));
@@ -124,7 +161,7 @@ fn a_message_in_flight_finishes_on_its_flowlet_after_a_switch_from_per_packet() 
     for (psn, opcode) in (6..).zip(next) {
         let name = format!("next message {opcode:#x}");
         assert_eq!(
-            h.forward(group, &name, &packet(opcode, psn)),
+            forward(&mut h, group, &name, &packet(opcode, psn), true),
             ecmp,
             "{name}"
         );
