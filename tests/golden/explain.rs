@@ -116,7 +116,7 @@ fn description(rng: &mut Rng) -> String {
     text
 }
 
-fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock");
     now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
 }

@@ -19,7 +19,7 @@ use crate::switch::{LB_MAC, SHORT_GAP_MS};
 const PAYLOAD: usize = 1000;
 
 /// A UDP packet of flow `src_port` to `dst`, and its L4 bytes.
-fn udp_packet(dst: [u8; 4], src_port: u16) -> (Ipv4, Vec<u8>) {
+pub fn udp_packet(dst: [u8; 4], src_port: u16) -> (Ipv4, Vec<u8>) {
     (
         ipv4_to(dst, IPPROTO_UDP),
         udp(src_port, 9000, &[0x5a; PAYLOAD]),
@@ -28,7 +28,7 @@ fn udp_packet(dst: [u8; 4], src_port: u16) -> (Ipv4, Vec<u8>) {
 
 /// A RoCEv2 packet of `opcode` on QP `qp` to `dst`; `psn` tells packets
 /// apart in the output.
-fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
+pub fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
     (ipv4_to(dst, IPPROTO_UDP), rocev2_with_psn(opcode, qp, psn))
 }
 
@@ -36,7 +36,7 @@ fn roce_packet(dst: [u8; 4], opcode: u8, qp: u32, psn: u32) -> (Ipv4, Vec<u8>) {
 /// and the slot ECMP gives it.
 const STICKY: ([u8; 4], u16, usize) = ([10, 5, 0, 2], 1000, 0);
 /// Two flows ECMP puts on one next hop of the "flowlet" group.
-const SHARED: ([u8; 4], [u16; 2], usize) = ([10, 6, 0, 2], [2000, 2007], 2);
+pub const SHARED: ([u8; 4], [u16; 2], usize) = ([10, 6, 0, 2], [2000, 2007], 2);
 /// The flow whose next hop goes down, and the slot ECMP gives it.
 const GOES_DOWN: ([u8; 4], u16, usize) = ([10, 5, 0, 9], 1000, 1);
 
@@ -89,7 +89,7 @@ pub fn pins() -> Vec<Pin> {
 }
 
 /// New flowlets and flowlet moves `group` counted.
-fn flowlets(h: &Harness, group: &str) -> (u64, u64) {
+pub fn flowlets(h: &Harness, group: &str) -> (u64, u64) {
     let stats = h.group_stats(group);
     (stats.new_flowlets, stats.flowlet_moves)
 }
@@ -135,6 +135,24 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
 fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     let mut h = Harness::on_one_cpu();
     let group = "flowlet";
+    let (_, _, shared) = SHARED;
+    let [fx, fy] = split_shared(&mut h);
+    // And both keep those inside their new flowlets: four test runs take
+    // a few milliseconds of the gap.
+    assert_eq!(h.forward(group, "x again", &fx), SPLIT_X, "x again");
+    assert_eq!(h.forward(group, "y again", &fy), shared, "y again");
+    assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
+}
+
+/// The slot flow x of [`SHARED`] moves to in [`split_shared`]: the first
+/// idle one.
+pub const SPLIT_X: usize = 0;
+
+/// Sends [`SHARED`]'s two flows in the "flowlet" group, one flowlet each
+/// on their shared next hop, then after the gap one packet each: x moves
+/// to [`SPLIT_X`], y stays. Returns their packets.
+pub fn split_shared(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
+    let group = "flowlet";
     let (dst, [x, y], shared) = SHARED;
     let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
     // 20 packets each, microseconds apart inside the kernel: one flowlet each.
@@ -145,15 +163,14 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     let mut expected = vec![0; 4];
     expected[shared] = 40;
     assert_eq!(h.member_packets(group), expected, "packets per member");
-    assert_eq!(flowlets(&h, group), (2, 0), "new flowlets, moves");
+    assert_eq!(flowlets(h, group), (2, 0), "new flowlets, moves");
 
     // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.
     std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
-    let idle = 0;
     assert_eq!(
         h.forward(group, "x after the gap", &fx),
-        idle,
+        SPLIT_X,
         "x after the gap"
     );
     assert_eq!(
@@ -161,11 +178,7 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
         shared,
         "y after the gap"
     );
-    // And both keep those inside their new flowlets: four test runs take
-    // a few milliseconds of the gap.
-    assert_eq!(h.forward(group, "x again", &fx), idle, "x again");
-    assert_eq!(h.forward(group, "y again", &fy), shared, "y again");
-    assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
+    [fx, fy]
 }
 
 /// What the data plane does on its own when a next hop's usable flag is

@@ -10,7 +10,7 @@ use fabriclb::{
     dataplane::{Dataplane, DataplaneError},
 };
 use lb_common::{
-    abi::{GroupStats, NextHop, NextHopStats},
+    abi::{GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats},
     limits::FLOWLET_TABLE_DEFAULT,
     packet::craft::Ipv4,
     verdict::Reason,
@@ -90,9 +90,18 @@ impl Harness {
     /// Clears the usable flag of the next hop in `slot` of `group` and
     /// nothing else: buckets and spray sequences still name it.
     pub fn clear_usable(&mut self, group: &str, slot: usize) {
+        self.set_flags(group, slot, 0);
+    }
+
+    /// Sets the usable flag [`Harness::clear_usable`] cleared.
+    pub fn restore_usable(&mut self, group: &str, slot: usize) {
+        self.set_flags(group, slot, NEXTHOP_USABLE);
+    }
+
+    fn set_flags(&mut self, group: &str, slot: usize, flags: u16) {
         let id = self.id(group, slot);
         let nh = NextHop {
-            flags: 0,
+            flags,
             ..self.nexthop(group, slot)
         };
         self.dp.set_nexthop(id, nh).expect("set next hop");
@@ -232,6 +241,20 @@ impl Harness {
         switch::group(group)
             .slot_of(&out[..6])
             .unwrap_or_else(|| panic!("left for {:02x?}, not a member of {group}", &out[..6]))
+    }
+
+    /// Ends every drain as the daemon does once it is due.
+    pub fn end_drains(&mut self) -> Vec<String> {
+        let due = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        self.tables
+            .end_drains(&mut self.dp, due)
+            .expect("end drains")
+    }
+
+    /// `group`'s entry as the data plane holds it.
+    pub fn group_entry(&self, group: &str) -> GroupEntry {
+        let id = self.group_table(group).id;
+        self.dp.groups.get(&id, 0).expect("group entry")
     }
 
     pub fn group_stats(&self, group: &str) -> GroupStats {

@@ -4,6 +4,7 @@
 
 use lb_common::{packet::craft::udp, packet::parse::IPPROTO_UDP, verdict::Reason};
 
+use crate::drain;
 use crate::expected;
 use crate::fixtures::{self, Fixture};
 use crate::flowlet;
@@ -56,7 +57,11 @@ fn fixture_pins() -> Vec<Pin> {
 
 #[test]
 fn pinned_members_follow_from_the_hash() {
-    let pins: Vec<Pin> = fixture_pins().into_iter().chain(flowlet::pins()).collect();
+    let pins: Vec<Pin> = fixture_pins()
+        .into_iter()
+        .chain(flowlet::pins())
+        .chain(drain::pins())
+        .collect();
     for pin in &pins {
         let group = switch::group(pin.group);
         let what = &pin.what;

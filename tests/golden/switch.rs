@@ -13,6 +13,7 @@ use fabriclb::testbed::FIVE_TUPLE;
 pub const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
 pub const SEED: u32 = 0x5eed_1234;
 
+#[derive(Clone, Copy)]
 pub struct Group {
     pub name: &'static str,
     /// Each group's next hops have MACs of their own, so an output frame
@@ -63,7 +64,7 @@ impl Group {
 const FLOWLET: &str = r#"mode = "flowlet""#;
 const PER_PACKET: &str = r#"mode = "per-packet""#;
 /// Far past anything a test does inside one flowlet.
-const GAP_ONE_SECOND_US: u32 = 1_000_000;
+pub const GAP_ONE_SECOND_US: u32 = 1_000_000;
 /// The gap a test waits out: long enough that a busy machine's scheduling
 /// between two test runs never looks like one, short enough to sleep past.
 pub const SHORT_GAP_MS: u32 = 200;
@@ -171,8 +172,18 @@ pub fn group(name: &str) -> &'static Group {
 }
 
 pub fn config() -> String {
+    config_with(&[])
+}
+
+/// The switch config with the groups in `changed` in their place, as a
+/// live change of those groups' settings.
+pub fn config_with(changed: &[Group]) -> String {
     let mut toml = format!("[switch]\nhash_seed = {SEED:#x}\ninterfaces = [\"lo\"]\n");
     for group in &GROUPS {
+        let group = changed
+            .iter()
+            .find(|c| c.name == group.name)
+            .unwrap_or(group);
         write_group(group, &mut toml);
     }
     toml

@@ -120,7 +120,18 @@ impl Bed {
 
     /// `fabriclb run` on the leaf with `config` and extra arguments `args`.
     pub fn daemon(&self, config: &str, args: &[&str]) -> Result<Daemon> {
-        Daemon::start(&self.testbed, fabriclb(), &self.workdir, config, args)
+        self.daemon_through(fabriclb(), config, args)
+    }
+
+    /// [`Bed::daemon`] started through `program` (a wrapper that runs
+    /// `fabriclb` with its arguments); see [`Bed::scratch`].
+    pub fn daemon_through(&self, program: &Path, config: &str, args: &[&str]) -> Result<Daemon> {
+        Daemon::start(&self.testbed, program, &self.workdir, config, args)
+    }
+
+    /// `name` in the scratch directory.
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.workdir.join(name)
     }
 
     /// The spine group's counters in the daemon's latest metrics.

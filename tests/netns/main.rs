@@ -20,6 +20,7 @@ mod reload;
 mod restart;
 mod rollback;
 mod scenario;
+mod service;
 mod startup;
 mod teardown;
 mod telemetry;

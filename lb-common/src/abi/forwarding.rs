@@ -64,7 +64,10 @@ pub struct GroupEntry {
     pub flowlet_gap_ns: u64,
     /// How many of `members` are in use.
     pub member_count: u32,
-    pub _pad: u32,
+    /// In an ECMP group, the flowlet mode it left while its flows drain
+    /// (see [`crate::select::flowlet::drain`]); `MODE_ECMP` otherwise. It
+    /// takes what was padding, so the entry's layout stays.
+    pub draining: u32,
     /// The group's next-hop ids, usable or not, in config order; flowlet
     /// state names them by index (slot).
     pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
@@ -81,7 +84,7 @@ impl Default for GroupEntry {
             generation: 0,
             flowlet_gap_ns: 0,
             member_count: 0,
-            _pad: 0,
+            draining: 0,
             members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
         }
     }

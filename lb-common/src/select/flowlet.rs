@@ -210,6 +210,38 @@ impl PathChoice {
     }
 }
 
+/// The mode whose flowlet rules a group's packets follow: its own, or,
+/// while an ECMP group drains, the flowlet mode it left. `MODE_ECMP` (a
+/// plain ECMP group) costs the data plane no lookup beyond its bucket.
+#[inline(always)]
+pub fn flowlet_rules(mode: u32, draining: u32) -> u32 {
+    if mode == MODE_ECMP { draining } else { mode }
+}
+
+/// The slot a packet of a group draining to ECMP takes, given its flowlet
+/// `step` and its ECMP bucket's slot; `usable(slot)`: whether the member in
+/// `slot` may be chosen. Hashing a busy flow straight to its ECMP next hop
+/// could overtake its packets still queued on the flowlet's path, so a
+/// flow keeps its flowlet while it is live (the step continues onto a
+/// usable member) and takes its ECMP slot at the flowlet's end, a pause
+/// longer than the gap, like any new flowlet. Once there it stays: the
+/// state then names the ECMP slot.
+///
+/// Packets the mode left would have sprayed ([`sprays`] with the old
+/// mode) take ECMP at once and never touch flowlet state: they were on no
+/// single path, and a receiver places them on its own, so one more path
+/// change is what spraying already did. With [`SPRAY_ALL`] that is every
+/// RoCEv2 packet; with [`SPRAY_SELF_CONTAINED`] the multi-packet messages
+/// in flight finish on their flowlets, since RoCEv2 packets stand alone
+/// only at message boundaries.
+#[inline(always)]
+pub fn drain(step: FlowletStep, usable: impl Fn(u32) -> bool, ecmp_slot: u32) -> u32 {
+    match step {
+        FlowletStep::Continue(slot) if usable(slot) => slot,
+        _ => ecmp_slot,
+    }
+}
+
 /// Whether a packet of a group in `mode` with `spray` is sprayed: only in
 /// per-packet mode, only RoCEv2, and with [`SPRAY_SELF_CONTAINED`] only
 /// packets a receiver can place without those before them. Everything

@@ -1,12 +1,13 @@
 //! Flowlet and per-packet modes: spray what may be sprayed, keep the rest
-//! on flowlets.
+//! on flowlets. An ECMP group draining from them follows the same flowlets
+//! to their end.
 
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
-        flowlet::{FlowletKey, FlowletState, FlowletStep, starts_on_ecmp, step},
+        flowlet::{FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step},
         load::load_epoch,
         placement::{Placement, placement},
     },
@@ -29,7 +30,8 @@ pub(super) struct Packet {
 }
 
 /// Flowlet and per-packet modes: spray what may be sprayed, keep the rest
-/// on flowlets. Never chooses a next hop that is down.
+/// on flowlets; a draining ECMP group ends each flowlet on its ECMP next
+/// hop. Never chooses a next hop that is down.
 // Not inlined: its own stack frame keeps `process` under 512 bytes. BPF
 // calls take at most five arguments, hence `Packet` and `out`.
 #[inline(never)]
@@ -55,6 +57,11 @@ pub(super) fn dynamic(
         (&mut *stats, load_epoch(*clock))
     };
 
+    let draining = group.mode == MODE_ECMP;
+    if sprayable && draining {
+        *out = Choice::ecmp(ecmp_id);
+        return Ok(());
+    }
     if sprayable {
         let index = (stats.spray_cursor as u32) & (BUCKETS_PER_GROUP - 1);
         stats.spray_cursor += 1;
@@ -95,9 +102,20 @@ pub(super) fn dynamic(
     let previous_own = previous_load(&previous, epoch);
     let ecmp_start =
         || slot_of(group, ecmp_id).filter(|_| starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)));
-    let slot = match placement(next, |slot| usable(member(group, slot)), ecmp_start) {
-        Placement::Slot(slot) => slot,
-        Placement::LeastCost { offered } => choose(group, epoch, offered, previous_own)?,
+    let usable_slot = |slot| usable(member(group, slot));
+    let slot = if draining {
+        // ECMP's buckets hold members only; a bucket written before its
+        // group entry stands in without flowlet state.
+        let Some(ecmp_slot) = slot_of(group, ecmp_id) else {
+            *out = Choice::ecmp(ecmp_id);
+            return Ok(());
+        };
+        drain(next, usable_slot, ecmp_slot)
+    } else {
+        match placement(next, usable_slot, ecmp_start) {
+            Placement::Slot(slot) => slot,
+            Placement::LeastCost { offered } => choose(group, epoch, offered, previous_own)?,
+        }
     };
     // The flow's own load moves with it; a first flowlet has none yet.
     let (own, from) = match next {

@@ -9,7 +9,7 @@ use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     select::{
-        flowlet::{MODE_ECMP, sprays},
+        flowlet::{MODE_ECMP, flowlet_rules, sprays},
         hash::{HashFields, hash_input, input_hash},
     },
     verdict::Reason,
@@ -49,7 +49,8 @@ pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &mut Scratch) -> Result<
 }
 
 /// The next hop a packet of `len` bytes takes, into `choice`, which holds
-/// ECMP's: kept in an ECMP group, the [`dynamic`] choice in the others.
+/// ECMP's: kept in an ECMP group, the [`dynamic`] choice in the others
+/// and in an ECMP group still draining its flowlets.
 /// Never [`NO_NEXTHOP`].
 // Fills `choice` in place: a returned `Result<Choice, _>` has LLVM lay out
 // `process` differently, 24 instructions longer.
@@ -61,12 +62,13 @@ pub fn next_hop(
     scratch: &mut Scratch,
     choice: &mut Choice,
 ) -> Result<(), Reason> {
-    if group.mode != MODE_ECMP {
+    let rules = flowlet_rules(group.mode, group.draining);
+    if rules != MODE_ECMP {
         let packet = Packet {
             group_id,
             ecmp_id: choice.nh_id,
             len,
-            sprayable: sprays(group.mode, group.spray, scratch.parsed.bth.as_ref()),
+            sprayable: sprays(rules, group.spray, scratch.parsed.bth.as_ref()),
         };
         dynamic(&packet, group, scratch, choice)?;
     }

@@ -1,5 +1,6 @@
 //! `fabriclb run`: the daemon.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,6 +15,10 @@ pub struct RunArgs {
     /// Write a Prometheus text-format snapshot of the counters here.
     #[arg(long)]
     metrics_file: Option<PathBuf>,
+    /// Serve the same exposition over HTTP at `GET /metrics`: PORT (on
+    /// 127.0.0.1) or ADDRESS:PORT, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = daemon::parse_listen)]
+    metrics_listen: Option<SocketAddr>,
     /// How often the metrics file is rewritten, in milliseconds (1 or more).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     metrics_interval_ms: u64,
@@ -50,6 +55,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         config: args.config,
         metrics_file: args.metrics_file,
         metrics_interval: Duration::from_millis(args.metrics_interval_ms),
+        metrics_listen: args.metrics_listen,
         refresh_interval: Duration::from_millis(args.refresh_interval_ms),
         watch_config: !args.no_watch,
         bpffs: args.pins.bpffs,

@@ -2,6 +2,7 @@
 //! changes, address events, link and neighbour refreshes and metric ticks
 //! until told to stop; leave the pinned program forwarding on the way out.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,11 +12,12 @@ use tracing::{info, warn};
 
 use super::adopt;
 use super::config_file;
+use super::http::Scrapes;
 use super::ingress::Ingress;
 use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
-use super::metrics_file::write_metrics;
+use super::metrics_file::{render_metrics, write_metrics};
 use super::state::Running;
 use super::telemetry::Telemetry;
 use crate::netlink::Netlink;
@@ -24,6 +26,8 @@ pub struct Options {
     pub config: PathBuf,
     pub metrics_file: Option<PathBuf>,
     pub metrics_interval: Duration,
+    /// Where `GET /metrics` is served.
+    pub metrics_listen: Option<SocketAddr>,
     /// How often links and neighbours are re-read (besides their events)
     /// and neighbours probed.
     pub refresh_interval: Duration,
@@ -43,6 +47,8 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
     let (config, version) = config_file::load(&options.config).await?;
+    // Before loading: a port in use fails the start with nothing to undo.
+    let mut scrapes = Scrapes::listen(options.metrics_listen).await?;
     let netlink = Netlink::connect()?;
     let flowlets = config.switch.flowlet_table_size;
     let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
@@ -106,7 +112,10 @@ pub async fn run(options: Options) -> Result<()> {
                 running.watch_config(&options.config, &netlink, &mut dp).await;
             }
             batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
-            _ = staleness.tick() => running.telemetry_expire(&mut dp),
+            _ = staleness.tick() => {
+                running.telemetry_expire(&mut dp);
+                running.end_drains(&mut dp);
+            }
             events = running.local.events() => {
                 running.address_events(events, &netlink, &mut dp).await;
             }
@@ -121,6 +130,10 @@ pub async fn run(options: Options) -> Result<()> {
                 running.reattach_ingress(&mut dp);
             }
             _ = metrics_tick.tick() => write_metrics(&options, &dp, &running),
+            scrape = scrapes.next() => {
+                // A client that went away has nobody to answer.
+                let _ = scrape.send(render_metrics(&dp, &running).map_err(|e| format!("{e:#}")));
+            }
         }
     }
     write_metrics(&options, &dp, &running);

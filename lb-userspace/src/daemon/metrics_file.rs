@@ -1,5 +1,5 @@
-//! The Prometheus textfile: the data plane's counters with the tables'
-//! names, rewritten atomically.
+//! The Prometheus exposition: the data plane's counters with the tables'
+//! names, rewritten atomically as a textfile, rendered for each scrape.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -19,8 +19,18 @@ pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running
     let Some(path) = &options.metrics_file else {
         return;
     };
+    let result =
+        render_metrics(dp, running).and_then(|text| Ok(metrics::write_atomically(path, &text)?));
+    if let Err(e) = result {
+        warn!(path = %path.display(), "writing metrics: {e:#}");
+    }
+}
+
+/// The exposition of the data plane's counters now, as the textfile and
+/// the HTTP endpoint serve it.
+pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String> {
     let (tables, now) = (&running.tables, Instant::now());
-    let result = (|| -> Result<()> {
+    {
         let verdicts = dp.verdict_counts()?;
         let mut nexthops = Vec::new();
         let mut groups = Vec::new();
@@ -53,12 +63,12 @@ pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running
             Some(counted) => Some(egress(tables, &counted?)),
             None => None,
         };
-        let text = metrics::render(&verdicts, &groups, &nexthops, egress.as_deref());
-        metrics::write_atomically(path, &text)?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        warn!(path = %path.display(), "writing metrics: {e:#}");
+        Ok(metrics::render(
+            &verdicts,
+            &groups,
+            &nexthops,
+            egress.as_deref(),
+        ))
     }
 }
 

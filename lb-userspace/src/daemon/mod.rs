@@ -3,14 +3,15 @@
 //! config live; [`links`] keeps next hops in step with the kernel's links
 //! and neighbours, [`link_events`] as they change; [`local`] keeps the
 //! box's own addresses local in the route tries; [`telemetry`] turns path
-//! telemetry into path quality; [`metrics_file`] writes the counters out;
-//! [`privileges`] checks the capabilities at start and drops those it no
-//! longer needs; [`adopt`] starts onto a pinned instance, taking over what
-//! it holds.
+//! telemetry into path quality; [`metrics_file`] writes the counters out
+//! and [`http`] serves them; [`privileges`] checks the capabilities at
+//! start and drops those it no longer needs; [`adopt`] starts onto a
+//! pinned instance, taking over what it holds.
 
 mod adopt;
 mod config_file;
 mod event_loop;
+mod http;
 mod ingress;
 mod link_events;
 mod links;
@@ -22,4 +23,5 @@ mod state;
 mod telemetry;
 
 pub use event_loop::{Options, run};
+pub use http::{ListenError, parse_listen};
 pub use privileges::{PrivilegeError, require_at_start};

@@ -2,6 +2,7 @@
 //! place, entry by entry, without detaching; an invalid one changes nothing.
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use tracing::{error, info, warn};
@@ -80,5 +81,22 @@ impl Running {
         self.telemetry_restart(dp);
         info!(changes = changes.len(), "config reloaded");
         Ok(())
+    }
+
+    /// Ends the drains of groups switched to ECMP that are due: from then
+    /// on they hash every packet, flowlet state unread. A failed write is
+    /// said once and retried.
+    pub(super) fn end_drains(&mut self, dp: &mut Dataplane) {
+        match self.tables.end_drains(dp, Instant::now()) {
+            Ok(ended) => {
+                self.ongoing.ended("ending a drain");
+                for group in ended {
+                    info!(group, "drained: flows left their flowlets for ecmp");
+                }
+            }
+            Err(e) => self.ongoing.started("ending a drain".into(), || {
+                error!("ending a group's drain to ecmp: {e}; retrying");
+            }),
+        }
     }
 }

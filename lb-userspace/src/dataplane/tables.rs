@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE, NextHop},
@@ -20,7 +21,7 @@ use lb_common::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
     select::buckets::{fit, rebalance, spray_sequence},
-    select::flowlet::PATH_QUALITY_DEFAULT,
+    select::flowlet::{MODE_ECMP, PATH_QUALITY_DEFAULT},
 };
 
 use super::{Dataplane, DataplaneError};
@@ -41,7 +42,15 @@ pub struct GroupTable {
     /// goes back to when its next hop does.
     pub home: Vec<u32>,
     pub spray: Vec<u32>,
+    /// While `entry.draining`: when the drain ends.
+    pub drain_until: Option<Instant>,
 }
+
+/// How many flowlet gaps a group switched to ECMP drains for. A flow that
+/// pauses within them moves at a flowlet boundary; one that never pauses
+/// that long is hashed to its ECMP next hop when the drain ends, as it
+/// would never have left a flowlet in flowlet mode either.
+pub const DRAIN_GAPS: u32 = 8;
 
 /// Everything the maps hold for one config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,9 +181,12 @@ impl Tables {
             let members: Vec<u32> = ids.by_ref().take(group.next_hops.len()).collect();
             let old = old_groups.get(group.name.as_str());
             // Flowlet state made before a spell of ECMP must not steer
-            // flows ECMP has been forwarding since.
+            // flows ECMP has been forwarding since; a drain keeps the state
+            // current, so a group back from one keeps it.
+            let flowlet_state_current =
+                |old: &GroupTable| old.entry.mode != MODE_ECMP || old.entry.draining != MODE_ECMP;
             let generation = match old {
-                Some(old) if old.entry.mode != Mode::Ecmp.code() || group.mode == Mode::Ecmp => {
+                Some(old) if flowlet_state_current(old) || group.mode == Mode::Ecmp => {
                     old.entry.generation
                 }
                 _ => {
@@ -194,6 +206,8 @@ impl Tables {
                 member_count: members.len() as u32,
                 ..GroupEntry::default()
             };
+            let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
+            entry.draining = draining;
             entry.members[..members.len()].copy_from_slice(&members);
             // Homes move only when members do: a reload's, not a link's.
             let mut home = old.map_or_else(
@@ -214,6 +228,7 @@ impl Tables {
                 ),
                 home,
                 spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
+                drain_until,
             };
             table.rebalance(&nexthops, &quality);
             groups.push(table);
@@ -309,6 +324,29 @@ impl Tables {
         Ok(())
     }
 
+    /// Ends the drains due by `now`, in the maps too; returns the groups'
+    /// names. A group whose write fails stays draining, to be ended again.
+    pub fn end_drains(
+        &mut self,
+        dp: &mut Dataplane,
+        now: Instant,
+    ) -> Result<Vec<String>, DataplaneError> {
+        let mut ended = Vec::new();
+        for group in &mut self.groups {
+            if group.drain_until.is_some_and(|until| until <= now) {
+                let entry = GroupEntry {
+                    draining: MODE_ECMP,
+                    ..group.entry
+                };
+                dp.set_group(group.id, entry)?;
+                group.entry = entry;
+                group.drain_until = None;
+                ended.push(group.name.clone());
+            }
+        }
+        Ok(ended)
+    }
+
     /// Egress ports the devmap must hold.
     pub fn ports(&self) -> BTreeSet<u32> {
         self.nexthops
@@ -379,6 +417,22 @@ impl Tables {
             dp.remove_port(*port)?;
         }
         Ok(())
+    }
+}
+
+/// A group's drain after a reload from `old` to `mode`: it starts when a
+/// flowlet mode switches to ECMP (busy flows finish their flowlets), goes
+/// on through reloads that keep ECMP, and stops when a flowlet mode is
+/// back. The mode drained from, and when the drain ends.
+fn drain(old: Option<&GroupTable>, mode: Mode, gap_us: u32) -> (u32, Option<Instant>) {
+    let Some(old) = old.filter(|_| mode == Mode::Ecmp) else {
+        return (MODE_ECMP, None);
+    };
+    if old.entry.mode != MODE_ECMP {
+        let drain = Duration::from_micros(u64::from(gap_us)) * DRAIN_GAPS;
+        (old.entry.mode, Some(Instant::now() + drain))
+    } else {
+        (old.entry.draining, old.drain_until)
     }
 }
 

@@ -15,8 +15,8 @@ use lb_common::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 use lb_common::packet::parse::{Parsed, parse};
 use lb_common::route;
 use lb_common::select::flowlet::{
-    Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, sprays,
-    starts_on_ecmp, step,
+    Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_rules,
+    sprays, starts_on_ecmp, step,
 };
 use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
 use lb_common::select::placement::{Placement, placement};
@@ -103,6 +103,9 @@ pub enum Dynamic {
         own: u64,
         /// Where a new flowlet of this flow would go now.
         new_flowlet: Option<u32>,
+        /// An ECMP group draining from a flowlet mode: a flowlet that ends
+        /// takes the flow's ECMP slot.
+        draining: bool,
     },
 }
 
@@ -180,7 +183,11 @@ pub fn explain(
         ecmp,
     });
     let mut nh_id = ecmp;
-    if group.mode != MODE_ECMP {
+    let rules = flowlet_rules(group.mode, group.draining);
+    // What a draining group's old mode sprayed takes ECMP at once, as in
+    // the program.
+    let drained_spray = group.mode == MODE_ECMP && sprays(rules, group.spray, parsed.bth.as_ref());
+    if rules != MODE_ECMP && !drained_spray {
         let at = Choice {
             maps,
             group_id,
@@ -366,11 +373,23 @@ impl Choice<'_> {
                 Placement::Slot(slot) => Some(slot),
                 Placement::LeastCost { offered } => choose(&members, offered, own),
             };
-        let slot = place(next, ecmp_start);
         let current = match next {
             FlowletStep::Continue(slot) => Some(slot),
             FlowletStep::Choose { current } => current,
             FlowletStep::Start => None,
+        };
+        let draining = self.group.mode == MODE_ECMP;
+        let (slot, new_flowlet) = if draining {
+            // No slot holds ECMP's next hop (a bucket written before its
+            // group entry): the program takes that next hop, no state kept.
+            let ecmp_slot = members.iter().find(|m| m.id == ecmp).map(|m| m.slot);
+            let slot = ecmp_slot.map(|ecmp_slot| drain(next, usable_slot, ecmp_slot));
+            (slot, ecmp_slot)
+        } else {
+            (
+                place(next, ecmp_start),
+                place(FlowletStep::Choose { current }, None),
+            )
         };
         let kind = Dynamic::Flowlet {
             key,
@@ -380,9 +399,15 @@ impl Choice<'_> {
             step: next,
             slot,
             own,
-            new_flowlet: place(FlowletStep::Choose { current }, None),
+            new_flowlet,
+            draining,
         };
-        Ok((step(kind), slot.map(|s| self.member(s))))
+        let chosen = match slot {
+            Some(slot) => Some(self.member(slot)),
+            None if draining => Some(ecmp),
+            None => None,
+        };
+        Ok((step(kind), chosen))
     }
 }
 

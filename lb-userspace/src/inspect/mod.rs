@@ -11,6 +11,7 @@ pub mod pcap;
 pub mod status;
 
 use lb_common::abi::GroupEntry;
+use lb_common::select::flowlet::MODE_ECMP;
 use lb_common::select::hash::HashFields;
 
 use crate::config::{Mode, Spray};
@@ -27,6 +28,14 @@ fn name_of<T: Copy>(names: &[(&str, T)], code_of: fn(T) -> u32, code: u32, what:
 /// A group's mode as the config spells it.
 pub fn mode_name(code: u32) -> String {
     name_of(&Mode::NAMES, Mode::code, code, "mode")
+}
+
+/// A group's mode, and while it drains to ECMP the mode it left.
+pub fn mode_line(g: &GroupEntry) -> String {
+    match g.draining {
+        MODE_ECMP => mode_name(g.mode),
+        from => format!("{} (draining from {})", mode_name(g.mode), mode_name(from)),
+    }
 }
 
 /// A group's spray rule as the config spells it.
@@ -49,7 +58,7 @@ pub fn group_line(id: u32, g: &GroupEntry, names: &Names) -> String {
     format!(
         "{}: mode {}, gap {}us, spray {}, hash {}, seed {:#010x}, generation {}, {} members",
         names.group(id),
-        mode_name(g.mode),
+        mode_line(g),
         g.flowlet_gap_ns / 1000,
         spray_name(g.spray),
         hash_field_names(g.hash_fields).join(","),

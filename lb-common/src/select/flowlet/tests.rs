@@ -200,3 +200,58 @@ fn flowlet_keys_tell_families_and_groups_apart() {
     assert_ne!(v4, FlowletKey::new(2, &input));
     assert_eq!(v4, FlowletKey::new(1, &input));
 }
+
+#[test]
+fn only_a_draining_ecmp_group_follows_flowlet_rules() {
+    assert_eq!(flowlet_rules(MODE_ECMP, MODE_ECMP), MODE_ECMP);
+    assert_eq!(flowlet_rules(MODE_ECMP, MODE_FLOWLET), MODE_FLOWLET);
+    assert_eq!(flowlet_rules(MODE_ECMP, MODE_PER_PACKET), MODE_PER_PACKET);
+    // A flowlet group's own mode rules, whatever a stale flag says.
+    assert_eq!(flowlet_rules(MODE_FLOWLET, MODE_PER_PACKET), MODE_FLOWLET);
+    assert_eq!(flowlet_rules(MODE_PER_PACKET, MODE_ECMP), MODE_PER_PACKET);
+}
+
+const ALL_UP: fn(u32) -> bool = |_| true;
+const SLOT_2_DOWN: fn(u32) -> bool = |slot| slot != 2;
+
+#[test]
+fn a_draining_flow_keeps_its_live_flowlet_and_takes_ecmp_after_a_pause() {
+    let s = state(2, 1_000_000);
+    // Busy: inside the gap it stays on slot 2, though ECMP says 0.
+    let busy = step(Some(&s), 1_000_000 + GAP, GAP, 3, 4);
+    assert_eq!(drain(busy, ALL_UP, 0), 2);
+    // Paused longer than the gap: its ECMP slot.
+    let paused = step(Some(&s), 1_000_001 + GAP, GAP, 3, 4);
+    assert_eq!(drain(paused, ALL_UP, 0), 0);
+    // Once there, the state names the ECMP slot and it stays.
+    let moved = step(Some(&state(0, 2_000_000)), 2_000_001, GAP, 3, 4);
+    assert_eq!(drain(moved, ALL_UP, 0), 0);
+}
+
+#[test]
+fn a_draining_flow_leaves_a_dead_flowlet_and_new_flows_take_ecmp() {
+    let busy = step(Some(&state(2, 1_000_000)), 1_000_001, GAP, 3, 4);
+    assert_eq!(drain(busy, SLOT_2_DOWN, 1), 1);
+    assert_eq!(drain(step(None, 5, GAP, 3, 4), ALL_UP, 3), 3);
+    // A slot the group lost.
+    let lost = step(Some(&state(7, 1_000_000)), 1_000_001, GAP, 3, 4);
+    assert_eq!(drain(lost, ALL_UP, 1), 1);
+}
+
+#[test]
+fn draining_from_per_packet_sprays_nothing_but_sends_sprayable_packets_to_ecmp() {
+    let bth = |opcode| Bth {
+        opcode,
+        dest_qp: 1,
+        psn: 0,
+    };
+    let (only, middle) = (bth(WRITE_ONLY), bth(WRITE_MIDDLE));
+    // The data plane asks `sprays` with the mode being left: those packets
+    // skip the flowlet and take ECMP, the rest drain.
+    let rules = flowlet_rules(MODE_ECMP, MODE_PER_PACKET);
+    assert!(sprays(rules, SPRAY_SELF_CONTAINED, Some(&only)));
+    assert!(!sprays(rules, SPRAY_SELF_CONTAINED, Some(&middle)));
+    assert!(sprays(rules, SPRAY_ALL, Some(&middle)));
+    let from_flowlet = flowlet_rules(MODE_ECMP, MODE_FLOWLET);
+    assert!(!sprays(from_flowlet, SPRAY_SELF_CONTAINED, Some(&only)));
+}

@@ -12,10 +12,12 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Instant;
 
 use aya::maps::MapError;
 use lb_common::abi::{self as names, GroupEntry, NextHop};
 use lb_common::limits::{BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS};
+use lb_common::select::flowlet::MODE_ECMP;
 
 use super::{GroupTable, Tables, host_len};
 use crate::config::Prefix;
@@ -88,6 +90,9 @@ impl Tables {
                 // gives the same member order.
                 home: same.map(|g| g.home.clone()).unwrap_or_default(),
                 spray: slice(&dp.spray, names::SPRAY, id)?,
+                // The deadline of a drain the last daemon started is not
+                // in the maps: the drain ends now.
+                drain_until: (entry.draining != MODE_ECMP).then(Instant::now),
             });
         }
 

@@ -206,3 +206,41 @@ fn a_next_hop_down_at_a_reload_still_comes_back_to_its_own_buckets() {
     assert!(back.update_nexthop(nexthop(&back, "spines", C), usable(1)));
     assert_eq!(back.groups[0].buckets, all_up);
 }
+
+#[test]
+fn a_switch_to_ecmp_drains_for_eight_gaps_through_later_reloads() {
+    use crate::config::Mode;
+    use lb_common::select::flowlet::{MODE_ECMP, MODE_PER_PACKET};
+    use std::time::{Duration, Instant};
+    let with_mode = |mode| {
+        let mut c = config(&[("spines", &[A, B])]);
+        c.groups[0].mode = mode;
+        c.groups[0].flowlet_gap_us = 1000;
+        c
+    };
+    let drain = |t: &Tables| (t.groups[0].entry.draining, t.groups[0].drain_until);
+    let spraying = build(&with_mode(Mode::PerPacket), None);
+    assert_eq!(drain(&spraying), (MODE_ECMP, None));
+    let before = Instant::now();
+    let draining = build(&with_mode(Mode::Ecmp), Some(&spraying));
+    let after = Instant::now();
+    let (from, until) = drain(&draining);
+    assert_eq!(from, MODE_PER_PACKET);
+    let until = until.expect("a drain's end");
+    let eight_gaps = Duration::from_millis(8);
+    assert!(before + eight_gaps <= until && until <= after + eight_gaps);
+    // A reload that keeps ECMP neither restarts nor ends it.
+    let still = build(&with_mode(Mode::Ecmp), Some(&draining));
+    assert_eq!(drain(&still), (MODE_PER_PACKET, Some(until)));
+    // ECMP that never drained does not start one; a flowlet mode ends it.
+    assert_eq!(
+        drain(&build(&with_mode(Mode::Ecmp), None)),
+        (MODE_ECMP, None)
+    );
+    let back = build(&with_mode(Mode::Flowlet), Some(&still));
+    assert_eq!(drain(&back), (MODE_ECMP, None));
+    assert_eq!(
+        back.groups[0].entry.generation,
+        spraying.groups[0].entry.generation
+    );
+}

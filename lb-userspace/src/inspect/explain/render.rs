@@ -191,6 +191,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             slot,
             own,
             new_flowlet,
+            draining,
         } => {
             write!(out, "flowlet (cpu {}", d.cpu).unwrap();
             if !other_cpus.is_empty() {
@@ -219,6 +220,12 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             }
             let taken = slot_name(*slot, members, names);
             let why = match step {
+                FlowletStep::Continue(s) if *draining && *slot == Some(*s) => {
+                    format!("draining to ecmp, inside its flowlet: stays on {taken}")
+                }
+                _ if *draining => format!(
+                    "draining to ecmp, its flowlet over (the gap passed, no state, or its next hop unusable): takes its ECMP slot, {taken}"
+                ),
                 FlowletStep::Continue(_) => format!("inside its flowlet: stays on {taken}"),
                 FlowletStep::Choose { current } => format!(
                     "the gap passed: a new flowlet from {}, takes {taken}",
@@ -229,11 +236,15 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
                 ),
             };
             writeln!(out, "  step: {why}").unwrap();
-            writeln!(
-                out,
-                "  members (a new flowlet takes the least (load + 4096) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
-            )
-            .unwrap();
+            if *draining {
+                out.push_str("  members (a new flowlet takes the flow's ECMP slot):\n");
+            } else {
+                writeln!(
+                    out,
+                    "  members (a new flowlet takes the least (load + 4096) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
+                )
+                .unwrap();
+            }
             for m in members {
                 writeln!(
                     out,
