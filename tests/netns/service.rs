@@ -144,7 +144,9 @@ fn the_service_unit_starts_with_its_capabilities_serves_metrics_on_localhost_and
     assert_eq!(flags, ["--metrics-listen", "127.0.0.1:9464"]);
     let wrapper = bed.scratch("fabriclb-under-the-unit");
     let script = format!(
-        "#!/bin/sh\nexec setpriv {} -- {fabriclb} \"$@\"\n",
+        // As systemd does at boot: bpffs at /sys/fs/bpf, where the daemon
+        // pins (in `ip netns exec`'s own mount namespace, /sys is fresh).
+        "#!/bin/sh\nmount -t bpf bpf /sys/fs/bpf || exit 1\nexec setpriv {} -- {fabriclb} \"$@\"\n",
         setpriv_options().join(" ")
     );
     std::fs::write(&wrapper, script).expect("wrapper");
