@@ -155,11 +155,12 @@ fn bench(root: &Path) -> Result<()> {
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
 /// adaptive-routing results, and a hitless restart (about 10 s).
-const HEADLINE_SCENARIOS: [&str; 5] = [
+const HEADLINE_SCENARIOS: [&str; 6] = [
     "slow-spine",
     "slow-spine-lossless",
     "spine-slowdown",
     "cross-traffic",
+    "link-down",
     "restart",
 ];
 
