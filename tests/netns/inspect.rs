@@ -1,13 +1,11 @@
-//! `fabriclb status` and `explain` on the leaf of a real fabric: the
-//! daemon's maps pinned while it forwards (by the test, the way an
-//! instance keeps them), read in the leaf's namespace after the daemon
-//! stopped, and held against the daemon's own last metrics.
+//! `fabriclb status` and `explain` on the leaf of a real fabric: the maps
+//! the daemon pinned, read in the leaf's namespace while it runs and after
+//! a kill -9, and held against the daemon's own last metrics.
 
 use std::process::Command;
 
-use fabriclb::dataplane::pins::PinDir;
-use fabriclb::testbed::bpffs::{Bpffs, pin_program_maps};
-use fabriclb::testbed::{LeafCounters, UdpLoad, receiver_addr, xdp_prog_id};
+use fabriclb::testbed::bpffs::Bpffs;
+use fabriclb::testbed::{UdpLoad, receiver_addr};
 
 use crate::bed::{Bed, wait_for};
 
@@ -32,23 +30,24 @@ fn in_leaf(bed: &Bed, bpffs: &Bpffs, args: &[&str]) -> String {
 }
 
 #[test]
-fn status_and_explain_read_the_leaf_after_its_daemon_stopped() {
+fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
     let bed = Bed::up("9", 1);
     let config_text = bed.config("");
-    let daemon = bed.daemon(&config_text, &[]).expect("fabriclb");
+    let bpffs = Bpffs::mount("netns-inspect").expect("bpffs");
+    let pins = bpffs.path().to_str().expect("path").to_owned();
+    let daemon = bed
+        .daemon(&config_text, &["--bpffs", &pins, "--instance", "leaf"])
+        .expect("fabriclb");
     let load = UdpLoad::start(&bed.testbed, 32).expect("traffic");
     wait_for("every spine carrying flows", || {
         let c = bed.counters(&daemon)?;
         Ok(c.spines.iter().all(|s| s.packets > 0).then_some(()))
     })
     .expect("traffic over every spine");
-    let bpffs = Bpffs::mount("netns-inspect").expect("bpffs");
-    let prog = xdp_prog_id(&bed.testbed).expect("the leaf's program");
-    pin_program_maps(prog, &PinDir::new(bpffs.path(), "leaf")).expect("pin");
     let report = load.stop(&bed.testbed).expect("traffic");
-    let last =
-        LeafCounters::from_metrics(&bed.testbed, &daemon.stop().expect("stop")).expect("metrics");
     eprintln!("{report:?}");
+    // Traffic over: the snapshot written after this holds the final counts.
+    let last = bed.fresh_counters(&daemon).expect("metrics");
     let config = bpffs.path().with_file_name(format!(
         "fabriclb-netns-inspect-{}.toml",
         std::process::id()
@@ -56,7 +55,11 @@ fn status_and_explain_read_the_leaf_after_its_daemon_stopped() {
     std::fs::write(&config, &config_text).expect("config");
     let config = config.to_str().expect("path").to_owned();
 
+    let running = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
+    // Killed, the daemon leaves the pins and the counters in them.
+    daemon.kill().expect("kill -9");
     let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
+    assert_eq!(json, running, "status changed when the daemon died");
     let status: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(status["verdicts"][0]["reason"], "forwarded");
     assert_eq!(status["verdicts"][0]["packets"], last.forwarded, "{json}");
