@@ -359,17 +359,29 @@ impl Tables {
     /// Writes every entry that differs from `previous` (everything when
     /// `None`), in an order that never exposes a half-built path: next hops,
     /// qualities and ports first, then buckets, spray sequences and groups,
-    /// routes after them, and what the new config dropped last.
+    /// next hops that went unusable once nothing points at them, routes
+    /// after them, and what the new config dropped last.
     pub fn write(
         &self,
         dp: &mut Dataplane,
         previous: Option<&Tables>,
     ) -> Result<(), DataplaneError> {
         let old_nexthop = |id: usize| previous.and_then(|p| p.nexthops.get(id));
-        for (id, nexthop) in (0u32..).zip(&self.nexthops) {
-            if old_nexthop(id as usize) != Some(nexthop) {
-                dp.set_nexthop(id, *nexthop)?;
-            }
+        // A next hop that stops being usable keeps its flag until no bucket
+        // or spray slot points at it any more: a packet that found it
+        // flagged first would go to the kernel (`no_nexthop`), which
+        // forwards it on its own hash or drops it.
+        let going_down = |id: usize, nexthop: &NextHop| {
+            nexthop.flags & NEXTHOP_USABLE == 0
+                && old_nexthop(id).is_some_and(|old| old.flags & NEXTHOP_USABLE != 0)
+        };
+        let changed = || {
+            (0u32..)
+                .zip(&self.nexthops)
+                .filter(|&(id, nexthop)| old_nexthop(id as usize) != Some(nexthop))
+        };
+        for (id, nexthop) in changed().filter(|&(id, n)| !going_down(id as usize, n)) {
+            dp.set_nexthop(id, *nexthop)?;
         }
         for (id, &quality) in (0u32..).zip(&self.quality) {
             if previous.and_then(|p| p.quality.get(id as usize)) != Some(&quality) {
@@ -388,6 +400,9 @@ impl Tables {
             if old.map(|g| g.entry) != Some(group.entry) {
                 dp.set_group(group.id, group.entry)?;
             }
+        }
+        for (id, nexthop) in changed().filter(|&(id, n)| going_down(id as usize, n)) {
+            dp.set_nexthop(id, *nexthop)?;
         }
         let routes = self.trie_entries();
         let old_routes = previous.map(Tables::trie_entries).unwrap_or_default();
