@@ -82,6 +82,7 @@ impl Harness {
     /// The next hop in `slot` of `group` as the data plane holds it.
     fn nexthop(&self, group: &str, slot: usize) -> NextHop {
         self.dp
+            .maps
             .nexthops
             .get(&self.id(group, slot), 0)
             .expect("next hop entry")
@@ -254,7 +255,7 @@ impl Harness {
     /// `group`'s entry as the data plane holds it.
     pub fn group_entry(&self, group: &str) -> GroupEntry {
         let id = self.group_table(group).id;
-        self.dp.groups.get(&id, 0).expect("group entry")
+        self.dp.maps.groups.get(&id, 0).expect("group entry")
     }
 
     pub fn group_stats(&self, group: &str) -> GroupStats {

@@ -226,7 +226,7 @@ fn status_and_explain_say_when_nothing_is_pinned() {
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
             format!(
-                "fabriclb: no fabriclb instance is pinned at {}/fabriclb/golden (FL_FLOWLETS: \
+                "fabriclb: no fabriclb instance is pinned at {}/fabriclb/golden (FL_ROUTES_V4: \
                  `BPF_OBJ_GET` failed: No such file or directory (os error 2)); is the daemon \
                  running with the same --bpffs and --instance?\n",
                 bpffs.path().display()

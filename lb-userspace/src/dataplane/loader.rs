@@ -6,10 +6,7 @@ use std::net::IpAddr;
 
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
-    maps::{
-        Array, DevMapHash, IterableMap, LpmTrie, MapData, MapError, PerCpuArray, lpm_trie::Key,
-        xdp::XdpMapError,
-    },
+    maps::{Array, IterableMap, MapData, MapError, lpm_trie::Key, xdp::XdpMapError},
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
 use lb_common::abi::tx_errors::TxErrors;
@@ -18,6 +15,7 @@ use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
 use tracing::{info, warn};
 
+use super::Maps;
 use super::tx_errors::{self, TxCounting};
 
 mod pinning;
@@ -148,17 +146,7 @@ pub(super) fn map_err(name: &'static str) -> impl Fn(MapError) -> DataplaneError
 /// every attachment and frees the maps.
 pub struct Dataplane {
     ebpf: Ebpf,
-    pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
-    pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
-    pub groups: Array<MapData, GroupEntry>,
-    pub buckets: Array<MapData, u32>,
-    pub nexthops: Array<MapData, NextHop>,
-    pub devmap: DevMapHash<MapData>,
-    pub path_quality: Array<MapData, u32>,
-    pub spray: Array<MapData, u32>,
-    verdicts: PerCpuArray<MapData, u64>,
-    nexthop_stats: PerCpuArray<MapData, NextHopStats>,
-    group_stats: PerCpuArray<MapData, GroupStats>,
+    pub maps: Maps,
     /// `None` when the running kernel's tracepoints could not be used
     /// (said once at load) or the object has none (the benchmark's).
     tx_counting: Option<TxCounting>,
@@ -209,7 +197,7 @@ impl Dataplane {
     /// them count is said once and otherwise no error: forwarding works
     /// without them.
     fn count_tx_errors(&mut self) -> Result<()> {
-        let devmap_id = IterableMap::map(&self.devmap)
+        let devmap_id = IterableMap::map(&self.maps.devmap)
             .info()
             .map_err(map_err(names::DEVMAP))?
             .id();
@@ -241,18 +229,15 @@ impl Dataplane {
                 name: names::PROGRAM,
                 source,
             })?;
+        let maps = Maps::typed(
+            |name| {
+                ebpf.take_map(name)
+                    .ok_or(DataplaneError::MissingMap { name })
+            },
+            |name, source| DataplaneError::Map { name, source },
+        )?;
         Ok(Self {
-            routes_v4: take(&mut ebpf, names::ROUTES_V4)?,
-            routes_v6: take(&mut ebpf, names::ROUTES_V6)?,
-            groups: take(&mut ebpf, names::GROUPS)?,
-            buckets: take(&mut ebpf, names::BUCKETS)?,
-            nexthops: take(&mut ebpf, names::NEXTHOPS)?,
-            devmap: take(&mut ebpf, names::DEVMAP)?,
-            path_quality: take(&mut ebpf, names::PATH_QUALITY)?,
-            spray: take(&mut ebpf, names::SPRAY)?,
-            verdicts: take(&mut ebpf, names::VERDICTS)?,
-            nexthop_stats: take(&mut ebpf, names::NEXTHOP_STATS)?,
-            group_stats: take(&mut ebpf, names::GROUP_STATS)?,
+            maps,
             tx_counting: None,
             pinned: None,
             ebpf,
@@ -346,6 +331,7 @@ impl Dataplane {
         let mut counts = [0; Reason::COUNT as usize];
         for reason in Reason::ALL {
             let per_cpu = self
+                .maps
                 .verdicts
                 .get(&(reason as u32), 0)
                 .map_err(map_err(names::VERDICTS))?;
@@ -358,6 +344,7 @@ impl Dataplane {
     /// per CPU and left out).
     pub fn nexthop_stats(&self, id: u32) -> Result<NextHopStats> {
         let per_cpu = self
+            .maps
             .nexthop_stats
             .get(&id, 0)
             .map_err(map_err(names::NEXTHOP_STATS))?;
@@ -374,6 +361,7 @@ impl Dataplane {
     /// One group's counters, summed over CPUs (spray cursors left out).
     pub fn group_stats(&self, id: u32) -> Result<GroupStats> {
         let per_cpu = self
+            .maps
             .group_stats
             .get(&id, 0)
             .map_err(map_err(names::GROUP_STATS))?;
@@ -410,19 +398,22 @@ impl Dataplane {
     }
 
     pub fn set_path_quality(&mut self, id: u32, quality: u32) -> Result<()> {
-        self.path_quality
+        self.maps
+            .path_quality
             .set(id, quality, 0)
             .map_err(map_err(names::PATH_QUALITY))
     }
 
     pub fn set_group(&mut self, id: u32, entry: GroupEntry) -> Result<()> {
-        self.groups
+        self.maps
+            .groups
             .set(id, entry, 0)
             .map_err(map_err(names::GROUPS))
     }
 
     pub fn set_nexthop(&mut self, id: u32, nexthop: NextHop) -> Result<()> {
-        self.nexthops
+        self.maps
+            .nexthops
             .set(id, nexthop, 0)
             .map_err(map_err(names::NEXTHOPS))
     }
@@ -435,7 +426,13 @@ impl Dataplane {
         current: Option<&[u32]>,
         wanted: &[u32],
     ) -> Result<()> {
-        write_table(&mut self.buckets, names::BUCKETS, group, current, wanted)
+        write_table(
+            &mut self.maps.buckets,
+            names::BUCKETS,
+            group,
+            current,
+            wanted,
+        )
     }
 
     /// [`Self::write_buckets`] for the spray sequence.
@@ -445,11 +442,12 @@ impl Dataplane {
         current: Option<&[u32]>,
         wanted: &[u32],
     ) -> Result<()> {
-        write_table(&mut self.spray, names::SPRAY, group, current, wanted)
+        write_table(&mut self.maps.spray, names::SPRAY, group, current, wanted)
     }
 
     pub fn add_port(&mut self, ifindex: u32) -> Result<()> {
-        self.devmap
+        self.maps
+            .devmap
             .insert(ifindex, ifindex, None, 0)
             .map_err(|source| DataplaneError::DevMap { ifindex, source })
     }
@@ -457,17 +455,19 @@ impl Dataplane {
     /// Removes a port; one the kernel already dropped (its device went
     /// away, which empties its devmap slot) is no error.
     pub fn remove_port(&mut self, ifindex: u32) -> Result<()> {
-        already_gone(self.devmap.remove(ifindex), names::DEVMAP)
+        already_gone(self.maps.devmap.remove(ifindex), names::DEVMAP)
     }
 
     /// Routes `addr/len` to `value` (a group id, or `LOCAL_ROUTE`).
     pub fn set_route(&mut self, addr: IpAddr, len: u8, value: u32) -> Result<()> {
         match addr {
             IpAddr::V4(a) => self
+                .maps
                 .routes_v4
                 .insert(&Key::new(len.into(), a.octets()), value, 0)
                 .map_err(map_err(names::ROUTES_V4)),
             IpAddr::V6(a) => self
+                .maps
                 .routes_v6
                 .insert(&Key::new(len.into(), a.octets()), value, 0)
                 .map_err(map_err(names::ROUTES_V6)),
@@ -479,11 +479,15 @@ impl Dataplane {
     pub fn remove_route(&mut self, addr: IpAddr, len: u8) -> Result<()> {
         match addr {
             IpAddr::V4(a) => already_gone(
-                self.routes_v4.remove(&Key::new(len.into(), a.octets())),
+                self.maps
+                    .routes_v4
+                    .remove(&Key::new(len.into(), a.octets())),
                 names::ROUTES_V4,
             ),
             IpAddr::V6(a) => already_gone(
-                self.routes_v6.remove(&Key::new(len.into(), a.octets())),
+                self.maps
+                    .routes_v6
+                    .remove(&Key::new(len.into(), a.octets())),
                 names::ROUTES_V6,
             ),
         }

@@ -5,6 +5,7 @@
 
 mod btf;
 mod loader;
+mod maps;
 pub mod occupant;
 pub mod pins;
 pub mod tables;
@@ -16,3 +17,4 @@ pub(crate) use loader::said;
 pub use loader::{
     Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance,
 };
+pub use maps::Maps;

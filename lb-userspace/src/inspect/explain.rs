@@ -237,12 +237,12 @@ fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Optio
         }
     };
     if dst.len() == 4 {
-        for key in maps.routes_v4.keys() {
+        for key in maps.typed.routes_v4.keys() {
             let key: Key<[u8; 4]> = key.map_err(map_err(lb_common::abi::ROUTES_V4))?;
             consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
         }
     } else {
-        for key in maps.routes_v6.keys() {
+        for key in maps.typed.routes_v6.keys() {
             let key: Key<[u8; 16]> = key.map_err(map_err(lb_common::abi::ROUTES_V6))?;
             consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
         }

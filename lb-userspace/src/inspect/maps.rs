@@ -5,16 +5,13 @@
 
 use std::path::PathBuf;
 
-use aya::maps::{
-    Array, DevMapHash, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap, PerCpuValues,
-    lpm_trie::Key,
-};
+use aya::maps::{Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
 use lb_common::select::flowlet::{FlowletKey, FlowletState};
 use lb_common::select::load::load_epoch;
 
-use crate::dataplane::{pins::PinDir, said};
+use crate::dataplane::{Maps, pins::PinDir, said};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InspectError {
@@ -50,19 +47,7 @@ pub(super) fn map_err(name: &'static str) -> impl Fn(MapError) -> InspectError {
 /// Every map `status` and `explain` read, typed as the data plane
 /// declares them.
 pub struct MapSet {
-    pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
-    pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
-    pub groups: Array<MapData, GroupEntry>,
-    pub buckets: Array<MapData, u32>,
-    pub nexthops: Array<MapData, NextHop>,
-    pub devmap: DevMapHash<MapData>,
-    pub path_quality: Array<MapData, u32>,
-    pub spray: Array<MapData, u32>,
-    pub verdicts: PerCpuArray<MapData, u64>,
-    pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
-    pub group_stats: PerCpuArray<MapData, GroupStats>,
-    pub flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState>,
-    pub load_clock: PerCpuArray<MapData, u64>,
+    pub typed: Maps,
     /// The flowlet table's size, fixed when the daemon loaded it.
     pub flowlet_capacity: u32,
 }
@@ -99,77 +84,63 @@ impl MapSet {
     }
 
     fn open(mut data: impl FnMut(&'static str) -> Result<MapData>) -> Result<Self> {
-        let mut typed = |name: &'static str| -> Result<Map> {
-            Map::from_map_data(data(name)?).map_err(map_err(name))
-        };
-        macro_rules! open {
-            ($name:expr) => {
-                typed($name)?.try_into().map_err(map_err($name))?
-            };
-        }
-        let flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState> = open!(names::FLOWLETS);
-        let flowlet_capacity = aya::maps::IterableMap::map(&flowlets)
-            .info()
-            .map_err(map_err(names::FLOWLETS))?
-            .max_entries();
+        let maps = Maps::typed(
+            |name| Map::from_map_data(data(name)?).map_err(map_err(name)),
+            |name, cause| InspectError::Map { name, cause },
+        )?;
+        let flowlet_capacity = maps.flowlet_capacity().map_err(map_err(names::FLOWLETS))?;
         Ok(Self {
-            routes_v4: open!(names::ROUTES_V4),
-            routes_v6: open!(names::ROUTES_V6),
-            groups: open!(names::GROUPS),
-            buckets: open!(names::BUCKETS),
-            nexthops: open!(names::NEXTHOPS),
-            devmap: open!(names::DEVMAP),
-            path_quality: open!(names::PATH_QUALITY),
-            spray: open!(names::SPRAY),
-            verdicts: open!(names::VERDICTS),
-            nexthop_stats: open!(names::NEXTHOP_STATS),
-            group_stats: open!(names::GROUP_STATS),
-            load_clock: open!(names::LOAD_CLOCK),
-            flowlets,
+            typed: maps,
             flowlet_capacity,
         })
     }
 
     /// Group `id`; `None` past the table, as the data plane's lookup.
     pub fn group_at(&self, id: u32) -> Result<Option<GroupEntry>> {
-        absent_is_none(self.groups.get(&id, 0), names::GROUPS)
+        absent_is_none(self.typed.groups.get(&id, 0), names::GROUPS)
     }
 
     /// Next hop `id`; `None` past the table, as the data plane's lookup.
     pub fn nexthop(&self, id: u32) -> Result<Option<NextHop>> {
-        absent_is_none(self.nexthops.get(&id, 0), names::NEXTHOPS)
+        absent_is_none(self.typed.nexthops.get(&id, 0), names::NEXTHOPS)
     }
 
     /// Next hop `id`'s path quality; 0 past the table, as the data plane
     /// reads it.
     pub fn quality(&self, id: u32) -> Result<u32> {
-        Ok(absent_is_none(self.path_quality.get(&id, 0), names::PATH_QUALITY)?.unwrap_or(0))
+        Ok(absent_is_none(self.typed.path_quality.get(&id, 0), names::PATH_QUALITY)?.unwrap_or(0))
     }
 
     /// Entry `index` of the bucket tables (`group * BUCKETS_PER_GROUP +
     /// bucket`).
     pub fn bucket(&self, index: u32) -> Result<Option<u32>> {
-        absent_is_none(self.buckets.get(&index, 0), names::BUCKETS)
+        absent_is_none(self.typed.buckets.get(&index, 0), names::BUCKETS)
     }
 
     /// Entry `index` of the spray sequences, indexed like the buckets.
     pub fn spray_slot(&self, index: u32) -> Result<Option<u32>> {
-        absent_is_none(self.spray.get(&index, 0), names::SPRAY)
+        absent_is_none(self.typed.spray.get(&index, 0), names::SPRAY)
     }
 
     pub fn has_port(&self, ifindex: u32) -> Result<bool> {
-        Ok(absent_is_none(self.devmap.get(ifindex, 0), names::DEVMAP)?.is_some())
+        Ok(absent_is_none(self.typed.devmap.get(ifindex, 0), names::DEVMAP)?.is_some())
     }
 
     /// The value of the longest prefix covering `dst` (4 or 16 bytes), as
     /// the data plane's lookup finds it.
     pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
         match <[u8; 4]>::try_from(dst) {
-            Ok(v4) => absent_is_none(self.routes_v4.get(&Key::new(32, v4), 0), names::ROUTES_V4),
+            Ok(v4) => absent_is_none(
+                self.typed.routes_v4.get(&Key::new(32, v4), 0),
+                names::ROUTES_V4,
+            ),
             Err(_) => {
                 let mut v6 = [0; 16];
                 v6.copy_from_slice(&dst[..16]);
-                absent_is_none(self.routes_v6.get(&Key::new(128, v6), 0), names::ROUTES_V6)
+                absent_is_none(
+                    self.typed.routes_v6.get(&Key::new(128, v6), 0),
+                    names::ROUTES_V6,
+                )
             }
         }
     }
@@ -178,6 +149,7 @@ impl MapSet {
     /// in a dynamic group would see it (the clock counts the packet first).
     pub fn epochs(&self, len: u64) -> Result<Vec<u64>> {
         let clocks = self
+            .typed
             .load_clock
             .get(&0, 0)
             .map_err(map_err(names::LOAD_CLOCK))?;
@@ -185,18 +157,19 @@ impl MapSet {
     }
 
     pub fn nexthop_stats(&self, id: u32) -> Result<Option<PerCpuValues<NextHopStats>>> {
-        absent_is_none(self.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)
+        absent_is_none(self.typed.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)
     }
 
     pub fn group_stats(&self, id: u32) -> Result<PerCpuValues<GroupStats>> {
-        self.group_stats
+        self.typed
+            .group_stats
             .get(&id, 0)
             .map_err(map_err(names::GROUP_STATS))
     }
 
     /// A flow's flowlet state on each CPU; `None` when no CPU holds it.
     pub fn flowlet(&self, key: &FlowletKey) -> Result<Option<PerCpuValues<FlowletState>>> {
-        absent_is_none(self.flowlets.get(key, 0), names::FLOWLETS)
+        absent_is_none(self.typed.flowlets.get(key, 0), names::FLOWLETS)
     }
 
     /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.
@@ -205,6 +178,7 @@ impl MapSet {
             .iter()
             .map(|&reason| {
                 let per_cpu = self
+                    .typed
                     .verdicts
                     .get(&(reason as u32), 0)
                     .map_err(map_err(names::VERDICTS))?;

@@ -86,7 +86,7 @@ impl Status {
             .collect();
         let mut per_group = [0u64; MAX_GROUPS as usize];
         let mut flowlet_entries = 0;
-        for key in maps.flowlets.keys() {
+        for key in maps.typed.flowlets.keys() {
             let key = key.map_err(map_err(lb_common::abi::FLOWLETS))?;
             flowlet_entries += 1;
             if let Some(n) = per_group.get_mut(key.group as usize) {

@@ -46,7 +46,7 @@ impl Tables {
     /// where the maps agree with them.
     pub fn read_back(dp: &Dataplane, fresh: &Tables) -> Result<Tables, DataplaneError> {
         let mut nexthops = (0..MAX_NEXTHOPS)
-            .map(|id| read(names::NEXTHOPS, dp.nexthops.get(&id, 0)))
+            .map(|id| read(names::NEXTHOPS, dp.maps.nexthops.get(&id, 0)))
             .collect::<Result<Vec<NextHop>, _>>()?;
         let used = nexthops
             .iter()
@@ -54,13 +54,13 @@ impl Tables {
             .map_or(0, |last| last + 1);
         nexthops.truncate(used.max(fresh.nexthops.len()));
         let quality = (0..nexthops.len() as u32)
-            .map(|id| read(names::PATH_QUALITY, dp.path_quality.get(&id, 0)))
+            .map(|id| read(names::PATH_QUALITY, dp.maps.path_quality.get(&id, 0)))
             .collect::<Result<Vec<u32>, _>>()?;
 
         let mut groups = Vec::new();
         let mut next_generation = fresh.next_generation;
         for id in 0..MAX_GROUPS {
-            let entry: GroupEntry = read(names::GROUPS, dp.groups.get(&id, 0))?;
+            let entry: GroupEntry = read(names::GROUPS, dp.maps.groups.get(&id, 0))?;
             if entry.in_use == 0 {
                 continue;
             }
@@ -85,11 +85,11 @@ impl Tables {
                     Vec::new()
                 },
                 specs,
-                buckets: slice(&dp.buckets, names::BUCKETS, id)?,
+                buckets: slice(&dp.maps.buckets, names::BUCKETS, id)?,
                 // Not in the maps: the config's own, which a fresh build
                 // gives the same member order.
                 home: same.map(|g| g.home.clone()).unwrap_or_default(),
-                spray: slice(&dp.spray, names::SPRAY, id)?,
+                spray: slice(&dp.maps.spray, names::SPRAY, id)?,
                 // The deadline of a drain the last daemon started is not
                 // in the maps: the drain ends now.
                 drain_until: (entry.draining != MODE_ECMP).then(Instant::now),
@@ -98,11 +98,11 @@ impl Tables {
 
         let mut routes = Vec::new();
         let mut local = BTreeSet::new();
-        let v4 = dp.routes_v4.iter().map(|entry| {
+        let v4 = dp.maps.routes_v4.iter().map(|entry| {
             read(names::ROUTES_V4, entry)
                 .map(|(k, v)| (IpAddr::V4(Ipv4Addr::from(k.data())), k.prefix_len(), v))
         });
-        let v6 = dp.routes_v6.iter().map(|entry| {
+        let v6 = dp.maps.routes_v6.iter().map(|entry| {
             read(names::ROUTES_V6, entry)
                 .map(|(k, v)| (IpAddr::V6(Ipv6Addr::from(k.data())), k.prefix_len(), v))
         });
@@ -194,7 +194,10 @@ mod tests {
         let tables = build(&fewer, Some(&held));
         tables.write(&mut dp, Some(&held)).expect("write");
         let key = |a: [u8; 4]| aya::maps::lpm_trie::Key::new(16, a);
-        assert_eq!(dp.routes_v4.get(&key([198, 19, 0, 0]), 0).ok(), Some(0));
-        assert!(dp.routes_v4.get(&key([198, 20, 0, 0]), 0).is_err());
+        assert_eq!(
+            dp.maps.routes_v4.get(&key([198, 19, 0, 0]), 0).ok(),
+            Some(0)
+        );
+        assert!(dp.maps.routes_v4.get(&key([198, 20, 0, 0]), 0).is_err());
     }
 }

@@ -1,0 +1,62 @@
+//! The forwarding path's maps, typed as the program declares them: what
+//! the loaded [`Dataplane`](super::Dataplane) writes, and what `status` and
+//! `explain` open from an instance's pins or a program's map ids.
+
+use aya::maps::{
+    Array, DevMapHash, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap,
+};
+use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::select::flowlet::{FlowletKey, FlowletState};
+
+pub struct Maps {
+    pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
+    pub groups: Array<MapData, GroupEntry>,
+    pub buckets: Array<MapData, u32>,
+    pub nexthops: Array<MapData, NextHop>,
+    pub devmap: DevMapHash<MapData>,
+    pub path_quality: Array<MapData, u32>,
+    pub spray: Array<MapData, u32>,
+    pub verdicts: PerCpuArray<MapData, u64>,
+    pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
+    pub group_stats: PerCpuArray<MapData, GroupStats>,
+    pub flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState>,
+    pub load_clock: PerCpuArray<MapData, u64>,
+}
+
+impl Maps {
+    /// Types the map `map(name)` hands over for each of the forwarding
+    /// path's names; `mistyped` says which one has another type.
+    pub fn typed<E>(
+        mut map: impl FnMut(&'static str) -> Result<Map, E>,
+        mistyped: impl Fn(&'static str, MapError) -> E,
+    ) -> Result<Self, E> {
+        macro_rules! typed {
+            ($name:expr) => {
+                map($name)?
+                    .try_into()
+                    .map_err(|cause| mistyped($name, cause))?
+            };
+        }
+        Ok(Self {
+            routes_v4: typed!(names::ROUTES_V4),
+            routes_v6: typed!(names::ROUTES_V6),
+            groups: typed!(names::GROUPS),
+            buckets: typed!(names::BUCKETS),
+            nexthops: typed!(names::NEXTHOPS),
+            devmap: typed!(names::DEVMAP),
+            path_quality: typed!(names::PATH_QUALITY),
+            spray: typed!(names::SPRAY),
+            verdicts: typed!(names::VERDICTS),
+            nexthop_stats: typed!(names::NEXTHOP_STATS),
+            group_stats: typed!(names::GROUP_STATS),
+            flowlets: typed!(names::FLOWLETS),
+            load_clock: typed!(names::LOAD_CLOCK),
+        })
+    }
+
+    /// The flowlet table's size, fixed when the program was loaded.
+    pub fn flowlet_capacity(&self) -> Result<u32, MapError> {
+        Ok(IterableMap::map(&self.flowlets).info()?.max_entries())
+    }
+}
