@@ -185,8 +185,14 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
     let mut l4_offset = off + IPV6_HLEN;
     // Up to MAX_IPV6_EXT_HEADERS extension headers, then the upper-layer
     // header: one step more than there are extension headers.
-    for _ in 0..=MAX_IPV6_EXT_HEADERS {
+    for step in 0..=MAX_IPV6_EXT_HEADERS {
         match next {
+            // The last step is the upper layer's: a further extension
+            // header is not read, so none past the limit decides anything
+            // (a fragment header there made the packet a fragment).
+            0 | 43 | 60 | 44 if step == MAX_IPV6_EXT_HEADERS => {
+                return Err(Reason::Unsupported);
+            }
             // Hop-by-hop, routing, destination options: length in 8-octet
             // units, not counting the first eight.
             0 | 43 | 60 => {

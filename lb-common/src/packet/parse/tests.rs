@@ -464,3 +464,18 @@ fn ipv6_extension_header_in_the_padding_is_malformed() {
     f.extend_from_slice(&[0; 16]);
     assert_eq!(parse(&f[..]), Err(Reason::L3Malformed));
 }
+
+#[test]
+fn a_fragment_header_past_the_limit_is_unsupported_not_a_fragment() {
+    // Six destination options headers, the last pointing at a fragment
+    // header that is not the first fragment.
+    let mut body = Vec::new();
+    for _ in 1..MAX_IPV6_EXT_HEADERS {
+        body.extend(ext(60, 0));
+    }
+    body.extend(ext(44, 0));
+    body.extend(frag_hdr(IPPROTO_UDP, 0x0008));
+    body.extend(udp(1, 2, &[]));
+    let f = frame(eth(ETH_P_IPV6), ipv6(60, &body));
+    assert_eq!(parse(&f[..]), Err(Reason::Unsupported));
+}
