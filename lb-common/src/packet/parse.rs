@@ -187,9 +187,9 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
     // header: one step more than there are extension headers.
     for step in 0..=MAX_IPV6_EXT_HEADERS {
         match next {
-            // The last step is the upper layer's: a further extension
-            // header is not read, so none past the limit decides anything
-            // (a fragment header there made the packet a fragment).
+            // The last step is the upper layer's: an extension header there
+            // is past the limit and is not read, so that it decides nothing
+            // (a fragment header would make the packet a fragment).
             0 | 43 | 60 | 44 if step == MAX_IPV6_EXT_HEADERS => {
                 return Err(Reason::Unsupported);
             }
