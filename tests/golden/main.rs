@@ -56,6 +56,11 @@ fn truncated_frames_at_every_header_boundary() {
     check_all("truncation", fixtures::truncation::fixtures());
 }
 
+#[test]
+fn l4_length_fields_are_held_to_the_datagram() {
+    check_all("l4 length", fixtures::l4_lengths::fixtures());
+}
+
 /// The rewrite the tests that send many packets expect (etherparse's)
 /// makes the literal frames of every forwarded fixture: two sources that
 /// share no code agree before either is held against the data plane.
@@ -116,6 +121,7 @@ fn destination_qp_spreads_one_five_tuple() {
 fn every_reason_has_a_fixture() {
     let all: Vec<Fixture> = [
         fixtures::forwarding::fixtures(),
+        fixtures::l4_lengths::fixtures(),
         fixtures::local::fixtures(),
         fixtures::pass_drop::fixtures(),
         fixtures::truncation::fixtures(),

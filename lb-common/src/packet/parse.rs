@@ -185,17 +185,32 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
     let mut l4_offset = off + IPV6_HLEN;
     // Up to MAX_IPV6_EXT_HEADERS extension headers, then the upper-layer
     // header: one step more than there are extension headers.
-    for _ in 0..=MAX_IPV6_EXT_HEADERS {
+    for step in 0..=MAX_IPV6_EXT_HEADERS {
         match next {
+            // The last step is the upper layer's: an extension header there
+            // is past the limit and is not read, so that it decides nothing
+            // (a fragment header would make the packet a fragment).
+            0 | 43 | 60 | 44 if step == MAX_IPV6_EXT_HEADERS => {
+                return Err(Reason::Unsupported);
+            }
             // Hop-by-hop, routing, destination options: length in 8-octet
             // units, not counting the first eight.
             0 | 43 | 60 => {
                 let ext: [u8; 2] = pkt.bytes(l4_offset).ok_or(Reason::L3Malformed)?;
                 next = ext[0];
                 l4_offset += (ext[1] as usize + 1) * 8;
+                // Checked at each header, not once at the end: the frame
+                // may go on past the datagram (Ethernet padding), and a
+                // fragment header read from there would end the walk.
+                if l4_offset > end {
+                    return Err(Reason::L3Malformed);
+                }
             }
             44 => {
                 let frag: [u8; 8] = pkt.bytes(l4_offset).ok_or(Reason::L3Malformed)?;
+                if l4_offset + 8 > end {
+                    return Err(Reason::L3Malformed);
+                }
                 // An atomic fragment (offset 0, M clear; RFC 6946) is a whole
                 // datagram and hashes like one.
                 if be16([frag[2], frag[3]]) & 0xfff9 != 0 {
@@ -207,9 +222,6 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
                 l4_offset += 8;
             }
             _ => {
-                if l4_offset > end {
-                    return Err(Reason::L3Malformed);
-                }
                 parsed.flow.protocol = next;
                 return parse_l4(pkt, parsed, l4_offset, end);
             }
@@ -219,7 +231,12 @@ fn parse_ipv6<P: PacketView + ?Sized>(pkt: &P, parsed: &mut Parsed) -> Result<()
 }
 
 /// Reads ports (and the BTH for RoCEv2) from the L4 header at `off`; the IP
-/// datagram ends at `end`.
+/// datagram ends at `end`. Every length field the header carries is held
+/// to the datagram: a TCP data offset below five words or past `end`, a UDP
+/// length below its own header or past `end`, a BTH past the UDP length are
+/// all `L4Truncated`, so nothing is forwarded on ports read from a header
+/// that does not say what it holds. A UDP length short of `end` is valid
+/// (receivers trim the rest, RFC 768); its BTH must still fit inside it.
 #[inline(always)]
 fn parse_l4<P: PacketView + ?Sized>(
     pkt: &P,
@@ -231,7 +248,8 @@ fn parse_l4<P: PacketView + ?Sized>(
     match flow.protocol {
         IPPROTO_TCP => {
             let tcp: [u8; TCP_MIN_HLEN] = pkt.bytes(off).ok_or(Reason::L4Truncated)?;
-            if off + TCP_MIN_HLEN > end {
+            let header_len = ((tcp[12] >> 4) as usize) * 4;
+            if header_len < TCP_MIN_HLEN || off + header_len > end {
                 return Err(Reason::L4Truncated);
             }
             flow.src_port = be16([tcp[0], tcp[1]]);
@@ -239,14 +257,15 @@ fn parse_l4<P: PacketView + ?Sized>(
         }
         IPPROTO_UDP => {
             let udp: [u8; UDP_HLEN] = pkt.bytes(off).ok_or(Reason::L4Truncated)?;
-            if off + UDP_HLEN > end {
+            let udp_end = off + be16([udp[4], udp[5]]) as usize;
+            if udp_end < off + UDP_HLEN || udp_end > end {
                 return Err(Reason::L4Truncated);
             }
             flow.src_port = be16([udp[0], udp[1]]);
             flow.dst_port = be16([udp[2], udp[3]]);
             if flow.dst_port == ROCEV2_UDP_PORT {
                 let bth: [u8; BTH_LEN] = pkt.bytes(off + UDP_HLEN).ok_or(Reason::L4Truncated)?;
-                if off + UDP_HLEN + BTH_LEN > end {
+                if off + UDP_HLEN + BTH_LEN > udp_end {
                     return Err(Reason::L4Truncated);
                 }
                 let dest_qp = u32::from_be_bytes([0, bth[5], bth[6], bth[7]]);

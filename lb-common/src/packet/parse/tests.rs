@@ -362,3 +362,120 @@ fn ipv6_no_next_header_hashes_l3() {
     let p = parse(&f[..]).unwrap();
     assert_eq!((p.flow.protocol, p.flow.src_port), (59, 0));
 }
+
+/// `tcp(1234, 80)` with its data offset (in 32-bit words) set to `words`
+/// and `options` after the fixed header.
+fn tcp_with_offset(words: u8, options: &[u8]) -> Vec<u8> {
+    let mut t = tcp(1234, 80);
+    t[12] = words << 4;
+    t.extend_from_slice(options);
+    t
+}
+
+#[test]
+fn tcp_data_offset_below_five_words_is_l4_truncated() {
+    for words in 0..5 {
+        let f = frame(
+            eth(ETH_P_IPV4),
+            ipv4(6, &[], &tcp_with_offset(words, &[]), 0),
+        );
+        assert_eq!(parse(&f[..]), Err(Reason::L4Truncated), "offset {words}");
+    }
+}
+
+#[test]
+fn tcp_data_offset_past_the_datagram_is_l4_truncated() {
+    // Six words with four bytes of options: fits exactly.
+    let fits = tcp_with_offset(6, &[1, 1, 1, 1]);
+    let f = frame(eth(ETH_P_IPV6), ipv6(6, &fits));
+    assert_eq!(parse(&f[..]).unwrap().flow.dst_port, 80);
+    // Seven words over the same 24 bytes, and fifteen: the options the
+    // offset claims are not in the datagram, even with padding after it.
+    for words in [7, 15] {
+        let mut f = frame(eth(ETH_P_IPV6), ipv6(6, &tcp_with_offset(words, &[1; 4])));
+        assert_eq!(parse(&f[..]), Err(Reason::L4Truncated), "offset {words}");
+        f.resize(f.len() + 64, 0);
+        assert_eq!(
+            parse(&f[..]),
+            Err(Reason::L4Truncated),
+            "padded, offset {words}"
+        );
+    }
+}
+
+/// An IPv4 UDP frame whose UDP length field says `udp_len`, over an 8-byte
+/// header and `payload`.
+fn udp_claiming(udp_len: u16, payload: &[u8]) -> Vec<u8> {
+    let mut u = udp(1000, 2000, payload);
+    u[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    frame(eth(ETH_P_IPV4), ipv4(17, &[], &u, 0))
+}
+
+#[test]
+fn udp_length_below_its_header_or_past_the_datagram_is_l4_truncated() {
+    for udp_len in [0u16, 1, 7, 14, 0xffff] {
+        let mut f = udp_claiming(udp_len, b"datum");
+        assert_eq!(parse(&f[..]), Err(Reason::L4Truncated), "length {udp_len}");
+        f.resize(f.len() + 64, 0);
+        assert_eq!(
+            parse(&f[..]),
+            Err(Reason::L4Truncated),
+            "padded, length {udp_len}"
+        );
+    }
+}
+
+#[test]
+fn udp_length_up_to_the_datagram_is_valid() {
+    for udp_len in [8u16, 9, 12, 13] {
+        let p = parse(&udp_claiming(udp_len, b"datum")[..]).unwrap();
+        assert_eq!(
+            (p.flow.src_port, p.flow.dst_port),
+            (1000, 2000),
+            "length {udp_len}"
+        );
+    }
+}
+
+#[test]
+fn bth_past_the_udp_length_is_l4_truncated() {
+    let mut u = udp(1, ROCEV2_UDP_PORT, &bth(0x0a, 5, 6));
+    // The BTH is in the IP datagram, but the UDP length stops one byte
+    // short of its end.
+    u[4..6].copy_from_slice(&19u16.to_be_bytes());
+    let f = frame(eth(ETH_P_IPV4), ipv4(17, &[], &u, 0));
+    assert_eq!(parse(&f[..]), Err(Reason::L4Truncated));
+    u[4..6].copy_from_slice(&20u16.to_be_bytes());
+    let f = frame(eth(ETH_P_IPV4), ipv4(17, &[], &u, 0));
+    assert_eq!(parse(&f[..]).unwrap().bth.map(|b| b.dest_qp), Some(5));
+}
+
+#[test]
+fn ipv6_extension_header_in_the_padding_is_malformed() {
+    // The hop-by-hop header says 16 bytes but the datagram holds 8; the
+    // padding after it reads as a non-first fragment header, which must not
+    // make the packet a fragment to forward.
+    let mut f = frame(eth(ETH_P_IPV6), ipv6(0, &ext(44, 1)[..8]));
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&frag_hdr(17, 0x0008));
+    assert_eq!(parse(&f[..]), Err(Reason::L3Malformed));
+    // A fragment header that starts inside the datagram and ends past it.
+    let mut f = frame(eth(ETH_P_IPV6), ipv6(44, &frag_hdr(17, 0x0008)[..4]));
+    f.extend_from_slice(&[0; 16]);
+    assert_eq!(parse(&f[..]), Err(Reason::L3Malformed));
+}
+
+#[test]
+fn a_fragment_header_past_the_limit_is_unsupported_not_a_fragment() {
+    // Six destination options headers, the last pointing at a fragment
+    // header that is not the first fragment.
+    let mut body = Vec::new();
+    for _ in 1..MAX_IPV6_EXT_HEADERS {
+        body.extend(ext(60, 0));
+    }
+    body.extend(ext(44, 0));
+    body.extend(frag_hdr(IPPROTO_UDP, 0x0008));
+    body.extend(udp(1, 2, &[]));
+    let f = frame(eth(ETH_P_IPV6), ipv6(60, &body));
+    assert_eq!(parse(&f[..]), Err(Reason::Unsupported));
+}
