@@ -12,32 +12,69 @@ use crate::{
     select::{self, Choice},
 };
 
+/// How far [`run`] goes: production runs every stage; the benchmark's
+/// ablations stop after one, so each stage's cost is the difference of two
+/// programs built from this one path.
+pub mod stage {
+    /// Scratch slot and headers.
+    pub const PARSE: u8 = 1;
+    /// Route lookup, TTL check, the group's entry.
+    pub const ROUTE: u8 = 2;
+    /// ECMP's hash and bucket.
+    pub const HASH: u8 = 3;
+    /// The mode's choice and the next hop's entry.
+    pub const SELECT: u8 = 4;
+    pub const REDIRECT: u8 = 5;
+    pub const REWRITE: u8 = 6;
+    /// Everything, counters included: production.
+    pub const ALL: u8 = 7;
+}
+
 /// Forwards the packet or leaves it to the kernel, counts the verdict and
 /// returns its XDP action.
 // Not inlined: the benchmark wrapper calls it too, and each BPF function
 // gets its own stack frame, which keeps the wrapper under the 512-byte limit.
 #[inline(never)]
 pub fn process(ctx: &XdpContext) -> u32 {
-    let reason = match forward(ctx) {
+    run::<{ stage::ALL }>(ctx)
+}
+
+/// [`process`] up to stage `UNTIL`. A cut short run that got through its
+/// stages returns the forwarded verdict without counting it, so the
+/// benchmark checks every ablation as it checks the whole path.
+#[inline(always)]
+pub fn run<const UNTIL: u8>(ctx: &XdpContext) -> u32 {
+    let reason = match forward::<UNTIL>(ctx) {
         Ok(()) => Reason::Forwarded,
         Err(reason) => reason,
     };
-    count::verdict(&reason);
+    if UNTIL == stage::ALL {
+        count::verdict(&reason);
+    }
     reason.xdp_action()
 }
 
 #[inline(always)]
-fn forward(ctx: &XdpContext) -> Result<(), Reason> {
+fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     let scratch = FL_SCRATCH.get_ptr_mut(0).ok_or(Reason::Unsupported)?;
     // SAFETY: this CPU's slot; XDP does not nest on a CPU.
     let scratch = unsafe { &mut *scratch };
     parse_frame(ctx.data(), ctx.data_end(), &mut scratch.parsed)?;
+    if UNTIL == stage::PARSE {
+        return Ok(());
+    }
     let group_id = route(&scratch.parsed)?;
     if scratch.parsed.ttl <= 1 {
         return Err(Reason::TtlExpired);
     }
     let group = FL_GROUPS.get(group_id).ok_or(Reason::NoRoute)?;
+    if UNTIL == stage::ROUTE {
+        return Ok(());
+    }
     let ecmp_id = select::ecmp(group_id, group, scratch)?;
+    if UNTIL == stage::HASH {
+        return Ok(());
+    }
     let len = (ctx.data_end() - ctx.data()) as u64;
     let mut choice = Choice::ecmp(ecmp_id);
     select::next_hop(group_id, group, len, scratch, &mut choice)?;
@@ -45,12 +82,21 @@ fn forward(ctx: &XdpContext) -> Result<(), Reason> {
     if nh.flags & NEXTHOP_USABLE == 0 {
         return Err(Reason::NoNextHop);
     }
+    if UNTIL == stage::SELECT {
+        return Ok(());
+    }
     // Redirect first: it only records the target, and a port missing from
     // the devmap must leave the packet untouched for the kernel.
     FL_DEVMAP
         .redirect(nh.ifindex, xdp_action::XDP_PASS as u64)
         .map_err(|_| Reason::NoNextHop)?;
+    if UNTIL == stage::REDIRECT {
+        return Ok(());
+    }
     rewrite(ctx, &scratch.parsed, nh)?;
+    if UNTIL == stage::REWRITE {
+        return Ok(());
+    }
     count::forwarded(&choice, len);
     Ok(())
 }

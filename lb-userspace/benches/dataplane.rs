@@ -1,11 +1,15 @@
 //! `cargo xtask bench`: the XDP program measured through BPF_PROG_TEST_RUN.
 //!
-//! - Program cost: ns per packet for each packet kind, fabriclb against a
-//!   baseline program in the benchmark's object that parses the same
-//!   headers and redirects to a fixed port, measured interleaved in the same run and
-//!   reported as a ratio (machines are noisy; absolute figures drift).
-//!   Both run behind the same restore wrapper, so every repeat sees the
-//!   original packet, and the verdict of what was timed is checked.
+//! - Program cost (`cost.rs`): ns per packet for each packet kind above an
+//!   empty program, fabriclb against a baseline program in the benchmark's
+//!   object that parses the same headers and redirects to a fixed port,
+//!   measured interleaved in the same run and reported as a ratio
+//!   (machines are noisy; absolute figures drift); and what each stage of
+//!   the path adds. All run behind the same restore wrapper, so every
+//!   repeat sees the original packet, and the verdict of what was timed is
+//!   checked.
+//! - Cost curves (`curves.rs`): the same against routes installed, flows
+//!   in the flowlet table, next hops per group.
 //! - Balance: max/mean load (MMR) over 16 next hops, per-flow ECMP on the
 //!   five-tuple and with the BTH destination QP and 16 QPs per connection,
 //!   every packet through the real program; next to the theory figures of
@@ -16,11 +20,18 @@
 //! - Adaptive routing: the testbed scenarios `slow-spine` and
 //!   `slow-spine-lossless` through every balancing mode (`adaptive.rs`).
 //!
-//! Writes the tables to `target/bench/dataplane.md`, the charts to
-//! `target/bench/program-cost.svg` and `adaptive.svg`. Needs root.
+//! Writes the tables to `target/bench/dataplane.md`, the figures to
+//! `results.json`, the charts to `program-cost.svg`, `cost-curves.svg` and
+//! `adaptive.svg` there. Needs root. `FABRICLB_BENCH_QUICK=1` times fewer
+//! and shorter runs and leaves out the testbed sections, to check the
+//! bench works rather than to report.
 
 #[path = "dataplane/adaptive.rs"]
 mod adaptive;
+#[path = "dataplane/cost.rs"]
+mod cost;
+#[path = "dataplane/curves.rs"]
+mod curves;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -34,7 +45,7 @@ use fabriclb::{
     traffic::{Pace, Pattern},
 };
 use lb_common::{
-    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN, PROGRAM_BASELINE, PROGRAM_BENCH},
+    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
     limits::FLOWLET_TABLE_DEFAULT,
     packet::craft::{Ipv4, Ipv6, bth, tcp, udp},
     packet::parse::{IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT},
@@ -47,10 +58,65 @@ static BENCH_OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_BENC
 
 const LB_MAC: [u8; 6] = [0x02, 0xfa, 0xb0, 0, 0, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0xaa, 0, 0x01];
-const REPEAT: u32 = 1_000_000;
-const COST_RUNS: usize = 7;
 const BALANCE_TRIALS: usize = 20;
 const SPINES: usize = 16;
+
+/// How long the timed sections run.
+pub struct Budget {
+    /// BPF_PROG_TEST_RUN repeats per timed run.
+    pub repeat: u32,
+    /// Interleaved runs per figure.
+    pub runs: usize,
+    /// Whether the testbed sections (forwarding rate, adaptive) run.
+    pub testbed: bool,
+}
+
+impl Budget {
+    fn from_env() -> Self {
+        if std::env::var_os("FABRICLB_BENCH_QUICK").is_some_and(|v| v != "0") {
+            Self {
+                repeat: 100_000,
+                runs: 3,
+                testbed: false,
+            }
+        } else {
+            Self {
+                repeat: 1_000_000,
+                runs: 7,
+                testbed: true,
+            }
+        }
+    }
+}
+
+/// Appends group `name` of `next_hops` next hops on `lo` (MACs
+/// `02:00:00:00:{base}:{i}`) with its `keys` and `prefixes` routed to it.
+fn group_toml(
+    text: &mut String,
+    name: &str,
+    keys: &str,
+    base: u8,
+    next_hops: usize,
+    prefixes: &[&str],
+) {
+    let _ = write!(
+        text,
+        "\n[[group]]\nname = \"{name}\"\n{keys}\nnext_hops = [\n"
+    );
+    for i in 0..next_hops {
+        let _ = writeln!(
+            text,
+            "  {{ interface = \"lo\", mac = \"02:00:00:00:{base:02x}:{i:02x}\" }},"
+        );
+    }
+    text.push_str("]\n");
+    for prefix in prefixes {
+        let _ = write!(
+            text,
+            "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\"\n"
+        );
+    }
+}
 
 fn bench_config() -> String {
     let mut text = String::from("[switch]\nhash_seed = 0x5eed\ninterfaces = [\"lo\"]\n");
@@ -76,23 +142,7 @@ fn bench_config() -> String {
         ),
     ];
     for (name, keys, base, prefixes) in groups {
-        let _ = write!(
-            text,
-            "\n[[group]]\nname = \"{name}\"\n{keys}\nnext_hops = [\n"
-        );
-        for i in 0..SPINES {
-            let _ = writeln!(
-                text,
-                "  {{ interface = \"lo\", mac = \"02:00:00:00:{base:02x}:{i:02x}\" }},"
-            );
-        }
-        text.push_str("]\n");
-        for prefix in prefixes {
-            let _ = write!(
-                text,
-                "\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\"\n"
-            );
-        }
+        group_toml(&mut text, name, keys, base, SPINES, prefixes);
     }
     text
 }
@@ -112,21 +162,39 @@ fn main() -> Result<()> {
     tables.write(&mut dp, None)?;
     dp.add_port(BASELINE_IFINDEX)?;
 
+    let budget = Budget::from_env();
     let mut report = String::from("# fabriclb data-plane benchmark\n\n");
-    let costs = cost(&mut dp, &mut report)?;
+    if !budget.testbed {
+        report.push_str("**Quick run** (`FABRICLB_BENCH_QUICK`): short runs, no testbed sections; not figures to report.\n\n");
+    }
+    let costs = cost::section(&mut dp, &budget, &mut report)?;
+    let curves = curves::section(&budget, &mut report)?;
     balance(&mut dp, &tables, &mut report)?;
     drop(dp);
-    forwarding_rate(&bed_name, &mut report)?;
-    let scenarios = adaptive::section(&bed_name, &mut report)?;
-    print!("{report}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("dataplane.md"), &report)?;
+    let forwarding = if budget.testbed {
+        Some(forwarding_rate(&bed_name, &mut report)?)
+    } else {
+        None
+    };
+    let results = serde_json::json!({ "cost": costs, "curves": curves, "forwarding": forwarding });
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string_pretty(&results)?,
+    )?;
     std::fs::write(dir.join("program-cost.svg"), chart(&costs))?;
-    std::fs::write(dir.join("adaptive.svg"), adaptive::chart(&scenarios))?;
+    std::fs::write(dir.join("cost-curves.svg"), curves::chart(&curves))?;
+    if budget.testbed {
+        let scenarios = adaptive::section(&bed_name, &mut report)?;
+        std::fs::write(dir.join("adaptive.svg"), adaptive::chart(&scenarios))?;
+    }
+    print!("{report}");
+    std::fs::write(dir.join("dataplane.md"), &report)?;
     println!(
-        "\nwritten to {0}/dataplane.md, {0}/program-cost.svg and {0}/adaptive.svg",
-        dir.display()
+        "\nwritten to {0}/: dataplane.md, results.json, program-cost.svg, cost-curves.svg{1}",
+        dir.display(),
+        if budget.testbed { ", adaptive.svg" } else { "" }
     );
     Ok(())
 }
@@ -136,20 +204,25 @@ fn pad() -> Vec<u8> {
     vec![0xab; BENCH_RESTORE_LEN]
 }
 
-fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
+/// Each timed packet: what it is, the mode of the group its route leads
+/// to, the frame.
+fn packet_kinds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let v4 = |ip: Ipv4, l4: Vec<u8>| ip.frame(LB_MAC, PEER_MAC, &[], &l4);
     let v6 = |l4: Vec<u8>, proto| Ipv6::new(proto).frame(LB_MAC, PEER_MAC, &[], &l4);
     vec![
         (
             "IPv4 UDP",
+            "ECMP",
             v4(Ipv4::new(IPPROTO_UDP), udp(1000, 2000, &pad())),
         ),
         (
             "IPv4 TCP",
+            "ECMP",
             v4(Ipv4::new(IPPROTO_TCP), [tcp(1000, 443), pad()].concat()),
         ),
         (
             "IPv4 options UDP",
+            "ECMP",
             v4(
                 Ipv4 {
                     options: vec![1; 8],
@@ -160,13 +233,15 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "IPv4 RoCEv2 WRITE ONLY",
+            "ECMP",
             v4(
                 Ipv4::new(IPPROTO_UDP),
                 udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
             ),
         ),
         (
-            "IPv4 RoCEv2 WRITE MIDDLE, flowlet",
+            "IPv4 RoCEv2 WRITE MIDDLE",
+            "flowlet",
             v4(
                 Ipv4 {
                     dst: [10, 5, 0, 2],
@@ -176,7 +251,8 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
             ),
         ),
         (
-            "IPv4 RoCEv2 WRITE ONLY, per-packet (sprayed)",
+            "IPv4 RoCEv2 WRITE ONLY",
+            "per-packet (sprayed)",
             v4(
                 Ipv4 {
                     dst: [10, 6, 0, 2],
@@ -186,7 +262,8 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
             ),
         ),
         (
-            "IPv4 RoCEv2 WRITE MIDDLE, per-packet (pinned)",
+            "IPv4 RoCEv2 WRITE MIDDLE",
+            "per-packet (pinned)",
             v4(
                 Ipv4 {
                     dst: [10, 6, 0, 2],
@@ -195,9 +272,10 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
                 udp(0xc000, ROCEV2_UDP_PORT, &bth(0x07, 77, 1, &pad())),
             ),
         ),
-        ("IPv6 UDP", v6(udp(1000, 2000, &pad()), IPPROTO_UDP)),
+        ("IPv6 UDP", "ECMP", v6(udp(1000, 2000, &pad()), IPPROTO_UDP)),
         (
             "IPv6 RoCEv2 WRITE ONLY",
+            "ECMP",
             v6(
                 udp(0xc000, ROCEV2_UDP_PORT, &bth(0x0a, 77, 1, &pad())),
                 IPPROTO_UDP,
@@ -206,18 +284,19 @@ fn packet_kinds() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// ns per packet of one `repeat` run, after checking the verdict.
-fn time(program: &Xdp, frame: &[u8]) -> Result<f64> {
+/// ns per packet of a run of `repeat`, after checking its verdict and
+/// that the packet came back as it went in.
+fn time(program: &Xdp, frame: &[u8], repeat: u32, verdict: u32) -> Result<f64> {
     let mut out = vec![0u8; frame.len()];
     let result = program.test_run(TestRunOptions {
         data_in: Some(frame),
         data_out: Some(&mut out),
-        repeat: REPEAT,
+        repeat,
         ..Default::default()
     })?;
     ensure!(
-        result.return_value == XDP_REDIRECT,
-        "timed a verdict of {}, not XDP_REDIRECT",
+        result.return_value == verdict,
+        "timed a verdict of {}, not {verdict}",
         result.return_value
     );
     ensure!(
@@ -238,45 +317,6 @@ fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
         samples[samples.len() / 2],
         samples[samples.len() - 1],
     )
-}
-
-/// Median ns/packet per packet kind: (kind, baseline, fabriclb).
-type Costs = Vec<(&'static str, f64, f64)>;
-
-fn cost(dp: &mut Dataplane, report: &mut String) -> Result<Costs> {
-    let mut costs = Vec::new();
-    // Loading the entry points shares the maps programmed above.
-    dp.load_program(PROGRAM_BASELINE)?;
-    dp.load_program(PROGRAM_BENCH)?;
-    let _ = writeln!(
-        report,
-        "## Program cost (BPF_PROG_TEST_RUN, {REPEAT} repeats per run, {COST_RUNS} runs, ns/packet min/median/max)\n"
-    );
-    report.push_str("| packet | baseline: parse + redirect | fabriclb (ECMP) | ratio of medians |\n|---|---|---|---|\n");
-    for (name, frame) in packet_kinds() {
-        let (mut base, mut lb) = (Vec::new(), Vec::new());
-        for _ in 0..COST_RUNS {
-            // Interleaved, so drift on this noisy machine hits both alike.
-            base.push(time(dp.named(PROGRAM_BASELINE)?, &frame)?);
-            lb.push(time(dp.named(PROGRAM_BENCH)?, &frame)?);
-        }
-        let (b, l) = (spread(&mut base), spread(&mut lb));
-        costs.push((name, b.1, l.1));
-        let _ = writeln!(
-            report,
-            "| {name} ({} B) | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.2} |",
-            frame.len(),
-            b.0,
-            b.1,
-            b.2,
-            l.0,
-            l.1,
-            l.2,
-            l.1 / b.1
-        );
-    }
-    report.push('\n');
-    Ok(costs)
 }
 
 /// xorshift64*: reproducible flow sets without another dependency.
@@ -426,7 +466,7 @@ const RATE_PAYLOAD: u32 = 256;
 /// kernel's own five-tuple multipath route, same traffic, interleaved
 /// runs. The sender alone (the leaf drops in XDP) is the floor; the
 /// difference of per-packet times isolates the leaf hop.
-fn forwarding_rate(name: &str, report: &mut String) -> Result<()> {
+fn forwarding_rate(name: &str, report: &mut String) -> Result<Forwarding> {
     let bed = Testbed::up(
         name,
         Shape {
@@ -510,33 +550,55 @@ fn forwarding_rate(name: &str, report: &mut String) -> Result<()> {
         medians[1] / medians[2],
         ns(2) - ns(1),
     );
-    Ok(())
+    Ok(Forwarding {
+        fabriclb_ns: ns(1) - ns(0),
+        kernel_ns: ns(2) - ns(0),
+        mpps: medians[0] / 1e6,
+    })
 }
 
-/// Bars of median ns/packet, baseline against fabriclb, per packet kind.
-fn chart(costs: &Costs) -> String {
-    let max = costs.iter().map(|c| c.2.max(c.1)).fold(1.0, f64::max);
+/// The testbed's leaf hop by difference from the sender alone, medians.
+#[derive(serde::Serialize)]
+struct Forwarding {
+    /// ns per packet fabriclb's hop adds.
+    fabriclb_ns: f64,
+    /// ns per packet the kernel's multipath hop adds.
+    kernel_ns: f64,
+    /// What the sender offers alone, Mpps: the generator's bound.
+    mpps: f64,
+}
+
+/// Bars of median ns/packet above the empty program, baseline against
+/// fabriclb, per packet kind.
+fn chart(costs: &[cost::CostRow]) -> String {
+    let max = costs
+        .iter()
+        .map(|c| c.ns.max(c.baseline_ns))
+        .fold(1.0, f64::max);
     let rows: Vec<_> = costs
         .iter()
-        .map(|&(name, base, lb)| {
+        .map(|c| {
             (
-                name.to_owned(),
+                format!("{}, {}", c.kind, c.mode),
                 [
                     Bar {
-                        fraction: base / max,
+                        fraction: c.baseline_ns.max(0.0) / max,
                         fill: "#9aa5b1",
-                        text: format!("{base:.0} baseline"),
+                        text: format!("{:.0} baseline", c.baseline_ns),
                     },
                     Bar {
-                        fraction: lb / max,
+                        fraction: c.ns.max(0.0) / max,
                         fill: "#2f6fbb",
-                        text: format!("{lb:.0} fabriclb"),
+                        text: format!("{:.0} fabriclb ({:.2}x)", c.ns, c.ratio),
                     },
                 ],
             )
         })
         .collect();
-    paired_bars("Program cost, ns/packet (BPF_PROG_TEST_RUN, median)", &rows)
+    paired_bars(
+        "Program cost above the empty program, ns/packet (BPF_PROG_TEST_RUN, median)",
+        &rows,
+    )
 }
 
 /// One bar of a [`paired_bars`] row.

@@ -12,6 +12,7 @@
 //! be fed to BPF_PROG_TEST_RUN (the kernel refuses them); the parser's unit
 //! tests cover those.
 
+mod bench;
 mod drain;
 mod expected;
 mod explain;

@@ -215,10 +215,18 @@ impl Dataplane {
     /// maps, such as the benchmark's, whose other programs
     /// [`Self::load_program`] then loads onto the same maps.
     pub fn load_object(object: &[u8], flowlet_table_size: u32) -> Result<Self> {
-        Self::from_loader(
-            EbpfLoader::new().map_max_entries(names::FLOWLETS, flowlet_table_size),
-            object,
-        )
+        Self::load_sized(object, &[(names::FLOWLETS, flowlet_table_size)])
+    }
+
+    /// [`Self::load_object`] with each named map holding as many entries
+    /// as given: the benchmark's cost curves fill tables past the limits
+    /// a config may ask for.
+    pub fn load_sized(object: &[u8], max_entries: &[(&str, u32)]) -> Result<Self> {
+        let mut loader = EbpfLoader::new();
+        for &(name, entries) in max_entries {
+            loader.map_max_entries(name, entries);
+        }
+        Self::from_loader(&mut loader, object)
     }
 
     fn from_loader(loader: &mut EbpfLoader, object: &[u8]) -> Result<Self> {
@@ -266,6 +274,11 @@ impl Dataplane {
     /// A program of the object by name (loaded or not).
     pub fn named(&mut self, name: &'static str) -> Result<&mut Xdp> {
         Self::named_program(&mut self.ebpf, name)
+    }
+
+    /// A map of the object the typed fields do not hold (the benchmark's).
+    pub fn other_map(&mut self, name: &str) -> Option<&mut aya::maps::Map> {
+        self.ebpf.map_mut(name)
     }
 
     /// Loads another program of the object (the benchmark entry points),

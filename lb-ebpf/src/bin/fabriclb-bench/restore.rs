@@ -3,18 +3,29 @@
 //! already changed; without a restore, the TTL would run down and the run
 //! would time the TTL-expired path.
 
-use aya_ebpf::{bindings::xdp_action, macros::map, maps::PerCpuArray, programs::XdpContext};
+use aya_ebpf::{
+    bindings::xdp_action,
+    macros::map,
+    maps::{Array, PerCpuArray},
+    programs::XdpContext,
+};
 use lb_common::{
-    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
+    abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN, BenchVary},
     packet::parse::parse,
 };
-use lb_ebpf::maps::FL_DEVMAP;
+use lb_ebpf::{forward::process, maps::FL_DEVMAP};
 use lb_ebpf_frame::Frame;
 
 /// Where the benchmark programs keep the bytes they restore: the forwarding
 /// path leaves too little of the 512-byte stack for them.
 #[map]
 static FL_BENCH_SAVE: PerCpuArray<[u8; BENCH_RESTORE_LEN]> = PerCpuArray::with_max_entries(1, 0);
+
+/// How `varied` changes the packet, written by the bench. One entry shared
+/// by all CPUs, so a timed run that moves CPU goes on with new flows
+/// instead of repeating another CPU's.
+#[map]
+static FL_BENCH_VARY: Array<BenchVary> = Array::with_max_entries(1, 0);
 
 /// Runs `program` and puts the first [`BENCH_RESTORE_LEN`] bytes back.
 /// Returns XDP_ABORTED for frames it cannot restore (shorter than that, or
@@ -55,4 +66,36 @@ pub fn baseline(ctx: &XdpContext) -> u32 {
             .unwrap_or_else(|action| action),
         Err(reason) => reason.xdp_action(),
     }
+}
+
+/// Nothing: what the restore wrapper and the test run cost alone. XDP_DROP
+/// because it chose no port; in BPF_PROG_TEST_RUN (without live frames)
+/// the verdict is only returned, so the kernel does the same work for any.
+// Not inlined, as `process` is not: the call is the wrapper's.
+#[inline(never)]
+pub fn empty(ctx: &XdpContext) -> u32 {
+    // Opaque to LLVM, which would otherwise see nothing between save and
+    // restore and turn the restore into a copy of the packet onto itself.
+    core::hint::black_box(ctx);
+    xdp_action::XDP_DROP
+}
+
+/// `process` on the packet with the field `FL_BENCH_VARY` names rewritten
+/// first; XDP_ABORTED if that field is outside what the wrapper restores.
+#[inline(always)]
+pub fn varied(ctx: &XdpContext) -> u32 {
+    let Some(vary) = FL_BENCH_VARY.get_ptr_mut(0) else {
+        return xdp_action::XDP_ABORTED;
+    };
+    // SAFETY: the map's only entry; the bench runs one program at a time.
+    let vary = unsafe { &mut *vary };
+    let offset = vary.offset as usize;
+    let at = ctx.data() + offset;
+    if offset + 4 > BENCH_RESTORE_LEN || at + 4 > ctx.data_end() {
+        return xdp_action::XDP_ABORTED;
+    }
+    // SAFETY: `at..at + 4` is inside the packet, checked above.
+    unsafe { core::ptr::write_unaligned(at as *mut [u8; 4], vary.value().to_be_bytes()) };
+    vary.next = vary.next.wrapping_add(1);
+    process(ctx)
 }
