@@ -23,6 +23,11 @@ const PACKAGES: &[(&str, &str)] = &[
     // spines' queue exporter.
     ("redis-server", "redis-server"),
     ("prometheus-node-exporter", "prometheus-node-exporter"),
+    // Runs under reduced capabilities (the start-up and service tests) and
+    // systemd's own check of the unit file.
+    ("capsh", "libcap2-bin"),
+    ("setpriv", "util-linux"),
+    ("systemd-analyze", "systemd"),
 ];
 
 pub fn setup(root: &Path) -> Result<()> {
