@@ -15,10 +15,7 @@ use lb_common::{
         MAX_NEXTHOPS, MAX_ROUTES,
     },
     packet::parse::Parsed,
-    select::{
-        flowlet::{FlowletKey, FlowletState},
-        hash::HashInput,
-    },
+    select::flowlet::{FlowletKey, FlowletState},
     verdict::Reason,
 };
 
@@ -89,6 +86,5 @@ pub static FL_INGRESS_PORTS: HashMap<u32, u8> = HashMap::with_max_entries(MAX_EG
 /// [`FL_SCRATCH`]'s value.
 pub struct Scratch {
     pub parsed: Parsed,
-    pub input: HashInput,
     pub key: FlowletKey,
 }

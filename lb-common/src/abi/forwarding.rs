@@ -38,7 +38,7 @@ pub const GROUP_STATS: &str = "FL_GROUP_STATS";
 /// per-packet groups, the clock recent loads age by.
 pub const LOAD_CLOCK: &str = "FL_LOAD_CLOCK";
 /// Per-CPU array, one slot: the forwarding path's room for its big values
-/// (parsed headers, hash input, flowlet key). The program's own; userspace
+/// (parsed headers, flowlet key). The program's own; userspace
 /// never reads it.
 pub const SCRATCH: &str = "FL_SCRATCH";
 

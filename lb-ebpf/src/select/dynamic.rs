@@ -7,6 +7,7 @@ use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
+        hash::{HashFields, hash_input},
         flowlet::{FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step},
         load::load_epoch,
         placement::{Placement, placement},
@@ -20,7 +21,7 @@ use super::{
 };
 use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, Scratch};
 
-/// What [`dynamic`] needs to know of a packet besides its hash input.
+/// What [`dynamic`] needs to know of a packet besides its headers.
 pub(super) struct Packet {
     pub group_id: u32,
     /// The next hop ECMP would pick.
@@ -87,7 +88,8 @@ pub(super) fn dynamic(
     stats.pinned += 1;
     // SAFETY: plain helper call.
     let now = unsafe { bpf_ktime_get_ns() };
-    scratch.key = FlowletKey::new(group_id, &scratch.input);
+    let input = hash_input(&scratch.parsed.flow, HashFields(group.hash_fields));
+    scratch.key = FlowletKey::new(group_id, &input);
     let key = &scratch.key;
     let state = FL_FLOWLETS.get_ptr_mut(key);
     // SAFETY: this CPU's value; no concurrent writer.

@@ -10,7 +10,7 @@ use lb_common::{
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     select::{
         flowlet::{MODE_ECMP, flowlet_rules, sprays},
-        hash::{HashFields, hash_input, input_hash},
+        hash::{HashFields, flow_hash},
     },
     verdict::Reason,
 };
@@ -39,11 +39,14 @@ impl Choice {
 }
 
 /// The next hop ECMP picks in group `group_id` for the packet parsed into
-/// `scratch`; leaves the flow's hash input there for [`next_hop`].
+/// `scratch`.
 #[inline(always)]
-pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &mut Scratch) -> Result<u32, Reason> {
-    scratch.input = hash_input(&scratch.parsed.flow, HashFields(group.hash_fields));
-    let hash = input_hash(group.hash_seed, &scratch.input);
+pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &Scratch) -> Result<u32, Reason> {
+    let hash = flow_hash(
+        group.hash_seed,
+        &scratch.parsed.flow,
+        HashFields(group.hash_fields),
+    );
     let bucket = group_id * BUCKETS_PER_GROUP + (hash & (BUCKETS_PER_GROUP - 1));
     Ok(*FL_BUCKETS.get(bucket).ok_or(Reason::NoNextHop)?)
 }

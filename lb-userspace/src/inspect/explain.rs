@@ -18,7 +18,7 @@ use lb_common::select::flowlet::{
     Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_rules,
     sprays, starts_on_ecmp, step,
 };
-use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
+use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
 use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
 
@@ -170,8 +170,9 @@ pub fn explain(
         return Ok(e.ends(Reason::NoRoute));
     };
     e.group = Some((group_id, group));
-    let input = hash_input(flow, HashFields(group.hash_fields));
-    let hash = input_hash(group.hash_seed, &input);
+    let fields = HashFields(group.hash_fields);
+    let input = hash_input(flow, fields);
+    let hash = flow_hash(group.hash_seed, flow, fields);
     let bucket = hash & (BUCKETS_PER_GROUP - 1);
     let Some(ecmp) = maps.bucket(group_id * BUCKETS_PER_GROUP + bucket)? else {
         return Ok(e.ends(Reason::NoNextHop));
