@@ -80,11 +80,11 @@ const BASELINE_NEXTHOP: NextHop = NextHop {
 // Not inlined, as `process` is not.
 #[inline(never)]
 pub fn baseline(ctx: &XdpContext) -> u32 {
-    let Some(scratch) = FL_SCRATCH.get_ptr_mut(0) else {
+    let Some(parsed) = FL_SCRATCH.get_ptr_mut(0) else {
         return xdp_action::XDP_ABORTED;
     };
     // SAFETY: this CPU's slot; XDP does not nest on a CPU.
-    let parsed = unsafe { &mut (*scratch).parsed };
+    let parsed = unsafe { &mut *parsed };
     if let Err(reason) = parse_frame(ctx.data(), ctx.data_end(), parsed) {
         return reason.xdp_action();
     }
