@@ -2,7 +2,9 @@
 //! would have made, so that a daemon taking the instance over builds its
 //! own against them and writes only what differs: buckets, flowlet
 //! generations and path qualities stay where the data plane has them, and
-//! whatever the maps hold that the config no longer has is removed.
+//! whatever the maps hold that the config no longer has is removed. The
+//! IPv4 route table is read back as placed, so the new one keeps its
+//! blocks and is written as a diff like the rest.
 //!
 //! Ids are deterministic: a config's groups and next hops take ids in
 //! config order, so the daemon that pinned an instance gave the same
@@ -12,6 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use aya::maps::MapError;
@@ -19,7 +22,7 @@ use lb_common::abi::{self as names, GroupEntry, NextHop};
 use lb_common::limits::{BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS};
 use lb_common::select::flowlet::MODE_ECMP;
 
-use super::{GroupTable, Tables, host_len};
+use super::{GroupTable, Placed, Tables, host_len, route_table::Layout};
 use crate::config::Prefix;
 use crate::dataplane::loader::map_err;
 use crate::dataplane::{Dataplane, DataplaneError};
@@ -115,6 +118,7 @@ impl Tables {
                 routes.push((Prefix { addr, len }, value));
             }
         }
+        let route4 = Layout::read_back::<4, _>(|level, index| dp.route4_entry(level, index))?;
         Ok(Tables {
             nexthops,
             quality,
@@ -122,6 +126,7 @@ impl Tables {
             routes,
             local,
             next_generation,
+            route4: Placed(Arc::new(route4).into()),
         })
     }
 }
