@@ -247,12 +247,14 @@ impl Dataplane {
             },
             |name, source| DataplaneError::Map { name, source },
         )?;
-        Ok(Self {
+        let mut dataplane = Self {
             maps,
             tx_counting: None,
             pinned: None,
             ebpf,
-        })
+        };
+        dataplane.bind_route_record()?;
+        Ok(dataplane)
     }
 
     fn program_of(ebpf: &mut Ebpf) -> Result<&mut Xdp> {
