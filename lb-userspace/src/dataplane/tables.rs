@@ -482,6 +482,9 @@ impl Tables {
     ) -> Result<(), DataplaneError> {
         let old = previous.and_then(|p| p.route4.0.get()).map(|l| &**l);
         let layout = match self.route4.0.get() {
+            // Tables not placed never wrote an entry of the table: undoing
+            // them (these tables were the maps' before) writes none.
+            Some(_) if previous.is_some() && old.is_none() => return Ok(()),
             Some(layout) => layout.clone(),
             None => {
                 let routes = self

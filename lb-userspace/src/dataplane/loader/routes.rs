@@ -31,7 +31,10 @@ impl Dataplane {
     /// whoever finds them through the program (`explain` on a program's
     /// map ids).
     pub(super) fn bind_route_record(&mut self) -> Result<()> {
-        let map_fd = IterableMap::map(&self.maps.routes_v4).fd().as_fd().as_raw_fd();
+        let map_fd = IterableMap::map(&self.maps.routes_v4)
+            .fd()
+            .as_fd()
+            .as_raw_fd();
         let program = self.program()?;
         let prog_fd = program
             .fd()
