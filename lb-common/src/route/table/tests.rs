@@ -6,6 +6,15 @@ struct Table {
     pool: [u32; 4 * BLOCK_ENTRIES as usize],
 }
 
+impl Table {
+    fn empty() -> Self {
+        Self {
+            first: [EMPTY; FIRST_ENTRIES as usize],
+            pool: [EMPTY; 4 * BLOCK_ENTRIES as usize],
+        }
+    }
+}
+
 impl Levels for Table {
     fn first(&self, index: u32) -> Option<u32> {
         self.first.get(index as usize).copied()
@@ -43,10 +52,7 @@ fn entries_round_trip_and_zero_is_empty() {
 /// 10.2.7.0/24 -> 3 in block 0 and 10.2.7.9/32 local in block 1.
 #[test]
 fn each_level_answers_for_its_own_bytes() {
-    let mut t = Table {
-        first: [EMPTY; FIRST_ENTRIES as usize],
-        pool: [EMPTY; 4 * BLOCK_ENTRIES as usize],
-    };
+    let mut t = Table::empty();
     t.first[0x0a01] = Entry::Value(1).encode();
     t.first[0x0a02] = Entry::Next(0).encode();
     for byte in 0..=255 {
@@ -83,10 +89,7 @@ fn each_level_answers_for_its_own_bytes() {
 
 #[test]
 fn a_pointer_out_of_the_pool_or_past_the_address_is_no_route() {
-    let mut t = Table {
-        first: [EMPTY; FIRST_ENTRIES as usize],
-        pool: [EMPTY; 4 * BLOCK_ENTRIES as usize],
-    };
+    let mut t = Table::empty();
     t.first[0x0a01] = Entry::Next(9).encode();
     assert_eq!(lookup(&t, &[10, 1, 0, 0]), None);
     t.first[0x0a02] = Entry::Next(0).encode();
