@@ -32,8 +32,8 @@ pub enum Level {
 /// The pool cannot hold the table beside the one the maps hold now.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "the IPv4 route table needs {needed} blocks beside those the running one still \
-     uses, and its pool has {room}"
+    "the IPv4 route table needs {needed} blocks, counting those the running one uses \
+     until it is replaced, and its pool has {room}"
 )]
 pub struct PoolFull {
     pub needed: usize,
@@ -269,18 +269,6 @@ impl Layout {
             blocks.insert(block, (path, entries));
         }
         Ok(Self { first, blocks })
-    }
-
-    /// The raw entry at (`level`, `index`).
-    #[cfg(test)]
-    fn entry(&self, level: Level, index: u32) -> Option<u32> {
-        match level {
-            Level::First => self.first.get(index as usize).copied(),
-            Level::Pool => {
-                let (block, byte) = (index / BLOCK_ENTRIES, index % BLOCK_ENTRIES);
-                Some(self.blocks.get(&block)?.1[byte as usize])
-            }
-        }
     }
 }
 
