@@ -1,11 +1,11 @@
-//! The leaf's forwarding hop on its own: a generator on h1 sends a
-//! collective's RoCEv2 flows into the leaf, which drops them in XDP (the
-//! generator alone), forwards them with fabriclb, or forwards them with the
-//! kernel's multipath route; every spine's port toward the leaf counts and
-//! drops what reaches it (`fabriclb_gen_drop`), so nothing past the hop is
-//! in the figure. A veth runs what it receives on the sending CPU, so the
-//! hop's cost per packet is the difference of 1/rate against the dropping
-//! leaf, with the same generator.
+//! The leaf's forwarding hop on its own: the live-frames generator on h1
+//! sends a collective's RoCEv2 flows into the leaf, which drops them in XDP
+//! (the generator alone), forwards them with fabriclb, or forwards them
+//! with the kernel's multipath route; every spine's port toward the leaf
+//! counts and drops what reaches it (`fabriclb_gen_drop`), so nothing past
+//! the hop is in the figure. A veth runs what it receives on the sending
+//! CPU, so the hop's cost per packet is the difference of 1/rate against
+//! the dropping leaf.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -17,16 +17,6 @@ use super::netns::{in_netns, pin_to_cpu};
 use super::udp::RECEIVE_GRACE;
 use super::{Daemon, LeafCounters, Testbed, receiver_addr};
 use crate::traffic::{self, Pattern, Workload, live};
-
-/// What sends on h1.
-#[derive(Clone, Copy, Debug)]
-pub enum HopSource {
-    /// The live-frames generator, `packets` frames in one test run.
-    Live { packets: u32 },
-    /// The AF_PACKET TX ring, `packets` frames: the generator whose frames
-    /// the kernel's stack takes.
-    TxRing { packets: u32 },
-}
 
 /// What the leaf does with them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +31,8 @@ pub enum Hop {
 
 #[derive(Clone, Copy, Debug)]
 pub struct HopRun {
-    pub source: HopSource,
+    /// Frames the generator sends, in one test run.
+    pub packets: u32,
     pub hop: Hop,
     /// h1's connection to r2 has this many QPs, each with a UDP source port
     /// of its own, so that the kernel's five-tuple hash spreads them too.
@@ -54,7 +45,7 @@ pub struct HopRun {
 pub struct HopReport {
     pub sent: u64,
     pub frame_bytes: usize,
-    /// The generator's run, wall time.
+    /// The generator's test run, wall time.
     pub elapsed: Duration,
     /// Taken by the dropping leaf.
     pub dropped_at_leaf: u64,
@@ -114,38 +105,14 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         source_port_per_qp: true,
         small_messages: 0,
     };
-    let source = run.source;
+    let packets = run.packets;
     let (sent, frame_bytes, elapsed) = in_netns(&bed.ns("h1"), move || -> Result<_> {
         // One CPU for the whole run: veths process on the sender's.
         pin_to_cpu(1)?;
         let sender = traffic::resolve_sender("eth0", Ipv4Addr::new(198, 18, 101, 254))?;
-        match source {
-            HopSource::Live { packets } => {
-                let ifindex = nix::net::if_::if_nametoindex("eth0").context("eth0's ifindex")?;
-                let report = live::LiveGenerator::new(workload, sender, ifindex)?.send(packets)?;
-                Ok((report.packets, report.frame_bytes, report.elapsed))
-            }
-            HopSource::TxRing { packets } => {
-                // One connection: a message, one packet, per round.
-                let generator = traffic::Generator::new(
-                    Workload {
-                        messages: packets,
-                        ..workload
-                    },
-                    sender,
-                );
-                let report = traffic::send(
-                    "eth0",
-                    generator,
-                    traffic::Pace {
-                        rate_pps: None,
-                        gap: Duration::ZERO,
-                    },
-                )?;
-                let frame_bytes = (report.bytes / report.packets.max(1)) as usize;
-                Ok((report.packets, frame_bytes, report.elapsed))
-            }
-        }
+        let ifindex = nix::net::if_::if_nametoindex("eth0").context("eth0's ifindex")?;
+        let report = live::LiveGenerator::new(workload, sender, ifindex)?.send(packets)?;
+        Ok((report.packets, report.frame_bytes, report.elapsed))
     })??;
     let mut report = HopReport {
         sent,

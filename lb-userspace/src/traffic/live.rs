@@ -7,9 +7,9 @@
 //! on the sending CPU, so a run measures the generator and everything
 //! downstream together.
 //!
-//! Frames it sends into a kernel stack do not get there: with no XDP
-//! program, or one that passes them, the first batch reaches IP and the
-//! rest vanish (see README, Benchmarks). They serve XDP paths only.
+//! A veth takes redirected frames only with an XDP program on it or GRO
+//! on (its NAPI); with GRO on, as on every testbed veth, frames no program
+//! takes go up its kernel's stack as any received packet does.
 //!
 //! [`DropCounter`] is where such a run ends: `fabriclb_gen_drop` counting
 //! and dropping RoCEv2 frames on an interface.
