@@ -157,7 +157,7 @@ impl LiveGenerator {
 /// `workload.mtu` bytes, PSN 0.
 pub fn flow_frames(workload: Workload, sender: Sender) -> Vec<Vec<u8>> {
     let qps = workload.qps_per_connection.max(1);
-    let mut generator = Generator::new(
+    Generator::new(
         Workload {
             message_bytes: workload.mtu,
             messages: qps,
@@ -165,10 +165,8 @@ pub fn flow_frames(workload: Workload, sender: Sender) -> Vec<Vec<u8>> {
             ..workload
         },
         sender,
-    );
-    std::iter::from_fn(|| Some(generator.next_round()).filter(|round| !round.is_empty()))
-        .flatten()
-        .collect()
+    )
+    .frames()
 }
 
 /// `fabriclb_gen_drop` on an interface: counts the RoCEv2 frames that
@@ -209,7 +207,6 @@ impl DropCounter {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
-    use std::net::Ipv4Addr;
 
     use lb_common::abi::generator::GEN_PSN_OFFSET;
     use lb_common::packet::parse::parse;
@@ -217,6 +214,7 @@ mod tests {
     use super::*;
     use crate::dataplane::declared;
     use crate::traffic::Pattern;
+    use crate::traffic::generator::tests::{SENDER, workload};
 
     /// The generator's object carries its own programs and maps, none of
     /// the forwarding path's.
@@ -236,25 +234,16 @@ mod tests {
     #[test]
     fn every_qp_of_every_connection_once_with_its_psn_where_the_program_writes_it() {
         let workload = Workload {
-            pattern: Pattern::AllToAll,
-            ranks: (1..=3)
-                .map(|i| Ipv4Addr::new(198, 19, 100 + i, 1))
-                .collect(),
-            rank: 0,
-            qps_per_connection: 4,
             message_bytes: 1 << 20,
             mtu: 256,
             messages: 1000,
             source_port_per_qp: true,
             small_messages: 3,
+            ..workload(Pattern::AllToAll, 0)
         };
-        let sender = Sender {
-            ip: Ipv4Addr::new(198, 18, 101, 1),
-            mac: [2, 0, 0, 0, 1, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 0xfe],
-        };
-        let frames = flow_frames(workload, sender);
-        assert_eq!(frames.len(), 2 * 4);
+        let frames = flow_frames(workload, SENDER);
+        // Rank 1 of 4: three connections of 4 QPs.
+        assert_eq!(frames.len(), 3 * 4);
         let mut flows = BTreeSet::new();
         for frame in &frames {
             assert_eq!(frame.len(), frames[0].len());
@@ -268,6 +257,6 @@ mod tests {
             assert_eq!(psn, 0x01_0203, "the PSN is where the generator writes it");
             flows.insert((parsed.flow.dst, bth.dest_qp, parsed.flow.src_port));
         }
-        assert_eq!(flows.len(), 8, "each frame a flow of its own");
+        assert_eq!(flows.len(), 12, "each frame a flow of its own");
     }
 }
