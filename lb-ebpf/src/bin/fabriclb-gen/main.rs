@@ -11,9 +11,7 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use lb_common::{
-    abi::generator::{
-        GEN_HEADER_LEN, GEN_PSN_OFFSET, GenDropped, GenHeader, MAX_GEN_FLOWS, frame,
-    },
+    abi::generator::{GEN_HEADER_LEN, GEN_PSN_OFFSET, GenDropped, GenHeader, MAX_GEN_FLOWS, frame},
     packet::parse::{PacketView, Parsed, parse},
 };
 use lb_ebpf_frame::Frame;
