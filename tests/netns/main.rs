@@ -11,6 +11,7 @@ mod attach;
 mod bed;
 mod config_file;
 mod failover;
+mod hop;
 mod inspect;
 mod links;
 mod local;
