@@ -57,8 +57,9 @@ pub use diff::changes;
 pub use schema::{
     ArsProfile, Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US,
     FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN,
-    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
-    Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+    KernelRoutes, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix,
+    RT_TABLE_MAIN, Route, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN,
+    XdpModeSetting, format_mac, learned_group_name,
 };
 
 /// Reads and validates the config file at `path`.

@@ -76,6 +76,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![
                     NextHopSpec {
                         interface: "eth1".into(),
@@ -108,6 +110,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth1".into(),
                     addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -121,6 +125,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth4".into(),
                     addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),
