@@ -331,7 +331,7 @@ pub struct Route {
 
 /// An IPv4 or IPv6 CIDR prefix with no host bits set and a length within
 /// its family's bounds (0..=32 or 0..=128).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Prefix {
     pub addr: IpAddr,
     pub len: u8,

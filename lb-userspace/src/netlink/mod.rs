@@ -19,9 +19,11 @@ use rtnetlink::Handle;
 
 mod events;
 pub mod probe;
+mod routes;
 mod stats;
 
 pub use events::{AddressEvent, AddressEvents, Event, Events, LinkEvent, LinkEvents};
+pub use routes::{Gateway, KernelRoute, NextHopObject, RouteEvent, RouteEvents, RouteKey, Via};
 pub use stats::{LinkCounters, Qdisc, STATS_REPLY_TIMEOUT, StatsSocket};
 
 #[derive(Debug, thiserror::Error)]
