@@ -20,7 +20,7 @@ use lb_common::{
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
-    select::buckets::{fit, rebalance, spray_sequence},
+    select::buckets::{fit, spray_sequence},
     select::flowlet::{MODE_ECMP, PATH_QUALITY_DEFAULT},
 };
 
@@ -209,12 +209,13 @@ impl Tables {
             let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
             entry.members[..members.len()].copy_from_slice(&members);
-            // Homes move only when members do: a reload's, not a link's.
+            // Homes move only when members or weights do: a reload's or
+            // the kernel's routes', not a link's.
             let mut home = old.map_or_else(
                 || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 |o| o.home.clone(),
             );
-            rebalance(&mut home, &members);
+            weights::rebalance_weighted(&mut home, &members, &group.weights);
             let mut table = GroupTable {
                 id,
                 name: group.name.clone(),
@@ -493,6 +494,7 @@ impl GroupTable {
 }
 
 mod adopt;
+mod weights;
 #[cfg(test)]
 mod local_tests;
 #[cfg(test)]
