@@ -211,7 +211,9 @@ impl KernelRoutes {
     /// Whether some route would be both `self`'s and `other`'s.
     pub fn overlaps(&self, other: &Self) -> bool {
         self.table == other.table
-            && (self.protocol.is_none() || other.protocol.is_none() || self.protocol == other.protocol)
+            && (self.protocol.is_none()
+                || other.protocol.is_none()
+                || self.protocol == other.protocol)
     }
 }
 
@@ -272,7 +274,7 @@ pub fn learned_group_name(parent: &str, n: usize) -> String {
 }
 
 /// One next hop of a group, as configured.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NextHopSpec {
     /// Egress interface, `1..=IFNAME_MAX_LEN` bytes.
     pub interface: String,
@@ -293,7 +295,7 @@ impl fmt::Display for NextHopSpec {
 }
 
 /// Where a next hop's destination MAC comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NextHopAddr {
     /// Given directly; always unicast and non-zero.
     Mac([u8; 6]),

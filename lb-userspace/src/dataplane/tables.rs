@@ -494,8 +494,8 @@ impl GroupTable {
 }
 
 mod adopt;
-mod weights;
 #[cfg(test)]
 mod local_tests;
 #[cfg(test)]
 mod tests;
+mod weights;

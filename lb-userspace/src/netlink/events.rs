@@ -132,9 +132,8 @@ impl<E: Event> Events<E> {
             new_connection_with_socket::<E::Message, TokioSocket>(NETLINK_ROUTE)
                 .map_err(NetlinkError::Connect)?;
         let socket = connection.socket_mut().socket_mut();
-        let (added, bound): (Vec<_>, Vec<_>) = E::GROUPS
-            .iter()
-            .partition(|g| g.need_via_add_membership());
+        let (added, bound): (Vec<_>, Vec<_>) =
+            E::GROUPS.iter().partition(|g| g.need_via_add_membership());
         let mask = bound.iter().fold(0, |m, &&g| m | 1 << (g as u32 - 1));
         socket
             .bind(&rtnetlink::sys::SocketAddr::new(0, mask))

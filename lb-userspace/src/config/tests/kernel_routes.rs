@@ -25,7 +25,10 @@ fn a_group_follows_a_table_and_a_protocol_by_name_or_number() {
     assert!(group.next_hops.is_empty());
     assert!(config.routes.is_empty(), "no [[route]] needed");
     assert_eq!(warnings(&followed(BGP, "")), Vec::<String>::new());
-    let numbers = ok(&followed("kernel_routes = { table = 100, protocol = 200 }", ""));
+    let numbers = ok(&followed(
+        "kernel_routes = { table = 100, protocol = 200 }",
+        "",
+    ));
     let routes = numbers.groups[0].kernel_routes.expect("kernel_routes");
     assert_eq!((routes.table, routes.protocol), (100, Some(200)));
     assert_eq!(routes.to_string(), "table 100 protocol 200");
@@ -81,10 +84,16 @@ fn a_group_has_next_hops_or_kernel_routes() {
 
 #[test]
 fn kernel_groups_take_linux_telemetry_only() {
-    let linux = ok(&followed(BGP, "mode = \"flowlet\"\ntelemetry = \"linux\"\n"));
+    let linux = ok(&followed(
+        BGP,
+        "mode = \"flowlet\"\ntelemetry = \"linux\"\n",
+    ));
     assert!(linux.groups[0].telemetry.is_some());
     assert_eq!(
-        err(&followed(BGP, "mode = \"flowlet\"\ntelemetry = \"remote\"\n")),
+        err(&followed(
+            BGP,
+            "mode = \"flowlet\"\ntelemetry = \"remote\"\n"
+        )),
         "configs/x.toml:7:13: group \"uplinks\" follows the kernel's routes: its next hops \
          are learned, so only telemetry = \"linux\" (each next hop's own egress queue) applies"
     );

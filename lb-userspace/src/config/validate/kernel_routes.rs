@@ -105,9 +105,10 @@ impl Ctx<'_> {
             }
         }
         for (g, span) in groups.iter().zip(name_spans) {
-            let parent = g.name.rsplit_once('#').filter(|(_, n)| {
-                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-            });
+            let parent = g
+                .name
+                .rsplit_once('#')
+                .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
             if let Some((parent, _)) = parent
                 && followed.iter().any(|f| f.name == parent)
             {

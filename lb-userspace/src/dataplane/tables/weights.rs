@@ -132,7 +132,10 @@ mod tests {
                 assert_eq!(old, new, "a bucket of a next hop that stayed moved");
             }
         }
-        assert_eq!([share(&home, 1), share(&home, 2), share(&home, 3)], [128, 256, 128]);
+        assert_eq!(
+            [share(&home, 1), share(&home, 2), share(&home, 3)],
+            [128, 256, 128]
+        );
         let again = home.clone();
         rebalance_weighted(&mut home, &[1, 2, 3], &[1, 2, 1]);
         assert_eq!(home, again, "unchanged weights move nothing");
@@ -146,6 +149,11 @@ mod tests {
         rebalance_weighted(&mut home, &[1, 2], &[1, 1]);
         let moved = before.iter().zip(&home).filter(|(a, b)| a != b).count();
         assert_eq!(moved, 128, "next hop 2 gives up 384 - 256");
-        assert!(before.iter().zip(&home).all(|(a, b)| a == b || (*a == 2 && *b == 1)));
+        assert!(
+            before
+                .iter()
+                .zip(&home)
+                .all(|(a, b)| a == b || (*a == 2 && *b == 1))
+        );
     }
 }

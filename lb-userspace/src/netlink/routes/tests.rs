@@ -19,9 +19,10 @@ fn route(attributes: Vec<RouteAttribute>) -> RouteMessage {
     m.header.protocol = RouteProtocol::Bgp;
     m.header.kind = RouteType::Unicast;
     m.attributes = attributes;
-    m.attributes.push(RouteAttribute::Destination(RouteAddress::Inet(
-        Ipv4Addr::new(10, 1, 0, 0),
-    )));
+    m.attributes
+        .push(RouteAttribute::Destination(RouteAddress::Inet(
+            Ipv4Addr::new(10, 1, 0, 0),
+        )));
     m
 }
 
@@ -131,7 +132,10 @@ fn decode_nexthop(kind: u16, payload: &[u8]) -> Option<RouteEvent> {
     let mut header = NetlinkHeader::default();
     header.message_type = kind;
     let message = Message::deserialize(&header, payload).expect("decodes");
-    RouteEvent::decode(NetlinkMessage::new(header, NetlinkPayload::InnerMessage(message)))
+    RouteEvent::decode(NetlinkMessage::new(
+        header,
+        NetlinkPayload::InnerMessage(message),
+    ))
 }
 
 #[test]
@@ -139,7 +143,11 @@ fn next_hop_objects_single_and_group_with_weights() {
     let id = |id: u32| (1, id.to_ne_bytes().to_vec());
     let single = nexthop(
         libc::AF_INET as u8,
-        &[id(1), (5, 11u32.to_ne_bytes().to_vec()), (6, A.octets().to_vec())],
+        &[
+            id(1),
+            (5, 11u32.to_ne_bytes().to_vec()),
+            (6, A.octets().to_vec()),
+        ],
     );
     assert_eq!(
         decode_nexthop(RTM_NEWNEXTHOP, &single),
@@ -170,7 +178,10 @@ fn next_hop_objects_single_and_group_with_weights() {
     let fdb = nexthop(libc::AF_INET as u8, &[id(4), (11, Vec::new())]);
     assert_eq!(
         decode_nexthop(RTM_NEWNEXTHOP, &fdb),
-        Some(RouteEvent::NextHop { id: 4, object: None })
+        Some(RouteEvent::NextHop {
+            id: 4,
+            object: None
+        })
     );
     assert_eq!(
         decode_nexthop(RTM_DELNEXTHOP, &group),

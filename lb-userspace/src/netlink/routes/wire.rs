@@ -5,11 +5,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use netlink_packet_route::AddressFamily;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteType, RouteVia,
 };
-use netlink_packet_route::AddressFamily;
 use rtnetlink::packet_core::{
     DecodeError, NetlinkDeserializable, NetlinkHeader, NetlinkSerializable, NlasIterator,
 };
