@@ -12,6 +12,7 @@ mod bed;
 mod config_file;
 mod failover;
 mod inspect;
+mod kernel_routes;
 mod links;
 mod local;
 mod neighbours;

@@ -168,6 +168,7 @@ impl Running {
     /// and moves the tables to it; dumps again first if events were lost.
     pub(super) async fn kernel_routes(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
         let first = self.kernel.pending.take().map(|(first, _)| first);
+        let burst = first.map(|first| first.elapsed());
         let changed = match self.relearn(netlink, dp).await {
             Ok(changed) => changed,
             Err(e) => {
@@ -176,9 +177,10 @@ impl Running {
                 return;
             }
         };
-        if let (Some(first), true) = (first, changed) {
+        if let (Some(first), Some(burst), true) = (first, burst, changed) {
             info!(
                 event_to_write_us = first.elapsed().as_micros() as u64,
+                burst_us = burst.as_micros() as u64,
                 groups = self.tables.groups.len(),
                 routes = self.tables.routes.len(),
                 "kernel routes in the maps"
