@@ -12,7 +12,7 @@ use crate::bed::{Bed, wait_for};
 
 /// The leaf's config: XDP on h1, group "spines" following the main
 /// table's BGP routes in `mode`.
-fn config(mode: &str) -> String {
+fn config_text(mode: &str) -> String {
     format!(
         "[switch]\nhash_seed = 0x5eed\ninterfaces = [\"h1\"]\n\n\
          [[group]]\nname = \"spines\"\nmode = \"{mode}\"\n\
@@ -26,7 +26,12 @@ fn nexthops(spines: &[(u8, u8)]) -> Vec<String> {
     for &(j, weight) in spines {
         args.extend(["nexthop", "via"].map(String::from));
         args.push(format!("198.18.{j}.2"));
-        args.extend(["dev".into(), format!("s{j}"), "weight".into(), weight.to_string()]);
+        args.extend([
+            "dev".into(),
+            format!("s{j}"),
+            "weight".into(),
+            weight.to_string(),
+        ]);
     }
     args
 }
@@ -102,18 +107,23 @@ fn buckets(id: u32) -> impl Fn(&Bed) -> Vec<u32> {
 /// place: spine 3's buckets, and only they, move; spine 3 carries nothing
 /// more. The route deleted, its packets go to the kernel (`no_route`).
 #[test]
-fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves_only_its_flows()
-{
+fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves_only_its_flows() {
     let bed = Bed::up("K", 1);
     bgp_route(&bed, "add", &[(1, 1), (2, 1), (3, 1)]);
-    let daemon = bed.daemon(&config("ecmp"), &[]).expect("fabriclb");
+    let daemon = bed.daemon(&config_text("ecmp"), &[]).expect("fabriclb");
     let log = daemon
-        .wait_for_log("group spines#1: learned: s1 198.18.1.2, s2 198.18.2.2, s3 198.18.3.2, 1 routes")
+        .wait_for_log(
+            "group spines#1: learned: s1 198.18.1.2, s2 198.18.2.2, s3 198.18.3.2, 1 routes",
+        )
         .expect("the route learned");
     eprintln!("{log}");
     let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
     let before = carrying(&daemon, "spines#1", &[1, 2, 3]);
-    assert_eq!(spine_packets(&daemon, "spines#1", 4), None, "spine 4 is no next hop");
+    assert_eq!(
+        spine_packets(&daemon, "spines#1", 4),
+        None,
+        "spine 4 is no next hop"
+    );
     let old = buckets(0)(&bed);
     let ids: Vec<u32> = {
         let mut ids = old.clone();
@@ -150,7 +160,11 @@ fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves
     })
     .expect("traffic goes on")
     .0;
-    assert_eq!(spine_packets(&daemon, "spines#1", 3), None, "s3 left the group");
+    assert_eq!(
+        spine_packets(&daemon, "spines#1", 3),
+        None,
+        "s3 left the group"
+    );
     eprintln!("before {before:?}, s3 at its last {stopped:?}, after {after:?}");
 
     daemon.skip_log().expect("log");
@@ -168,7 +182,11 @@ fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves
     eprintln!("{report:?}");
     // The kernel forwards what fabriclb passes up: nothing is lost to the
     // change but what the links dropped.
-    assert_eq!(report.received, report.sent - report.drops.lost(), "{report:?}");
+    assert_eq!(
+        report.received,
+        report.sent - report.drops.lost(),
+        "{report:?}"
+    );
 }
 
 /// `ip nexthop` objects in a group with weights: the buckets follow the
@@ -178,14 +196,28 @@ fn nexthop_object_groups_with_weights_become_weighted_buckets() {
     let bed = Bed::up("L", 1);
     for j in 1..=2 {
         let (id, via, dev) = (j.to_string(), format!("198.18.{j}.2"), format!("s{j}"));
-        bed.ip("leaf", &["nexthop", "add", "id", &id, "via", &via, "dev", &dev])
-            .expect("ip nexthop");
+        bed.ip(
+            "leaf",
+            &["nexthop", "add", "id", &id, "via", &via, "dev", &dev],
+        )
+        .expect("ip nexthop");
     }
     bed.ip("leaf", &["nexthop", "add", "id", "10", "group", "1,3/2"])
         .expect("ip nexthop group");
-    bed.ip("leaf", &["route", "add", "198.19.101.0/24", "nhid", "10", "proto", "bgp"])
-        .expect("ip route");
-    let daemon = bed.daemon(&config("ecmp"), &[]).expect("fabriclb");
+    bed.ip(
+        "leaf",
+        &[
+            "route",
+            "add",
+            "198.19.101.0/24",
+            "nhid",
+            "10",
+            "proto",
+            "bgp",
+        ],
+    )
+    .expect("ip route");
+    let daemon = bed.daemon(&config_text("ecmp"), &[]).expect("fabriclb");
     daemon
         .wait_for_log("group spines#1: learned: s1 198.18.1.2 weight 3, s2 198.18.2.2, 1 routes")
         .expect("the route learned");
@@ -224,20 +256,56 @@ fn nexthop_object_groups_with_weights_become_weighted_buckets() {
 fn ipv6_routes_are_learned_and_their_gateways_resolved() {
     let bed = Bed::up("M", 1);
     for j in 1..=2 {
-        bed.ip("leaf", &["-6", "addr", "add", &format!("2001:db8:{j}::1/64"), "dev", &format!("s{j}"), "nodad"])
-            .expect("leaf address");
-        bed.ip(&format!("s{j}"), &["-6", "addr", "add", &format!("2001:db8:{j}::2/64"), "dev", "leaf", "nodad"])
-            .expect("spine address");
+        bed.ip(
+            "leaf",
+            &[
+                "-6",
+                "addr",
+                "add",
+                &format!("2001:db8:{j}::1/64"),
+                "dev",
+                &format!("s{j}"),
+                "nodad",
+            ],
+        )
+        .expect("leaf address");
+        bed.ip(
+            &format!("s{j}"),
+            &[
+                "-6",
+                "addr",
+                "add",
+                &format!("2001:db8:{j}::2/64"),
+                "dev",
+                "leaf",
+                "nodad",
+            ],
+        )
+        .expect("spine address");
     }
     bed.ip(
         "leaf",
         &[
-            "-6", "route", "add", "2001:db8:100::/64", "proto", "bgp", "nexthop", "via",
-            "2001:db8:1::2", "dev", "s1", "nexthop", "via", "2001:db8:2::2", "dev", "s2",
+            "-6",
+            "route",
+            "add",
+            "2001:db8:100::/64",
+            "proto",
+            "bgp",
+            "nexthop",
+            "via",
+            "2001:db8:1::2",
+            "dev",
+            "s1",
+            "nexthop",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "s2",
         ],
     )
     .expect("ip -6 route");
-    let daemon = bed.daemon(&config("ecmp"), &[]).expect("fabriclb");
+    let daemon = bed.daemon(&config_text("ecmp"), &[]).expect("fabriclb");
     daemon
         .wait_for_log("group spines#1: learned: s1 2001:db8:1::2, s2 2001:db8:2::2, 1 routes")
         .expect("the route learned");
@@ -262,7 +330,9 @@ fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     let bpffs = fabriclb::testbed::bpffs::Bpffs::mount("netns-kernel-routes").expect("bpffs");
     let pins = bpffs.path().to_str().expect("path").to_owned();
     let args = ["--bpffs", pins.as_str(), "--instance", "leaf"];
-    let daemon = bed.daemon(&config("flowlet"), &args).expect("fabriclb");
+    let daemon = bed
+        .daemon(&config_text("flowlet"), &args)
+        .expect("fabriclb");
     daemon
         .wait_for_log("group spines#1: learned")
         .expect("the route learned");
@@ -270,19 +340,61 @@ fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     carrying(&daemon, "spines#1", &[1, 2, 3, 4]);
     let learned = buckets(0)(&bed);
 
-    daemon.reconfigure(&config("ecmp")).expect("SIGHUP");
+    daemon.reconfigure(&config_text("ecmp")).expect("SIGHUP");
     let log = daemon.wait_for_log("config reloaded").expect("reloaded");
     assert!(!log.contains("gone"), "{log}");
     assert_eq!(buckets(0)(&bed), learned, "the reload kept the buckets");
-    assert_eq!(LeafMaps::open(&bed.testbed).expect("maps").group(0).expect("group").member_count, 4);
+    assert_eq!(
+        LeafMaps::open(&bed.testbed)
+            .expect("maps")
+            .group(0)
+            .expect("group")
+            .member_count,
+        4
+    );
 
     daemon.stop().expect("SIGTERM");
-    let daemon = bed.daemon(&config("ecmp"), &args).expect("fabriclb again");
+    let daemon = bed
+        .daemon(&config_text("ecmp"), &args)
+        .expect("fabriclb again");
     let log = daemon.log().expect("log");
     assert!(log.contains("taking over the pinned instance"), "{log}");
     assert!(log.contains("group spines#1: learned"), "{log}");
     assert_eq!(buckets(0)(&bed), learned, "the restart kept the buckets");
+    // status names the learned group as the daemon does.
+    let config = bed.scratch("status.toml");
+    std::fs::write(&config, config_text("ecmp")).expect("config");
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &bed.testbed.ns("leaf")])
+        .arg(crate::bed::fabriclb())
+        .args([
+            "status",
+            "--json",
+            "--bpffs",
+            &pins,
+            "--instance",
+            "leaf",
+            "--config",
+        ])
+        .arg(&config)
+        .output()
+        .expect("fabriclb status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(status["groups"][0]["name"], "spines#1", "{status}");
+    assert_eq!(
+        status["groups"][0]["next_hops"][3]["name"], "s4 198.18.4.2",
+        "{status}"
+    );
     let report = load.stop(&bed.testbed).expect("traffic");
     eprintln!("{report:?}");
-    assert_eq!(report.received, report.sent - report.drops.lost(), "{report:?}");
+    assert_eq!(
+        report.received,
+        report.sent - report.drops.lost(),
+        "{report:?}"
+    );
 }

@@ -151,6 +151,28 @@ pub(super) async fn until(deadline: Option<Instant>) {
     }
 }
 
+/// `file` with what its groups that follow the kernel learn from the
+/// kernel's routes now, numbered as a daemon starting now numbers them:
+/// the names `status` and `explain` give a daemon's learned groups.
+pub fn with_kernel_routes(file: &Config) -> Result<Config> {
+    if !follows(file) {
+        return Ok(file.clone());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let netlink = Netlink::connect()?;
+        let mut watch = KernelWatch {
+            events: Some(RouteEvents::subscribe()?),
+            ..KernelWatch::default()
+        };
+        watch.table = KernelTable::from_dump(watch.dump().await?);
+        watch.learn(file, &netlink).await?;
+        Ok(watch.effective(file))
+    })
+}
+
 fn log(report: &Report) {
     for (prefix, skip) in &report.skipped {
         warn!(%prefix, reason = %skip, "kernel route not learned: its packets go to the kernel");
