@@ -26,6 +26,10 @@
 //! [[route]]
 //! prefix = "10.1.0.0/16"
 //! group = "spines"
+//!
+//! [[group]]
+//! name = "uplinks"           # routes and next hops from the kernel:
+//! kernel_routes = { table = "main", protocol = "bgp" }   # no next_hops
 //! ```
 //!
 //! Parsing happens in two layers: serde fills a raw layer whose fields carry

@@ -283,6 +283,18 @@ fn example_configs_say_what_they_claim() {
     );
 }
 
+/// The FRR example follows the main table's BGP routes beside a group of
+/// its own.
+#[test]
+fn frr_example_follows_bgp_routes() {
+    let frr = example("frr-leaf.toml");
+    let kernel = frr.groups[0].kernel_routes.expect("follows the kernel");
+    assert_eq!(kernel.to_string(), "table main protocol bgp");
+    assert_eq!(frr.groups[0].telemetry, Some(GroupTelemetry::Linux));
+    assert_eq!(frr.routes.len(), 1);
+    assert_eq!(frr.groups[frr.routes[0].group].name, "storage");
+}
+
 /// The adaptive example says what the defaults are, and they are.
 #[test]
 fn adaptive_example_spells_out_the_defaults() {
