@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 
 use fabriclb::metrics;
+use fabriclb::testbed::bpffs::Bpffs;
 use fabriclb::testbed::{Daemon, LeafMaps, UdpLoad};
 
 use crate::bed::{Bed, wait_for};
+use crate::inspect::in_leaf;
 
 /// The leaf's config: XDP on h1, group "spines" following the main
 /// table's BGP routes in `mode`.
@@ -75,6 +77,17 @@ fn carrying(daemon: &Daemon, group: &str, spines: &[u8]) -> BTreeMap<u8, u64> {
     })
     .expect("traffic over the kernel's next hops")
     .0
+}
+
+/// Stops `load`: every datagram arrived but what the links dropped.
+fn all_delivered(bed: &Bed, load: UdpLoad) {
+    let report = load.stop(&bed.testbed).expect("traffic");
+    eprintln!("{report:?}");
+    assert_eq!(
+        report.received,
+        report.sent - report.drops.lost(),
+        "{report:?}"
+    );
 }
 
 /// How long the daemon took from the first event of a burst to its
@@ -178,15 +191,8 @@ fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves
         Ok((verdict(&daemon, "no_route") > no_route + 1000).then_some(()))
     })
     .expect("no_route");
-    let report = load.stop(&bed.testbed).expect("traffic");
-    eprintln!("{report:?}");
-    // The kernel forwards what fabriclb passes up: nothing is lost to the
-    // change but what the links dropped.
-    assert_eq!(
-        report.received,
-        report.sent - report.drops.lost(),
-        "{report:?}"
-    );
+    // The kernel forwards what fabriclb passes up.
+    all_delivered(&bed, load);
 }
 
 /// `ip nexthop` objects in a group with weights: the buckets follow the
@@ -327,7 +333,7 @@ fn ipv6_routes_are_learned_and_their_gateways_resolved() {
 fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     let bed = Bed::up("N", 1);
     bgp_route(&bed, "add", &[(1, 1), (2, 1), (3, 1), (4, 1)]);
-    let bpffs = fabriclb::testbed::bpffs::Bpffs::mount("netns-kernel-routes").expect("bpffs");
+    let bpffs = Bpffs::mount("netns-kernel-routes").expect("bpffs");
     let pins = bpffs.path().to_str().expect("path").to_owned();
     let args = ["--bpffs", pins.as_str(), "--instance", "leaf"];
     let daemon = bed
@@ -364,37 +370,13 @@ fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     // status names the learned group as the daemon does.
     let config = bed.scratch("status.toml");
     std::fs::write(&config, config_text("ecmp")).expect("config");
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", &bed.testbed.ns("leaf")])
-        .arg(crate::bed::fabriclb())
-        .args([
-            "status",
-            "--json",
-            "--bpffs",
-            &pins,
-            "--instance",
-            "leaf",
-            "--config",
-        ])
-        .arg(&config)
-        .output()
-        .expect("fabriclb status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let config = config.to_str().expect("path");
+    let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", config]);
+    let status: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(status["groups"][0]["name"], "spines#1", "{status}");
     assert_eq!(
         status["groups"][0]["next_hops"][3]["name"], "s4 198.18.4.2",
         "{status}"
     );
-    let report = load.stop(&bed.testbed).expect("traffic");
-    eprintln!("{report:?}");
-    assert_eq!(
-        report.received,
-        report.sent - report.drops.lost(),
-        "{report:?}"
-    );
+    all_delivered(&bed, load);
 }

@@ -74,6 +74,15 @@ fn learn(learned: &mut Learned, table: &KernelTable) -> (super::learned::Report,
     (report, learned.effective(&file))
 }
 
+/// `n` routes, `10.1.0.0/16` ... `10.n.0.0/16`, all over spines 1-4.
+fn over_four_spines(table: &mut KernelTable, n: u8) -> Vec<String> {
+    let prefixes: Vec<String> = (1..=n).map(|i| format!("10.{i}.0.0/16")).collect();
+    for p in &prefixes {
+        table.apply(route(p, BGP, via(&[1, 2, 3, 4])));
+    }
+    prefixes
+}
+
 fn usable(_: &NextHopSpec) -> NextHop {
     NextHop {
         flags: NEXTHOP_USABLE,
@@ -162,10 +171,7 @@ fn weights_become_weighted_buckets() {
 #[test]
 fn a_next_hop_leaving_every_route_updates_the_group_in_place() {
     let mut table = KernelTable::default();
-    let prefixes: Vec<String> = (1..=20).map(|i| format!("10.{i}.0.0/16")).collect();
-    for p in &prefixes {
-        table.apply(route(p, BGP, via(&[1, 2, 3, 4])));
-    }
+    let prefixes = over_four_spines(&mut table, 20);
     let mut learned = Learned::default();
     let (_, before) = learn(&mut learned, &table);
     let old = Tables::build(&before, None, usable).expect("tables");
@@ -198,10 +204,7 @@ fn a_next_hop_leaving_every_route_updates_the_group_in_place() {
 #[test]
 fn a_split_burst_ends_in_the_group_it_started_from() {
     let mut table = KernelTable::default();
-    let prefixes: Vec<String> = (1..=10).map(|i| format!("10.{i}.0.0/16")).collect();
-    for p in &prefixes {
-        table.apply(route(p, BGP, via(&[1, 2, 3, 4])));
-    }
+    let prefixes = over_four_spines(&mut table, 10);
     let mut learned = Learned::default();
     learn(&mut learned, &table);
     for p in &prefixes[..3] {
