@@ -63,30 +63,43 @@ impl fmt::Display for Skip {
 /// What a kernel route is learned as: its next hops, or why not.
 pub(super) type Selected = BTreeMap<Prefix, Result<NextHopSet, Skip>>;
 
+/// The routes some group follows (a box may hold many more: other
+/// tables, other protocols), and every next-hop object.
 #[derive(Debug, Default)]
 pub(super) struct KernelTable {
+    /// What the groups that follow the kernel take.
+    pub(super) filters: Vec<KernelRoutes>,
     routes: BTreeMap<RouteKey, KernelRoute>,
     objects: HashMap<u32, NextHopObject>,
 }
 
 impl KernelTable {
-    /// Everything as a dump's events say, nothing else.
-    pub(super) fn from_dump(events: Vec<RouteEvent>) -> Self {
-        let mut table = Self::default();
+    /// The routes `filters` take and the next-hop objects, as a dump's
+    /// events say.
+    pub(super) fn from_dump(filters: Vec<KernelRoutes>, events: Vec<RouteEvent>) -> Self {
+        let mut table = Self {
+            filters,
+            ..Self::default()
+        };
         for event in events {
             table.apply(event);
         }
         table
     }
 
-    pub(super) fn apply(&mut self, event: RouteEvent) {
+    /// Applies `event`; returns whether it may change what is learned.
+    pub(super) fn apply(&mut self, event: RouteEvent) -> bool {
+        let followed =
+            |key: &RouteKey, protocol| self.filters.iter().any(|f| f.matches(key.table, protocol));
         match event {
             RouteEvent::Route(route) => {
+                if !followed(&route.key, route.protocol) {
+                    // A route replaced by one of another protocol is gone.
+                    return self.routes.remove(&route.key).is_some();
+                }
                 self.routes.insert(route.key, route);
             }
-            RouteEvent::RouteRemoved(key) => {
-                self.routes.remove(&key);
-            }
+            RouteEvent::RouteRemoved(key) => return self.routes.remove(&key).is_some(),
             RouteEvent::NextHop {
                 id,
                 object: Some(object),
@@ -98,8 +111,9 @@ impl KernelTable {
                 // The kernel deletes the routes through it and says nothing.
                 self.routes.retain(|_, r| r.via != Via::Object(id));
             }
-            RouteEvent::Lost => {}
+            RouteEvent::Lost => return false,
         }
+        true
     }
 
     /// The routes `filter` takes, per prefix the one of lowest metric,

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 use super::links::Snapshot;
 use super::state::Running;
-use crate::config::Config;
+use crate::config::{Config, KernelRoutes};
 use crate::dataplane::Dataplane;
 use crate::netlink::{Netlink, RouteEvent, RouteEvents};
 use kernel::KernelTable;
@@ -50,6 +50,15 @@ fn follows(config: &Config) -> bool {
     config.groups.iter().any(|g| g.kernel_routes.is_some())
 }
 
+/// The kernel routes `config`'s groups follow.
+fn filters(config: &Config) -> Vec<KernelRoutes> {
+    config
+        .groups
+        .iter()
+        .filter_map(|g| g.kernel_routes)
+        .collect()
+}
+
 impl KernelWatch {
     /// Follows the kernel's routes if a group of `file` does: subscribes,
     /// then dumps, and learns. `file` with what was learned is what the
@@ -73,10 +82,14 @@ impl KernelWatch {
             *self = Self::default();
             return Ok(());
         }
-        if self.events.is_none() || self.stale {
-            self.events = Some(RouteEvents::subscribe().context("following the kernel's routes")?);
+        let filters = filters(file);
+        if self.events.is_none() || self.stale || self.table.filters != filters {
+            if self.events.is_none() {
+                let events = RouteEvents::subscribe().context("following the kernel's routes")?;
+                self.events = Some(events);
+            }
             let dump = self.dump().await.context("reading the kernel's routes")?;
-            self.table = KernelTable::from_dump(dump);
+            self.table = KernelTable::from_dump(filters, dump);
             self.stale = false;
         }
         let report = self.learn(file, netlink).await?;
@@ -121,12 +134,16 @@ impl KernelWatch {
                 self.stale = true;
             }
             Some(events) => {
+                let mut relevant = false;
                 for event in events {
                     if event == RouteEvent::Lost && !self.stale {
                         warn!("kernel route events lost; reading the routes again");
                         self.stale = true;
                     }
-                    self.table.apply(event);
+                    relevant |= self.table.apply(event);
+                }
+                if !relevant && !self.stale {
+                    return;
                 }
             }
         }
@@ -167,7 +184,7 @@ pub fn with_kernel_routes(file: &Config) -> Result<Config> {
             events: Some(RouteEvents::subscribe()?),
             ..KernelWatch::default()
         };
-        watch.table = KernelTable::from_dump(watch.dump().await?);
+        watch.table = KernelTable::from_dump(filters(file), watch.dump().await?);
         watch.learn(file, &netlink).await?;
         Ok(watch.effective(file))
     })

@@ -56,6 +56,12 @@ fn route(p: &str, protocol: u8, via: Via) -> RouteEvent {
     })
 }
 
+/// An empty table following the main table's BGP routes.
+fn table() -> KernelTable {
+    let kernel = file().groups[0].kernel_routes.expect("follows");
+    KernelTable::from_dump(vec![kernel], Vec::new())
+}
+
 fn via(spines: &[u8]) -> Via {
     Via::Gateways(spines.iter().map(|&n| spine(n, 1)).collect())
 }
@@ -110,7 +116,7 @@ fn routes_of(config: &Config, name: &str) -> Vec<String> {
 
 #[test]
 fn routes_with_the_same_next_hops_share_a_group_with_the_parents_settings() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     table.apply(route("10.1.0.0/16", BGP, via(&[1, 2, 3, 4])));
     table.apply(route("10.2.0.0/16", BGP, via(&[4, 3, 2, 1])));
     table.apply(route("10.3.0.0/16", BGP, via(&[1, 2])));
@@ -154,7 +160,7 @@ fn routes_with_the_same_next_hops_share_a_group_with_the_parents_settings() {
 
 #[test]
 fn weights_become_weighted_buckets() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     let weighted = Via::Gateways(vec![spine(1, 1), spine(2, 3)]);
     table.apply(route("10.1.0.0/16", BGP, weighted));
     let (_, config) = learn(&mut Learned::default(), &table);
@@ -170,7 +176,7 @@ fn weights_become_weighted_buckets() {
 /// spines 1-3 keep every bucket they had.
 #[test]
 fn a_next_hop_leaving_every_route_updates_the_group_in_place() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     let prefixes = over_four_spines(&mut table, 20);
     let mut learned = Learned::default();
     let (_, before) = learn(&mut learned, &table);
@@ -203,7 +209,7 @@ fn a_next_hop_leaving_every_route_updates_the_group_in_place() {
 /// over and the early movers come back to it.
 #[test]
 fn a_split_burst_ends_in_the_group_it_started_from() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     let prefixes = over_four_spines(&mut table, 10);
     let mut learned = Learned::default();
     learn(&mut learned, &table);
@@ -229,7 +235,7 @@ fn a_split_burst_ends_in_the_group_it_started_from() {
 
 #[test]
 fn next_hop_objects_and_their_groups() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     for n in 1..=3 {
         table.apply(RouteEvent::NextHop {
             id: u32::from(n),
@@ -263,7 +269,7 @@ fn next_hop_objects_and_their_groups() {
 
 #[test]
 fn routes_fabriclb_cannot_forward_are_skipped_and_said_once() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     let onlink = Via::Gateways(vec![Gateway {
         addr: None,
         ..spine(1, 1)
@@ -312,7 +318,7 @@ fn routes_fabriclb_cannot_forward_are_skipped_and_said_once() {
 
 #[test]
 fn sets_beyond_the_groups_left_are_skipped() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     // One group per route: each has a set of its own.
     for i in 0..MAX_GROUPS {
         let gateway = Gateway {
@@ -335,7 +341,7 @@ fn sets_beyond_the_groups_left_are_skipped() {
 
 #[test]
 fn the_lowest_metric_of_a_prefix_is_the_route() {
-    let mut table = KernelTable::default();
+    let mut table = table();
     table.apply(route("10.1.0.0/16", BGP, via(&[1, 2])));
     let RouteEvent::Route(mut worse) = route("10.1.0.0/16", BGP, via(&[3])) else {
         unreachable!()
@@ -344,4 +350,25 @@ fn the_lowest_metric_of_a_prefix_is_the_route() {
     table.apply(RouteEvent::Route(worse));
     let (_, config) = learn(&mut Learned::default(), &table);
     assert_eq!(group(&config, "uplinks#1").next_hops.len(), 2);
+}
+
+/// Only followed routes are kept: another protocol's change is nothing to
+/// write, and a followed route replaced by another protocol's is gone.
+#[test]
+fn routes_no_group_follows_are_not_kept() {
+    let mut table = table();
+    assert!(
+        !table.apply(route("10.1.0.0/16", 4, via(&[1]))),
+        "static: not followed"
+    );
+    assert!(table.apply(route("10.2.0.0/16", BGP, via(&[1]))));
+    let (_, config) = learn(&mut Learned::default(), &table);
+    assert_eq!(routes_of(&config, "uplinks#1"), ["10.2.0.0/16"]);
+    assert!(
+        table.apply(route("10.2.0.0/16", 4, via(&[1]))),
+        "taken over by static"
+    );
+    let (_, config) = learn(&mut Learned::default(), &table);
+    assert!(routes_of(&config, "uplinks#1").is_empty());
+    assert!(!table.apply(RouteEvent::Lost));
 }

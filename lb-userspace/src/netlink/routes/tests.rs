@@ -188,3 +188,12 @@ fn next_hop_objects_single_and_group_with_weights() {
         Some(RouteEvent::NextHopRemoved(10))
     );
 }
+
+#[test]
+fn an_overrun_is_lost_route_events() {
+    let message: NetlinkMessage<Message> = NetlinkMessage::new(
+        NetlinkHeader::default(),
+        NetlinkPayload::Overrun(Vec::new()),
+    );
+    assert_eq!(RouteEvent::decode(message), Some(RouteEvent::Lost));
+}
