@@ -55,12 +55,12 @@ impl Running {
         }
         // The routes learned from the kernel stay, under the new file's
         // groups.
-        self.kernel.follow(&file, netlink).await?;
+        let learned = self.kernel.follow(&file, netlink).await?;
         let config = self.kernel.effective(&file);
         let snapshot = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&config, &mut self.ongoing);
         let view = std::mem::replace(&mut self.links.view, snapshot);
-        let tables = match self.switch_tables(&config, dp) {
+        let tables = match self.switch_tables(&config, dp, &learned.splits) {
             Ok(tables) => tables,
             Err(e) => {
                 self.links.view = view;
@@ -87,13 +87,24 @@ impl Running {
     }
 
     /// Builds `config`'s tables against the running ones, resolving next
-    /// hops against the links as last heard, and writes what differs. On
-    /// a failed write the running tables are put back in the maps: the
-    /// old tables, diffed against the new ones, touch exactly the entries
-    /// written so far.
-    pub(super) fn switch_tables(&mut self, config: &Config, dp: &mut Dataplane) -> Result<Tables> {
+    /// hops against the links as last heard (each new group of `splits`
+    /// starting from the buckets of the group it split off), and writes
+    /// what differs. On a failed write the running tables are put back in
+    /// the maps: the old tables, diffed against the new ones, touch
+    /// exactly the entries written so far.
+    pub(super) fn switch_tables(
+        &mut self,
+        config: &Config,
+        dp: &mut Dataplane,
+        splits: &[(String, String)],
+    ) -> Result<Tables> {
         let view = &self.links.view;
-        let tables = Tables::build(config, Some(&self.tables), |spec| view.resolve(spec))?;
+        let mut tables = Tables::build(config, Some(&self.tables), |spec| view.resolve(spec))?;
+        for (name, from) in splits {
+            let weights = config.groups.iter().find(|g| g.name == *name);
+            let weights = weights.map_or(&[][..], |g| &g.weights);
+            tables.inherit(&self.tables, name, from, weights);
+        }
         if let Err(e) = tables.write(dp, Some(&self.tables)) {
             if let Err(undo) = self.tables.write(dp, Some(&tables)) {
                 error!("restoring the running tables after a failed write: {undo}");

@@ -281,6 +281,35 @@ impl Tables {
         config.chain(local).collect()
     }
 
+    /// Gives group `name`, new in these tables, the homes and buckets
+    /// group `from` of `previous` had, next hop for next hop (by spec),
+    /// then fits them to its own members and `weights`: a group split off
+    /// another (routes that took a new set of next hops before the rest)
+    /// keeps their flows where they were.
+    pub fn inherit(&mut self, previous: &Tables, name: &str, from: &str, weights: &[u32]) {
+        let Some(old) = previous.groups.iter().find(|g| g.name == from) else {
+            return;
+        };
+        let (nexthops, quality) = (&self.nexthops, &self.quality);
+        let Some(group) = self.groups.iter_mut().find(|g| g.name == name) else {
+            return;
+        };
+        let same = |old_id: u32| {
+            let slot = old.members.iter().position(|&m| m == old_id)?;
+            let at = group.specs.iter().position(|s| *s == old.specs[slot])?;
+            Some(group.members[at])
+        };
+        let map = |ids: &[u32]| -> Vec<u32> {
+            ids.iter()
+                .map(|&id| same(id).unwrap_or(NO_NEXTHOP))
+                .collect()
+        };
+        group.home = map(&old.home);
+        group.buckets = map(&old.buckets);
+        weights::rebalance_weighted(&mut group.home, &group.members, weights);
+        group.rebalance(nexthops, quality);
+    }
+
     /// Replaces next hop `id` and moves only the buckets that must move.
     /// Returns whether anything changed.
     pub fn update_nexthop(&mut self, id: u32, nexthop: NextHop) -> bool {

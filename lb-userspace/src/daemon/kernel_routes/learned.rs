@@ -35,13 +35,16 @@ pub(super) struct Learned {
 
 /// What an update changed, for the log: said once, when it happens.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Report {
+pub(in crate::daemon) struct Report {
     /// Routes newly skipped, or skipped for another reason.
     pub(super) skipped: Vec<(Prefix, Skip)>,
     /// Routes skipped before and learned now or gone.
     pub(super) unskipped: Vec<Prefix>,
     /// Groups that appeared, changed next hops, or went.
     pub(super) groups: Vec<String>,
+    /// New groups and the group most of their routes came from, whose
+    /// buckets they start from.
+    pub(in crate::daemon) splits: Vec<(String, String)>,
 }
 
 /// What the tables have room for beyond the file's own.
@@ -77,6 +80,7 @@ impl Learned {
         let mut budget = Budget::of(config);
         let mut groups = Vec::new();
         let mut skipped = BTreeMap::new();
+        let mut splits = Vec::new();
         for parent in config.groups.iter().filter(|g| g.kernel_routes.is_some()) {
             let Some(routes) = selected.get(&parent.name) else {
                 continue;
@@ -98,6 +102,14 @@ impl Learned {
                 .filter(|g| g.parent == parent.name)
                 .collect();
             let numbers = heirs(&sets, &old);
+            // Where the routes of a set no group goes on as came from.
+            let origin = |prefixes: &BTreeSet<Prefix>| {
+                old.iter()
+                    .map(|g| (prefixes.intersection(&g.routes).count(), g.n))
+                    .filter(|&(shared, _)| shared > 0)
+                    .max_by_key(|&(shared, n)| (shared, std::cmp::Reverse(n)))
+                    .map(|(_, n)| learned_group_name(&parent.name, n))
+            };
             let taken: BTreeSet<usize> = old.iter().map(|g| g.n).collect();
             let mut fresh = (1..).filter(|n| !taken.contains(n));
             // Groups that go on first: they keep their room.
@@ -128,7 +140,13 @@ impl Learned {
                 budget.routes -= room;
                 let n = match numbers.get(*set) {
                     Some(&n) => n,
-                    None => fresh.next().unwrap_or(usize::MAX),
+                    None => {
+                        let n = fresh.next().unwrap_or(usize::MAX);
+                        if let Some(from) = origin(prefixes) {
+                            splits.push((learned_group_name(&parent.name, n), from));
+                        }
+                        n
+                    }
                 };
                 groups.push(LearnedGroup {
                     parent: parent.name.clone(),
@@ -142,7 +160,8 @@ impl Learned {
             let at = |g: &LearnedGroup| config.groups.iter().position(|p| p.name == g.parent);
             (at(a), a.n).cmp(&(at(b), b.n))
         });
-        let report = self.report(&groups, &skipped);
+        let mut report = self.report(&groups, &skipped);
+        report.splits = splits;
         self.groups = groups;
         self.skipped = skipped;
         report
@@ -163,6 +182,7 @@ impl Learned {
                 .copied()
                 .collect(),
             groups: Vec::new(),
+            splits: Vec::new(),
         };
         for group in groups {
             let was = self.groups.iter().find(|g| name(g) == name(group));

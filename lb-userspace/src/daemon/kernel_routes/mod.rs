@@ -76,11 +76,12 @@ impl KernelWatch {
     }
 
     /// Subscribes and dumps if `file` has a group that follows the kernel
-    /// and nothing is followed yet, then learns anew for `file`.
-    pub(super) async fn follow(&mut self, file: &Config, netlink: &Netlink) -> Result<()> {
+    /// and nothing is followed yet (or no longer what `file` follows),
+    /// then learns anew for `file`; logs what changed.
+    pub(super) async fn follow(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
         if !follows(file) {
             *self = Self::default();
-            return Ok(());
+            return Ok(Report::default());
         }
         let filters = filters(file);
         if self.events.is_none() || self.stale || self.table.filters != filters {
@@ -94,7 +95,7 @@ impl KernelWatch {
         }
         let report = self.learn(file, netlink).await?;
         log(&report);
-        Ok(())
+        Ok(report)
     }
 
     async fn dump(&self) -> Result<Vec<RouteEvent>> {
@@ -239,12 +240,13 @@ impl Running {
     /// whether they changed.
     async fn relearn(&mut self, netlink: &Netlink, dp: &mut Dataplane) -> Result<bool> {
         let file = self.file.clone();
-        if self.kernel.stale {
-            self.kernel.follow(&file, netlink).await?;
+        let report = if self.kernel.stale {
+            self.kernel.follow(&file, netlink).await?
         } else {
             let report = self.kernel.learn(&file, netlink).await?;
             log(&report);
-        }
+            report
+        };
         let config = self.kernel.effective(&file);
         if config == self.config {
             return Ok(false);
@@ -264,7 +266,7 @@ impl Running {
             self.links.view = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
         }
         self.links.view.solicit_missing(&config, &mut self.ongoing);
-        let tables = self.switch_tables(&config, dp)?;
+        let tables = self.switch_tables(&config, dp, &report.splits)?;
         let members = |c: &Config| -> Vec<_> {
             c.groups
                 .iter()
