@@ -3,7 +3,7 @@
 //! objects the test installs in the leaf's namespace with `ip`, as FRR's
 //! zebra would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fabriclb::metrics;
 use fabriclb::testbed::bpffs::Bpffs;
@@ -77,6 +77,19 @@ fn carrying(daemon: &Daemon, group: &str, spines: &[u8]) -> BTreeMap<u8, u64> {
     })
     .expect("traffic over the kernel's next hops")
     .0
+}
+
+/// The next-hop id that left between bucket tables `old` and `new`,
+/// having checked that its buckets, and only they, moved.
+fn only_the_leaver_moved(old: &[u32], new: &[u32]) -> u32 {
+    let gone: BTreeSet<u32> = old.iter().copied().filter(|id| !new.contains(id)).collect();
+    let [gone] = gone.iter().copied().collect::<Vec<_>>()[..] else {
+        panic!("one next hop should have left: {gone:?}");
+    };
+    let moved = old.iter().zip(new).filter(|(a, b)| a != b).count();
+    let held = old.iter().filter(|&&b| b == gone).count();
+    assert_eq!(moved, held, "only the leaving next hop's buckets moved");
+    gone
 }
 
 /// Stops `load`: every datagram arrived but what the links dropped.
@@ -157,15 +170,7 @@ fn a_bgp_multipath_route_is_forwarded_over_its_next_hops_and_a_leaving_one_moves
         "{log}"
     );
     eprintln!("route replace -> maps: {} us", event_to_write_us(&log));
-    let new = buckets(0)(&bed);
-    // Spine 3's id is the one no bucket holds any more.
-    let gone: Vec<u32> = ids.iter().copied().filter(|id| !new.contains(id)).collect();
-    let [gone] = gone[..] else {
-        panic!("one next hop should have left: {gone:?}");
-    };
-    let moved = old.iter().zip(&new).filter(|(a, b)| a != b).count();
-    let held = old.iter().filter(|&&b| b == gone).count();
-    assert_eq!(moved, held, "only spine 3's buckets moved");
+    only_the_leaver_moved(&old, &buckets(0)(&bed));
     let stopped = spine_packets(&daemon, "spines#1", 3);
     let after = wait_for("spines 1 and 2 carrying spine 3's share", || {
         let now = carrying(&daemon, "spines#1", &[1, 2]);
@@ -326,13 +331,33 @@ fn ipv6_routes_are_learned_and_their_gateways_resolved() {
     .expect("usable");
 }
 
+/// `ip route <verb>` lines for the 2000 BGP routes `10.a.b.0/24` over
+/// `spines`.
+fn many_routes(verb: &str, spines: &[(u8, u8)]) -> Vec<String> {
+    let hops = nexthops(spines).join(" ");
+    (0..2000)
+        .map(|i| {
+            format!(
+                "route {verb} 10.{}.{}.0/24 proto bgp {hops}",
+                100 + i / 250,
+                i % 250
+            )
+        })
+        .collect()
+}
+
 /// A reload (SIGHUP) keeps what was learned, and a restart onto the
 /// pinned instance takes it over: the same group at the same id with the
-/// same buckets, traffic forwarded throughout.
+/// same buckets, traffic forwarded throughout. Then spine 4's session
+/// drops over 2001 routes at once: the group loses spine 4 in place and
+/// only spine 4's buckets move, however the burst was cut into writes.
 #[test]
 fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     let bed = Bed::up("N", 1);
-    bgp_route(&bed, "add", &[(1, 1), (2, 1), (3, 1), (4, 1)]);
+    let four = [(1, 1), (2, 1), (3, 1), (4, 1)];
+    bgp_route(&bed, "add", &four);
+    bed.ip_batch("leaf", &many_routes("add", &four))
+        .expect("ip -batch");
     let bpffs = Bpffs::mount("netns-kernel-routes").expect("bpffs");
     let pins = bpffs.path().to_str().expect("path").to_owned();
     let args = ["--bpffs", pins.as_str(), "--instance", "leaf"];
@@ -378,5 +403,32 @@ fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
         status["groups"][0]["next_hops"][3]["name"], "s4 198.18.4.2",
         "{status}"
     );
+
+    daemon.skip_log().expect("log");
+    let mut drop = many_routes("replace", &four[..3]);
+    drop.push(format!(
+        "route replace 198.19.101.0/24 proto bgp {}",
+        nexthops(&four[..3]).join(" ")
+    ));
+    bed.ip_batch("leaf", &drop).expect("ip -batch");
+    let maps = LeafMaps::open(&bed.testbed).expect("maps");
+    wait_for("spine 4 out of every route, in one group", || {
+        let one = maps.group(0)?.member_count == 3 && maps.group(1)?.in_use == 0;
+        Ok(one.then_some(()))
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}; the daemon's log:\n{}",
+            daemon.log().unwrap_or_default()
+        )
+    });
+    let log = daemon.log().expect("log");
+    let writes: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("kernel routes in the maps"))
+        .map(event_to_write_us)
+        .collect();
+    eprintln!("2001 routes lose spine 4: writes, event to write (us): {writes:?}");
+    only_the_leaver_moved(&learned, &buckets(0)(&bed));
     all_delivered(&bed, load);
 }

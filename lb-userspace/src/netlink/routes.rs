@@ -43,7 +43,7 @@ pub struct Gateway {
 }
 
 /// Where a route sends its packets.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Via {
     Gateways(Vec<Gateway>),
     /// RTA_NH_ID: a next-hop object.

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::rc::Rc;
 
 use lb_common::limits::MAX_NEXTHOPS_PER_GROUP;
 
@@ -60,8 +61,9 @@ impl fmt::Display for Skip {
     }
 }
 
-/// What a kernel route is learned as: its next hops, or why not.
-pub(super) type Selected = BTreeMap<Prefix, Result<NextHopSet, Skip>>;
+/// What a kernel route is learned as: its next hops (shared by the routes
+/// that have the same), or why not.
+pub(super) type Selected = BTreeMap<Prefix, Result<Rc<NextHopSet>, Skip>>;
 
 /// The routes some group follows (a box may hold many more: other
 /// tables, other protocols), and every next-hop object.
@@ -125,6 +127,9 @@ impl KernelTable {
     ) -> Selected {
         let mut selected = Selected::new();
         let mut metric = HashMap::new();
+        // BGP gives thousands of routes the same next hops: each distinct
+        // set is made once.
+        let mut made: HashMap<&Via, Result<Rc<NextHopSet>, Skip>> = HashMap::new();
         for route in self.routes.values() {
             if !filter.matches(route.key.table, route.protocol) {
                 continue;
@@ -136,7 +141,10 @@ impl KernelTable {
             {
                 continue;
             }
-            selected.insert(route.key.prefix, self.next_hops(&route.via, port));
+            let learned = made
+                .entry(&route.via)
+                .or_insert_with(|| self.next_hops(&route.via, port).map(Rc::new));
+            selected.insert(route.key.prefix, learned.clone());
         }
         selected
     }

@@ -89,7 +89,7 @@ impl Learned {
             for (prefix, learned) in routes {
                 match learned {
                     Ok(set) => {
-                        sets.entry(set).or_default().insert(*prefix);
+                        sets.entry(&**set).or_default().insert(*prefix);
                     }
                     Err(skip) => {
                         skipped.insert(*prefix, skip.clone());
@@ -251,28 +251,27 @@ impl Learned {
     }
 }
 
-/// Which old group's number each new set takes: pairs of a set and the
-/// group holding most of its routes, most shared routes first, each
-/// group going to one set.
+/// Which old group's number each new set takes: each old group, lowest
+/// number first, goes on as the set not yet taken that holds most of its
+/// routes. So a group whose routes take a new set over several writes
+/// keeps its number through them, and at the last write takes the new set
+/// in place while the group split off for the early movers goes.
 fn heirs<'a>(
     sets: &BTreeMap<&'a NextHopSet, BTreeSet<Prefix>>,
     old: &[&LearnedGroup],
 ) -> BTreeMap<&'a NextHopSet, usize> {
-    let mut pairs = Vec::new();
-    for (set, prefixes) in sets {
-        for (i, group) in old.iter().enumerate() {
-            let shared = prefixes.intersection(&group.routes).count();
-            if shared > 0 {
-                pairs.push((shared, *set, i));
-            }
-        }
-    }
-    pairs.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+    let mut order: Vec<&LearnedGroup> = old.to_vec();
+    order.sort_by_key(|g| g.n);
     let mut heirs = BTreeMap::new();
-    let mut used = BTreeSet::new();
-    for (_, set, i) in pairs {
-        if !heirs.contains_key(set) && used.insert(i) {
-            heirs.insert(set, old[i].n);
+    for group in order {
+        let best = sets
+            .iter()
+            .filter(|(set, _)| !heirs.contains_key(**set))
+            .map(|(set, prefixes)| (prefixes.intersection(&group.routes).count(), *set))
+            .filter(|&(shared, _)| shared > 0)
+            .max_by_key(|&(shared, set)| (shared, std::cmp::Reverse(set)));
+        if let Some((_, set)) = best {
+            heirs.insert(set, group.n);
         }
     }
     heirs
