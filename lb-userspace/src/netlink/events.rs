@@ -1,8 +1,9 @@
 //! The kernel's rtnetlink events as they happen, each kind on a socket of
-//! its own: the box's addresses, and the links and neighbours next hops
-//! depend on. Subscribe before reading the state they change, so nothing
-//! changes unseen in between; applied in order after that read, they end
-//! where the kernel is.
+//! its own: the box's addresses, the links and neighbours next hops
+//! depend on, and (`super::routes`, on a socket that also reads next-hop
+//! objects) the routes. Subscribe before reading the state they change, so
+//! nothing changes unseen in between; applied in order after that read,
+//! they end where the kernel is.
 
 use std::fmt::Debug;
 
