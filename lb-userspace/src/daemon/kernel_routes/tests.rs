@@ -407,3 +407,24 @@ fn routes_no_group_follows_are_not_kept() {
     assert!(routes_of(&config, "uplinks#1").is_empty());
     assert!(!table.apply(RouteEvent::Lost));
 }
+
+/// Lost events (an overrun) or a failed stream make the next write dump
+/// the routes again; events about routes nobody follows write nothing.
+#[test]
+fn lost_events_read_the_routes_again_and_unfollowed_ones_write_nothing() {
+    let mut watch = super::KernelWatch {
+        table: table(),
+        ..Default::default()
+    };
+    watch.take(Some(vec![route("10.1.0.0/16", 4, via(&[1]))]));
+    assert_eq!(watch.due(), None, "a static route: nothing to write");
+    watch.take(Some(vec![RouteEvent::Lost]));
+    assert!(watch.stale, "lost events: dump again");
+    assert!(watch.due().is_some());
+    let mut failed = super::KernelWatch::default();
+    failed.take(None);
+    assert!(
+        failed.stale && failed.due().is_some(),
+        "a failed stream: again"
+    );
+}
