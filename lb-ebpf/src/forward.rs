@@ -56,28 +56,29 @@ pub fn run<const UNTIL: u8>(ctx: &XdpContext) -> u32 {
 
 #[inline(always)]
 fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
-    let scratch = FL_SCRATCH.get_ptr_mut(0).ok_or(Reason::Unsupported)?;
+    let parsed = FL_SCRATCH.get_ptr_mut(0).ok_or(Reason::Unsupported)?;
     // SAFETY: this CPU's slot; XDP does not nest on a CPU.
-    let scratch = unsafe { &mut *scratch };
-    parse_frame(ctx.data(), ctx.data_end(), &mut scratch.parsed)?;
+    let parsed = unsafe { &mut *parsed };
+    parse_frame(ctx.data(), ctx.data_end(), parsed)?;
     if UNTIL == stage::PARSE {
         return Ok(());
     }
-    let group_id = route(&scratch.parsed)?;
-    if scratch.parsed.ttl <= 1 {
+    let group_id = route(parsed)?;
+    if parsed.ttl <= 1 {
         return Err(Reason::TtlExpired);
     }
     let group = FL_GROUPS.get(group_id).ok_or(Reason::NoRoute)?;
     if UNTIL == stage::ROUTE {
         return Ok(());
     }
-    let ecmp_id = select::ecmp(group_id, group, scratch)?;
+    let hash = select::hash(group, parsed);
+    let ecmp_id = select::bucket(group_id, hash)?;
     if UNTIL == stage::HASH {
         return Ok(());
     }
     let len = (ctx.data_end() - ctx.data()) as u64;
     let mut choice = Choice::ecmp(ecmp_id);
-    select::next_hop(group_id, group, len, scratch, &mut choice)?;
+    select::next_hop(group_id, group, hash, len, parsed, &mut choice)?;
     let nh = FL_NEXTHOPS.get(choice.nh_id).ok_or(Reason::NoNextHop)?;
     if nh.flags & NEXTHOP_USABLE == 0 {
         return Err(Reason::NoNextHop);
@@ -93,7 +94,7 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     if UNTIL == stage::REDIRECT {
         return Ok(());
     }
-    rewrite(ctx, &scratch.parsed, nh)?;
+    rewrite(ctx, parsed, nh)?;
     if UNTIL == stage::REWRITE {
         return Ok(());
     }

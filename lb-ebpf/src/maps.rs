@@ -3,7 +3,7 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, DevMapHash, HashMap, LpmTrie, LruPerCpuHashMap, PerCpuArray, PerCpuHashMap},
+    maps::{Array, DevMapHash, HashMap, LpmTrie, PerCpuArray, PerCpuHashMap},
 };
 use lb_common::{
     abi::{
@@ -15,10 +15,7 @@ use lb_common::{
         MAX_NEXTHOPS, MAX_ROUTES,
     },
     packet::parse::Parsed,
-    select::{
-        flowlet::{FlowletKey, FlowletState},
-        hash::HashInput,
-    },
+    select::flowlet::FlowletState,
     verdict::Reason,
 };
 
@@ -50,10 +47,22 @@ pub static FL_VERDICTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Reason:
 /// Next-hop id -> packets, bytes, sprayed packets and recent load.
 #[map]
 pub static FL_NH_STATS: PerCpuArray<NextHopStats> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);
-/// A flow's flowlet: when it was last seen, its recent load, its slot.
+/// Flowlets by `flowlet_index`: when the flows in an entry were last
+/// seen, their recent load, their slot.
 #[map]
-pub static FL_FLOWLETS: LruPerCpuHashMap<FlowletKey, FlowletState> =
-    LruPerCpuHashMap::with_max_entries(FLOWLET_TABLE_DEFAULT, 0);
+pub static FL_FLOWLETS: PerCpuArray<FlowletState> =
+    PerCpuArray::with_max_entries(FLOWLET_TABLE_DEFAULT, 0);
+/// `FL_FLOWLETS`'s size; the loader sets both.
+#[unsafe(no_mangle)]
+static FL_FLOWLET_TABLE_SIZE: u32 = FLOWLET_TABLE_DEFAULT;
+
+/// How many entries `FL_FLOWLETS` has.
+#[inline(always)]
+pub fn flowlet_table_size() -> u32 {
+    // SAFETY: a plain read of a global. Volatile, or LLVM would fold in
+    // the value the object was built with instead of the loaded one.
+    unsafe { core::ptr::read_volatile(&FL_FLOWLET_TABLE_SIZE) }
+}
 /// Next-hop id -> path quality, written by the daemon.
 #[map]
 pub static FL_PATH_QUALITY: Array<u32> = Array::with_max_entries(MAX_NEXTHOPS, 0);
@@ -63,10 +72,10 @@ pub static FL_SPRAY: Array<u32> = Array::with_max_entries(MAX_GROUPS * BUCKETS_P
 /// Group id -> spray cursor and flowlet counters.
 #[map]
 pub static FL_GROUP_STATS: PerCpuArray<GroupStats> = PerCpuArray::with_max_entries(MAX_GROUPS, 0);
-/// Per-CPU room for the big values of the forwarding path: on the stack
-/// they would push the call chain past BPF's 512 bytes.
+/// Per-CPU room for the parsed headers: on the stack they would push the
+/// call chain past BPF's 512 bytes.
 #[map]
-pub static FL_SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
+pub static FL_SCRATCH: PerCpuArray<Parsed> = PerCpuArray::with_max_entries(1, 0);
 /// Bytes this CPU forwarded in flowlet and per-packet groups, the clock
 /// recent loads age by.
 #[map]
@@ -85,10 +94,3 @@ pub static FL_TX_WATCH: Array<TxWatch> = Array::with_max_entries(1, 0);
 /// has as many ingress ports as egress ports.
 #[map]
 pub static FL_INGRESS_PORTS: HashMap<u32, u8> = HashMap::with_max_entries(MAX_EGRESS_PORTS, 0);
-
-/// [`FL_SCRATCH`]'s value.
-pub struct Scratch {
-    pub parsed: Parsed,
-    pub input: HashInput,
-    pub key: FlowletKey,
-}

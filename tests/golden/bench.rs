@@ -1,6 +1,7 @@
 //! The benchmark object's programs, which `cargo xtask bench` times: each
 //! cut of the forwarding path stops right after the stage its name gives
-//! and counts nothing, the empty one does nothing, the varying one makes a
+//! and counts nothing, the baseline forwards all it parses to one port,
+//! the empty one does nothing, the varying one makes a
 //! new flow per run; every one hands the packet back as it came.
 
 use aya::{
@@ -13,8 +14,8 @@ use fabriclb::{
 };
 use lb_common::{
     abi::bench::{
-        ABLATIONS, BENCH_RESTORE_LEN, BENCH_VARY, BenchVary, PROGRAM_BENCH, PROGRAM_EMPTY,
-        PROGRAM_VARY,
+        ABLATIONS, BASELINE_IFINDEX, BENCH_RESTORE_LEN, BENCH_VARY, BenchVary, PROGRAM_BASELINE,
+        PROGRAM_BENCH, PROGRAM_EMPTY, PROGRAM_VARY,
     },
     limits::FLOWLET_TABLE_DEFAULT,
     packet::craft::{Ipv4, bth, ethernet, udp},
@@ -40,7 +41,7 @@ fn bench() -> (Dataplane, tables::Tables) {
     let mut dp = Dataplane::load_object(BENCH_OBJECT, FLOWLET_TABLE_DEFAULT)
         .expect("load the bench object (needs root)");
     tables.write(&mut dp, None).expect("program maps");
-    for name in [PROGRAM_BENCH, PROGRAM_EMPTY, PROGRAM_VARY] {
+    for name in [PROGRAM_BENCH, PROGRAM_BASELINE, PROGRAM_EMPTY, PROGRAM_VARY] {
         dp.load_program(name).expect(name);
     }
     for (name, _) in ABLATIONS {
@@ -106,9 +107,17 @@ fn bench_cuts_stop_after_their_stage_and_count_nothing() {
         }
         assert_eq!(run(&mut dp, PROGRAM_EMPTY, frame, 3), XDP_DROP);
     }
+    // The baseline forwards whatever parses, to its one port.
+    assert_eq!(run(&mut dp, PROGRAM_BASELINE, &forwarded, 3), XDP_REDIRECT);
+    assert_eq!(run(&mut dp, PROGRAM_BASELINE, &down, 3), XDP_REDIRECT);
+    assert_eq!(run(&mut dp, PROGRAM_BASELINE, &arp, 3), XDP_PASS);
     assert_eq!(dp.verdict_counts().expect("verdicts"), counted);
 
     // A port missing from the devmap: refused at `redirect`, after `select`.
+    assert_eq!(
+        BASELINE_IFINDEX, 1,
+        "the baseline's port is the golden next hops'"
+    );
     dp.remove_port(1).expect("remove port");
     assert_eq!(
         run(&mut dp, "fabriclb_until_select", &forwarded, 1),
@@ -118,6 +127,7 @@ fn bench_cuts_stop_after_their_stage_and_count_nothing() {
         run(&mut dp, "fabriclb_until_redirect", &forwarded, 1),
         XDP_PASS
     );
+    assert_eq!(run(&mut dp, PROGRAM_BASELINE, &forwarded, 1), XDP_PASS);
     dp.add_port(1).expect("add port");
 
     // The whole path counts: 5 forwarded.

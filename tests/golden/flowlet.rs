@@ -131,6 +131,51 @@ fn flowlet_packets_inside_the_gap_keep_their_next_hop() {
     assert_eq!(h.member_packets(group), expected, "packets per member");
 }
 
+/// Flowlet state lives in an array indexed by flow hash and group, so a
+/// flow of another group can land on a live flowlet's entry: it must go
+/// where a first flowlet goes and leave the entry alone. Overwriting it
+/// would make the owner's next packet start over (a new flowlet, mid-burst).
+#[test]
+fn a_flow_of_another_group_leaves_a_live_flowlets_entry_alone() {
+    let mut h = Harness::on_one_cpu();
+    let (owner, guest) = ("flowlet-sticky", "per-packet");
+    let (dst, port, ecmp) = STICKY;
+    let own = udp_packet(dst, port);
+    let frame = |(ip, l4): &(Ipv4, Vec<u8>)| ip.frame(LB_MAC, PEER_MAC, &[], l4);
+    let index = h.flowlet_index(owner, &frame(&own));
+    // A UDP flow of the per-packet group (never sprayed: not RoCE) that
+    // hashes onto the same entry.
+    let other = (0..=u16::MAX)
+        .flat_map(|host| [1000u16, 2000, 3000].map(|port| (host, port)))
+        .map(|(host, port)| udp_packet([10, 7, (host >> 8) as u8, host as u8], port))
+        .find(|p| h.flowlet_index(guest, &frame(p)) == index)
+        .expect("a flow of the other group on the same entry");
+
+    assert_eq!(h.forward(owner, "owner starts", &own), ecmp);
+    let held = h.flowlet_entry(index);
+    assert_eq!(held.generation, h.group_entry(owner).generation);
+    // Within the owner's one-second gap.
+    let guest_slot = h.forward(guest, "guest", &other);
+    assert_eq!(
+        h.flowlet_entry(index),
+        held,
+        "the owner's entry is untouched"
+    );
+    let stats = h.group_stats(guest);
+    assert_eq!(
+        (stats.new_flowlets, stats.pinned),
+        (0, 1),
+        "the guest: no flowlet of its own, pinned"
+    );
+    assert_eq!(
+        h.forward(guest, "guest again", &other),
+        guest_slot,
+        "placed alike each time"
+    );
+    assert_eq!(h.forward(owner, "owner goes on", &own), ecmp);
+    assert_eq!(flowlets(&h, owner), (1, 0), "the owner's flowlet goes on");
+}
+
 #[test]
 fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     let mut h = Harness::on_one_cpu();

@@ -12,7 +12,11 @@ use fabriclb::{
 use lb_common::{
     abi::{GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats},
     limits::FLOWLET_TABLE_DEFAULT,
-    packet::craft::Ipv4,
+    packet::{craft::Ipv4, parse::parse},
+    select::{
+        flowlet::{FlowletState, flowlet_index},
+        hash::{HashFields, flow_hash},
+    },
     verdict::Reason,
 };
 
@@ -256,6 +260,21 @@ impl Harness {
     pub fn group_entry(&self, group: &str) -> GroupEntry {
         let id = self.group_table(group).id;
         self.dp.maps.groups.get(&id, 0).expect("group entry")
+    }
+
+    /// The flowlet table entry a frame of `group` uses, as the program
+    /// computes it.
+    pub fn flowlet_index(&self, group: &str, frame: &[u8]) -> u32 {
+        let entry = self.group_entry(group);
+        let flow = parse(frame).expect("parsable frame").flow;
+        let hash = flow_hash(entry.hash_seed, &flow, HashFields(entry.hash_fields));
+        let size = self.dp.maps.flowlet_capacity().expect("flowlet table size");
+        flowlet_index(self.group_table(group).id, hash, size)
+    }
+
+    /// Flowlet table entry `index` on the CPU tests pin themselves to.
+    pub fn flowlet_entry(&self, index: u32) -> FlowletState {
+        self.dp.maps.flowlets.get(&index, 0).expect("flowlet entry")[0]
     }
 
     pub fn group_stats(&self, group: &str) -> GroupStats {

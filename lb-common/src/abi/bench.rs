@@ -2,7 +2,8 @@
 
 /// `fabriclb` for benchmarks: restores the packet after each run.
 pub const PROGRAM_BENCH: &str = "fabriclb_bench";
-/// Benchmark baseline: parse and redirect to [`BASELINE_IFINDEX`].
+/// Benchmark baseline: parse, redirect to [`BASELINE_IFINDEX`], rewrite
+/// the L2 header and the TTL.
 pub const PROGRAM_BASELINE: &str = "fabriclb_baseline";
 /// The restore wrapper around nothing: the floor every cost is taken above.
 pub const PROGRAM_EMPTY: &str = "fabriclb_empty";

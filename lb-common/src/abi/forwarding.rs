@@ -22,9 +22,13 @@ pub const DEVMAP: &str = "FL_DEVMAP";
 pub const VERDICTS: &str = "FL_VERDICTS";
 /// Per-CPU array: next-hop id -> [`NextHopStats`].
 pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
-/// LRU hash, per-CPU values: [`crate::select::flowlet::FlowletKey`] ->
-/// [`crate::select::flowlet::FlowletState`]. Its size is set at load time.
+/// Per-CPU array: [`crate::select::flowlet::flowlet_index`] ->
+/// [`crate::select::flowlet::FlowletState`]. Its size is set at load time,
+/// with [`FLOWLET_TABLE_SIZE`] to match.
 pub const FLOWLETS: &str = "FL_FLOWLETS";
+/// The program's global `u32`: how many entries [`FLOWLETS`] has, which
+/// the program scales its flow hashes to.
+pub const FLOWLET_TABLE_SIZE: &str = "FL_FLOWLET_TABLE_SIZE";
 /// Array: next-hop id -> path quality (`u32`, higher is better), written
 /// by the daemon; see [`crate::select::flowlet::PATH_QUALITY_DEFAULT`].
 pub const PATH_QUALITY: &str = "FL_PATH_QUALITY";
@@ -38,7 +42,7 @@ pub const GROUP_STATS: &str = "FL_GROUP_STATS";
 /// per-packet groups, the clock recent loads age by.
 pub const LOAD_CLOCK: &str = "FL_LOAD_CLOCK";
 /// Per-CPU array, one slot: the forwarding path's room for its big values
-/// (parsed headers, hash input, flowlet key). The program's own; userspace
+/// (parsed headers, flowlet key). The program's own; userspace
 /// never reads it.
 pub const SCRATCH: &str = "FL_SCRATCH";
 
@@ -141,7 +145,6 @@ mod pod {
     unsafe impl aya::Pod for super::NextHop {}
     unsafe impl aya::Pod for super::NextHopStats {}
     unsafe impl aya::Pod for super::GroupStats {}
-    unsafe impl aya::Pod for crate::select::flowlet::FlowletKey {}
     unsafe impl aya::Pod for crate::select::flowlet::FlowletState {}
 }
 
@@ -158,10 +161,6 @@ mod tests {
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
         assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
         assert_eq!(core::mem::size_of::<GroupStats>(), 40);
-        assert_eq!(
-            core::mem::size_of::<crate::select::flowlet::FlowletKey>(),
-            44
-        );
         assert_eq!(
             core::mem::size_of::<crate::select::flowlet::FlowletState>(),
             32

@@ -11,7 +11,6 @@
 
 use crate::packet::parse::Bth;
 use crate::packet::roce;
-use crate::select::hash::{HASH_INPUT_MAX, HashInput};
 use crate::select::load::RecentLoad;
 
 /// [`crate::abi::GroupEntry::mode`]: hash every packet of a flow to one
@@ -38,26 +37,23 @@ pub const PATH_QUALITY_MAX: u32 = 1 << 16;
 pub const HYSTERESIS_NUM: u64 = 7;
 pub const HYSTERESIS_DEN: u64 = 8;
 
-/// Flowlet table key: the group and the bytes its hash covers, so two
-/// flows share state exactly when they share a hash input.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FlowletKey {
-    pub group: u16,
-    /// Hash input length: tells IPv4 (16) from IPv6 (40).
-    pub len: u16,
-    pub fields: [u8; HASH_INPUT_MAX],
-}
-
-impl FlowletKey {
-    #[inline(always)]
-    pub fn new(group: u32, input: &HashInput) -> Self {
-        Self {
-            group: group as u16,
-            len: input.len as u16,
-            fields: input.bytes,
-        }
-    }
+/// The flowlet table entry a flow of `group` with flow hash `hash` uses,
+/// in a table of `size` entries. The table is an array indexed by hash, as
+/// in switch ASICs: no key to hash again and compare, and a new flow costs
+/// no insertion. Flows of a group whose hashes meet share an entry and
+/// with it their flowlet, which is safe: its path changes only after a
+/// gap in all of them, so none is reordered; they only move together.
+/// The group is mixed in so that groups hashing alike do not meet in the
+/// same entries ([`FlowletStep::Occupied`] covers the rare ones that do).
+#[inline(always)]
+pub fn flowlet_index(group: u32, hash: u32, size: u32) -> u32 {
+    // Multiplying by the golden ratio spreads consecutive group ids over
+    // the whole table.
+    let mixed = hash ^ group.wrapping_mul(0x9E37_79B9);
+    // The mixed hash scaled to 0..size (Lemire's multiply-shift): uniform
+    // for a uniform hash, without the division a modulo costs. It reads
+    // the hash's high bits, independent of the low ones ECMP's bucket uses.
+    ((u64::from(mixed) * u64::from(size)) >> 32) as u32
 }
 
 /// One flow's state on one CPU. All zeros (a CPU that never saw the flow)
@@ -88,6 +84,12 @@ pub enum FlowletStep {
     /// so switching a group to flowlet mode moves no flow mid-burst, unless
     /// that next hop is down or degraded ([`starts_on_ecmp`]).
     Start,
+    /// Another generation's flowlet is live in the entry: another group's
+    /// flow hashed there, or this group's before its members changed.
+    /// The packet goes where [`Self::Start`] puts it and leaves the entry
+    /// alone, so that flowlet is not moved mid-burst; the entry is taken
+    /// once it has been idle for a gap.
+    Occupied,
 }
 
 /// Decides a packet's step from its flow's state at `now_ns`.
@@ -99,13 +101,21 @@ pub fn step(
     generation: u32,
     members: u32,
 ) -> FlowletStep {
-    let Some(state) = state.filter(|s| s.generation == generation) else {
+    let Some(state) = state.filter(|s| s.generation != 0) else {
         return FlowletStep::Start;
     };
+    let idle = now_ns.wrapping_sub(state.last_seen_ns) > gap_ns;
+    if state.generation != generation {
+        return if idle {
+            FlowletStep::Start
+        } else {
+            FlowletStep::Occupied
+        };
+    }
     if state.slot >= members {
         return FlowletStep::Choose { current: None };
     }
-    if now_ns.wrapping_sub(state.last_seen_ns) > gap_ns {
+    if idle {
         FlowletStep::Choose {
             current: Some(state.slot),
         }

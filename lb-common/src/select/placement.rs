@@ -35,7 +35,7 @@ pub fn placement(
         FlowletStep::Choose { current } => Placement::LeastCost {
             offered: current.filter(|&slot| usable(slot)),
         },
-        FlowletStep::Start => match ecmp_start() {
+        FlowletStep::Start | FlowletStep::Occupied => match ecmp_start() {
             Some(slot) => Placement::Slot(slot),
             None => Placement::LeastCost { offered: None },
         },

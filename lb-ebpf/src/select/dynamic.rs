@@ -7,7 +7,9 @@ use lb_common::{
     abi::GroupEntry,
     limits::BUCKETS_PER_GROUP,
     select::{
-        flowlet::{FlowletKey, FlowletState, FlowletStep, MODE_ECMP, drain, starts_on_ecmp, step},
+        flowlet::{
+            FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step,
+        },
         load::load_epoch,
         placement::{Placement, placement},
     },
@@ -18,11 +20,13 @@ use super::{
     Choice,
     members::{choose, member, move_load, quality, slot_of, usable},
 };
-use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, Scratch};
+use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, flowlet_table_size};
 
-/// What [`dynamic`] needs to know of a packet besides its hash input.
+/// What [`dynamic`] needs to know of a packet.
 pub(super) struct Packet {
     pub group_id: u32,
+    /// Its flow hash, which finds its flowlet.
+    pub hash: u32,
     /// The next hop ECMP would pick.
     pub ecmp_id: u32,
     pub len: u64,
@@ -35,14 +39,10 @@ pub(super) struct Packet {
 // Not inlined: its own stack frame keeps `process` under 512 bytes. BPF
 // calls take at most five arguments, hence `Packet` and `out`.
 #[inline(never)]
-pub(super) fn dynamic(
-    packet: &Packet,
-    group: &GroupEntry,
-    scratch: &mut Scratch,
-    out: &mut Choice,
-) -> Result<(), Reason> {
+pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> Result<(), Reason> {
     let Packet {
         group_id,
+        hash,
         ecmp_id,
         len,
         sprayable,
@@ -87,19 +87,18 @@ pub(super) fn dynamic(
     stats.pinned += 1;
     // SAFETY: plain helper call.
     let now = unsafe { bpf_ktime_get_ns() };
-    scratch.key = FlowletKey::new(group_id, &scratch.input);
-    let key = &scratch.key;
-    let state = FL_FLOWLETS.get_ptr_mut(key);
+    let index = flowlet_index(group_id, hash, flowlet_table_size());
+    let state = FL_FLOWLETS.get_ptr_mut(index).ok_or(Reason::NoNextHop)?;
     // SAFETY: this CPU's value; no concurrent writer.
-    let previous = state.map(|s| unsafe { *s });
+    let previous = unsafe { *state };
     let next = step(
-        previous.as_ref(),
+        Some(&previous),
         now,
         group.flowlet_gap_ns,
         group.generation,
         group.member_count,
     );
-    let previous_own = previous_load(&previous, epoch);
+    let previous_own = previous.load.at(epoch);
     let ecmp_start =
         || slot_of(group, ecmp_id).filter(|_| starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)));
     let usable_slot = |slot| usable(member(group, slot));
@@ -117,11 +116,20 @@ pub(super) fn dynamic(
             Placement::LeastCost { offered } => choose(group, epoch, offered, previous_own)?,
         }
     };
+    let chosen = Choice {
+        nh_id: member(group, slot),
+        sprayed: false,
+        epoch: Some(epoch),
+    };
     // The flow's own load moves with it; a first flowlet has none yet.
     let (own, from) = match next {
         FlowletStep::Continue(slot) => (previous_own, Some(slot)),
         FlowletStep::Choose { current } => (previous_own, current),
         FlowletStep::Start => (0, None),
+        FlowletStep::Occupied => {
+            *out = chosen;
+            return Ok(());
+        }
     };
     if !matches!(next, FlowletStep::Continue(s) if s == slot) {
         stats.new_flowlets += 1;
@@ -134,7 +142,7 @@ pub(super) fn dynamic(
     }
     let mut load = match next {
         FlowletStep::Start => Default::default(),
-        _ => previous.map(|p| p.load).unwrap_or_default(),
+        _ => previous.load,
     };
     load.add(epoch, len);
     let updated = FlowletState {
@@ -143,22 +151,8 @@ pub(super) fn dynamic(
         slot,
         generation: group.generation,
     };
-    match state {
-        // SAFETY: as above.
-        Some(state) => unsafe { *state = updated },
-        None => {
-            let _ = FL_FLOWLETS.insert(key, &updated, 0);
-        }
-    }
-    *out = Choice {
-        nh_id: member(group, slot),
-        sprayed: false,
-        epoch: Some(epoch),
-    };
+    // SAFETY: as above.
+    unsafe { *state = updated };
+    *out = chosen;
     Ok(())
-}
-
-#[inline(always)]
-fn previous_load(previous: &Option<FlowletState>, epoch: u64) -> u64 {
-    previous.map_or(0, |p| p.load.at(epoch))
 }

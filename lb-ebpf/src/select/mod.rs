@@ -8,14 +8,15 @@ mod members;
 use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
+    packet::parse::Parsed,
     select::{
         flowlet::{MODE_ECMP, flowlet_rules, sprays},
-        hash::{HashFields, hash_input, input_hash},
+        hash::{HashFields, flow_hash},
     },
     verdict::Reason,
 };
 
-use crate::maps::{FL_BUCKETS, Scratch};
+use crate::maps::FL_BUCKETS;
 use dynamic::{Packet, dynamic};
 
 /// The next hop a packet takes, and what to account for it.
@@ -38,12 +39,16 @@ impl Choice {
     }
 }
 
-/// The next hop ECMP picks in group `group_id` for the packet parsed into
-/// `scratch`; leaves the flow's hash input there for [`next_hop`].
+/// The flow hash of the packet `parsed` by group's fields and seed: its
+/// ECMP bucket and its flowlet entry.
 #[inline(always)]
-pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &mut Scratch) -> Result<u32, Reason> {
-    scratch.input = hash_input(&scratch.parsed.flow, HashFields(group.hash_fields));
-    let hash = input_hash(group.hash_seed, &scratch.input);
+pub fn hash(group: &GroupEntry, parsed: &Parsed) -> u32 {
+    flow_hash(group.hash_seed, &parsed.flow, HashFields(group.hash_fields))
+}
+
+/// The next hop ECMP picks in group `group_id` for a flow hash.
+#[inline(always)]
+pub fn bucket(group_id: u32, hash: u32) -> Result<u32, Reason> {
     let bucket = group_id * BUCKETS_PER_GROUP + (hash & (BUCKETS_PER_GROUP - 1));
     Ok(*FL_BUCKETS.get(bucket).ok_or(Reason::NoNextHop)?)
 }
@@ -58,19 +63,21 @@ pub fn ecmp(group_id: u32, group: &GroupEntry, scratch: &mut Scratch) -> Result<
 pub fn next_hop(
     group_id: u32,
     group: &GroupEntry,
+    hash: u32,
     len: u64,
-    scratch: &mut Scratch,
+    parsed: &Parsed,
     choice: &mut Choice,
 ) -> Result<(), Reason> {
     let rules = flowlet_rules(group.mode, group.draining);
     if rules != MODE_ECMP {
         let packet = Packet {
             group_id,
+            hash,
             ecmp_id: choice.nh_id,
             len,
-            sprayable: sprays(rules, group.spray, scratch.parsed.bth.as_ref()),
+            sprayable: sprays(rules, group.spray, parsed.bth.as_ref()),
         };
-        dynamic(&packet, group, scratch, choice)?;
+        dynamic(&packet, group, choice)?;
     }
     if choice.nh_id == NO_NEXTHOP {
         return Err(Reason::NoNextHop);

@@ -25,7 +25,7 @@ pub struct CostRow {
     pub ns: f64,
     pub ns_min: f64,
     pub ns_max: f64,
-    /// The baseline (parse + redirect) above the empty program.
+    /// The baseline (parse, redirect, rewrite) above the empty program.
     pub baseline_ns: f64,
     pub baseline_min: f64,
     pub baseline_max: f64,
@@ -113,7 +113,7 @@ fn write_tables(rows: &[CostRow], budget: &Budget, report: &mut String) {
         budget.repeat, budget.runs
     );
     report.push_str("Every program runs behind the same restore wrapper; the empty program is that wrapper around nothing, and each figure is a run's time minus the empty program's in the same round.\n\n");
-    report.push_str("| packet | mode | empty program | baseline: parse + redirect | fabriclb | ratio of medians |\n|---|---|---|---|---|---|\n");
+    report.push_str("| packet | mode | empty program | baseline: parse + redirect + rewrite | fabriclb | ratio of medians |\n|---|---|---|---|---|---|\n");
     for r in rows {
         let _ = writeln!(
             report,

@@ -143,10 +143,12 @@ fn points() -> Vec<(&'static str, &'static str, u32, Setup)> {
         ));
     }
     for n in FLOW_COUNTS {
-        // The longest gap a config allows: a flow revisited within it
-        // stays on its flowlet, so `hit` times the lookup, not a new choice.
-        let flowlet = |modulus| Setup {
-            keys: "mode = \"flowlet\"\nflowlet_gap_us = 1000000",
+        // `hit`: the longest gap a config allows, so a flow revisited
+        // within it stays on its flowlet and the lookup is timed, not a
+        // new choice. `miss`: a new flow every packet, and the shortest
+        // gap, so each finds its entry idle and chooses a path.
+        let flowlet = |modulus, keys| Setup {
+            keys,
             next_hops: 16,
             routes: None,
             flowlet_table: n,
@@ -154,8 +156,18 @@ fn points() -> Vec<(&'static str, &'static str, u32, Setup)> {
             vary: new_flows(modulus),
             warm_up: n,
         };
-        points.push(("flows", "flowlet, hit", n, flowlet(n)));
-        points.push(("flows", "flowlet, miss", n, flowlet(0)));
+        points.push((
+            "flows",
+            "flowlet, hit",
+            n,
+            flowlet(n, "mode = \"flowlet\"\nflowlet_gap_us = 1000000"),
+        ));
+        points.push((
+            "flows",
+            "flowlet, miss",
+            n,
+            flowlet(0, "mode = \"flowlet\"\nflowlet_gap_us = 1"),
+        ));
     }
     for n in NEXT_HOP_COUNTS {
         for (series, keys, opcode) in [
@@ -279,7 +291,7 @@ fn write_table(points: &[Point], budget: &Budget, report: &mut String) {
         budget.repeat, budget.runs
     );
     report.push_str(
-        "Each run changes the packet before every repeat: the destination walks the installed routes (`/24`s or `/64`s), or the source address makes a flow per packet (`miss`, and the `next_hops` curve) or walks as many flows as the table holds (`hit`, with a 1 s flowlet gap so a flow found stays on its flowlet). New flowlets tell a hit from a miss.\n\n\
+        "Each run changes the packet before every repeat: the destination walks the installed routes (`/24`s or `/64`s), or the source address makes a flow per packet (`miss`, with a 1 us flowlet gap so each finds its flowlet table entry idle and chooses a path; and the `next_hops` curve) or walks as many flows as the table has entries (`hit`, with a 1 s gap so a flow found stays on its flowlet; flows whose hashes meet share an entry). New flowlets tell a hit from a miss.\n\n\
          | curve | series | x | ns | new flowlets, % of packets |\n|---|---|---|---|---|\n",
     );
     for p in points {

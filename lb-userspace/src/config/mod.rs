@@ -10,7 +10,7 @@
 //! hash_seed = 0x5eed1234     # u32, default 0
 //! interfaces = ["eth0"]      # non-empty, unique
 //! xdp_mode = "auto"          # "auto" (default) | "driver" | "generic"
-//! flowlet_table_size = 65536 # flows the flowlet table holds (LRU)
+//! flowlet_table_size = 65536 # entries of the flowlet table, indexed by flow hash
 //!
 //! [[group]]
 //! name = "spines"            # unique, non-empty

@@ -182,6 +182,14 @@ fn write_table(
     Ok(())
 }
 
+/// Gives the flowlet table `size` entries, and the program the size it
+/// indexes the table modulo: the two must agree.
+fn size_flowlets<'a>(loader: &mut EbpfLoader<'a>, size: &'a u32) {
+    loader
+        .map_max_entries(names::FLOWLETS, *size)
+        .override_global(names::FLOWLET_TABLE_SIZE, size, true);
+}
+
 impl Dataplane {
     /// Loads the production object and the program into the kernel
     /// (verifier included) without attaching it to any interface; the
@@ -223,8 +231,12 @@ impl Dataplane {
     /// a config may ask for.
     pub fn load_sized(object: &[u8], max_entries: &[(&str, u32)]) -> Result<Self> {
         let mut loader = EbpfLoader::new();
-        for &(name, entries) in max_entries {
-            loader.map_max_entries(name, entries);
+        for (name, entries) in max_entries {
+            if *name == names::FLOWLETS {
+                size_flowlets(&mut loader, entries);
+            } else {
+                loader.map_max_entries(name, *entries);
+            }
         }
         Self::from_loader(&mut loader, object)
     }

@@ -2,11 +2,9 @@
 //! the loaded [`Dataplane`](super::Dataplane) writes, and what `status` and
 //! `explain` open from an instance's pins or a program's map ids.
 
-use aya::maps::{
-    Array, DevMapHash, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray, PerCpuHashMap,
-};
+use aya::maps::{Array, DevMapHash, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
-use lb_common::select::flowlet::{FlowletKey, FlowletState};
+use lb_common::select::flowlet::FlowletState;
 
 pub struct Maps {
     pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
@@ -20,7 +18,7 @@ pub struct Maps {
     pub verdicts: PerCpuArray<MapData, u64>,
     pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
     pub group_stats: PerCpuArray<MapData, GroupStats>,
-    pub flowlets: PerCpuHashMap<MapData, FlowletKey, FlowletState>,
+    pub flowlets: PerCpuArray<MapData, FlowletState>,
     pub load_clock: PerCpuArray<MapData, u64>,
 }
 

@@ -15,10 +15,10 @@ use lb_common::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 use lb_common::packet::parse::{Parsed, parse};
 use lb_common::route;
 use lb_common::select::flowlet::{
-    Candidate, FlowletKey, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_rules,
-    sprays, starts_on_ecmp, step,
+    Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
+    flowlet_rules, sprays, starts_on_ecmp, step,
 };
-use lb_common::select::hash::{HashFields, HashInput, hash_input, input_hash};
+use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
 use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
 
@@ -90,7 +90,8 @@ pub enum Dynamic {
         stand_in: Option<u32>,
     },
     Flowlet {
-        key: FlowletKey,
+        /// The flow's entry in the flowlet table.
+        index: u32,
         now_ns: u64,
         /// This CPU's state for the flow, if it has one.
         state: Option<FlowletState>,
@@ -170,8 +171,9 @@ pub fn explain(
         return Ok(e.ends(Reason::NoRoute));
     };
     e.group = Some((group_id, group));
-    let input = hash_input(flow, HashFields(group.hash_fields));
-    let hash = input_hash(group.hash_seed, &input);
+    let fields = HashFields(group.hash_fields);
+    let input = hash_input(flow, fields);
+    let hash = flow_hash(group.hash_seed, flow, fields);
     let bucket = hash & (BUCKETS_PER_GROUP - 1);
     let Some(ecmp) = maps.bucket(group_id * BUCKETS_PER_GROUP + bucket)? else {
         return Ok(e.ends(Reason::NoNextHop));
@@ -194,7 +196,7 @@ pub fn explain(
             group: &group,
             len: frame.len() as u64,
         };
-        let (step, chosen) = at.dynamic(&parsed, &input, ecmp, cpu, now_ns)?;
+        let (step, chosen) = at.dynamic(&parsed, hash, ecmp, cpu, now_ns)?;
         e.dynamic = Some(step);
         match chosen {
             Some(id) => nh_id = id,
@@ -297,13 +299,15 @@ impl Choice<'_> {
     fn dynamic(
         &self,
         parsed: &Parsed,
-        input: &HashInput,
+        hash: u32,
         ecmp: u32,
         cpu: Option<usize>,
         now_ns: u64,
     ) -> Result<(DynamicStep, Option<u32>)> {
-        let key = FlowletKey::new(self.group_id, input);
-        let states = self.maps.flowlet(&key)?;
+        let size =
+            (self.maps.typed.flowlet_capacity()).map_err(map_err(lb_common::abi::FLOWLETS))?;
+        let index = flowlet_index(self.group_id, hash, size);
+        let states = self.maps.flowlet(index)?;
         let live: Vec<(usize, FlowletState)> = states
             .iter()
             .flat_map(|s| s.iter().copied().enumerate())
@@ -363,7 +367,9 @@ impl Choice<'_> {
         let next = step_of(state.as_ref(), now_ns, self.group);
         let usable_slot = |slot: u32| members.iter().any(|m| m.slot == slot && m.usable);
         let ecmp_start = match next {
-            FlowletStep::Start if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) => {
+            FlowletStep::Start | FlowletStep::Occupied
+                if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) =>
+            {
                 members.iter().find(|m| m.id == ecmp).map(|m| m.slot)
             }
             _ => None,
@@ -376,7 +382,7 @@ impl Choice<'_> {
         let current = match next {
             FlowletStep::Continue(slot) => Some(slot),
             FlowletStep::Choose { current } => current,
-            FlowletStep::Start => None,
+            FlowletStep::Start | FlowletStep::Occupied => None,
         };
         let draining = self.group.mode == MODE_ECMP;
         let (slot, new_flowlet) = if draining {
@@ -392,7 +398,7 @@ impl Choice<'_> {
             )
         };
         let kind = Dynamic::Flowlet {
-            key,
+            index,
             now_ns,
             state: state.filter(|s| s.generation != 0),
             other_cpus: live.iter().map(|(c, _)| *c).filter(|&c| c != cpu).collect(),

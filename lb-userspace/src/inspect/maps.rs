@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use aya::maps::{Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
-use lb_common::select::flowlet::{FlowletKey, FlowletState};
+use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
 
 use crate::dataplane::{Maps, pins::PinDir, said};
@@ -167,9 +167,9 @@ impl MapSet {
             .map_err(map_err(names::GROUP_STATS))
     }
 
-    /// A flow's flowlet state on each CPU; `None` when no CPU holds it.
-    pub fn flowlet(&self, key: &FlowletKey) -> Result<Option<PerCpuValues<FlowletState>>> {
-        absent_is_none(self.typed.flowlets.get(key, 0), names::FLOWLETS)
+    /// Flowlet table entry `index` on each CPU; `None` past the table.
+    pub fn flowlet(&self, index: u32) -> Result<Option<PerCpuValues<FlowletState>>> {
+        absent_is_none(self.typed.flowlets.get(&index, 0), names::FLOWLETS)
     }
 
     /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.

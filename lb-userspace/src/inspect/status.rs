@@ -84,13 +84,27 @@ impl Status {
                 packets,
             })
             .collect();
+        let generations: Vec<(u32, u32)> = (0..MAX_GROUPS)
+            .filter_map(|id| match maps.group_at(id) {
+                Ok(Some(g)) if g.in_use != 0 => Some(Ok((g.generation, id))),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<_, _>>()?;
         let mut per_group = [0u64; MAX_GROUPS as usize];
         let mut flowlet_entries = 0;
-        for key in maps.typed.flowlets.keys() {
-            let key = key.map_err(map_err(lb_common::abi::FLOWLETS))?;
-            flowlet_entries += 1;
-            if let Some(n) = per_group.get_mut(key.group as usize) {
-                *n += 1;
+        for states in maps.typed.flowlets.iter() {
+            let states = states.map_err(map_err(lb_common::abi::FLOWLETS))?;
+            // An entry counts for each group with state in it on some CPU.
+            let mut held = [false; MAX_GROUPS as usize];
+            for state in states.iter() {
+                if let Some(&(_, id)) = generations.iter().find(|(g, _)| *g == state.generation) {
+                    held[id as usize] = true;
+                }
+            }
+            flowlet_entries += u64::from(held.contains(&true));
+            for (n, held) in per_group.iter_mut().zip(held) {
+                *n += u64::from(held);
             }
         }
         let epochs = maps.epochs(0)?;

@@ -44,9 +44,12 @@ fn a_slot_the_group_no_longer_has_forces_a_choice() {
 }
 
 #[test]
-fn no_state_or_another_generation_starts_where_ecmp_would() {
+fn no_state_or_another_generations_idle_state_starts_where_ecmp_would() {
     assert_eq!(step(None, 5, GAP, 3, 4), FlowletStep::Start);
-    assert_eq!(step(Some(&state(1, 4)), 5, GAP, 4, 4), FlowletStep::Start);
+    assert_eq!(
+        step(Some(&state(1, 4)), 5 + GAP, GAP, 4, 4),
+        FlowletStep::Start
+    );
     // A CPU that never saw the flow holds zeros: generation 0 never matches.
     assert_eq!(
         step(Some(&FlowletState::default()), 5, GAP, 1, 4),
@@ -187,18 +190,33 @@ fn only_self_contained_roce_is_sprayed_by_default() {
 }
 
 #[test]
-fn flowlet_keys_tell_families_and_groups_apart() {
-    let mut input = HashInput {
-        bytes: [0; HASH_INPUT_MAX],
-        len: 16,
-    };
-    input.bytes[0] = 10;
-    let v4 = FlowletKey::new(1, &input);
-    input.len = 40;
-    assert_ne!(v4, FlowletKey::new(1, &input));
-    input.len = 16;
-    assert_ne!(v4, FlowletKey::new(2, &input));
-    assert_eq!(v4, FlowletKey::new(1, &input));
+fn another_generations_live_flowlet_is_left_alone_until_idle() {
+    let s = state(1, 1_000_000);
+    assert_eq!(
+        step(Some(&s), 1_000_000 + GAP, GAP, 4, 4),
+        FlowletStep::Occupied
+    );
+    assert_eq!(
+        step(Some(&s), 1_000_001 + GAP, GAP, 4, 4),
+        FlowletStep::Start
+    );
+}
+
+#[test]
+fn flowlet_indexes_stay_in_the_table_and_tell_groups_apart() {
+    for size in [1, 1024, 65_536, 1_000_003] {
+        for hash in [0, 1, 0xdead_beef, u32::MAX] {
+            assert!(flowlet_index(7, hash, size) < size);
+        }
+    }
+    // The whole table is used, its ends included.
+    assert_eq!(flowlet_index(0, 0, 1000), 0);
+    assert_eq!(flowlet_index(0, u32::MAX, 1000), 999);
+    // Same hash, neighbouring groups: entries far apart.
+    let a = flowlet_index(1, 0x1234_5678, 65_536);
+    let b = flowlet_index(2, 0x1234_5678, 65_536);
+    assert!(a.abs_diff(b) > 1024, "{a} {b}");
+    assert_eq!(a, flowlet_index(1, 0x1234_5678, 65_536));
 }
 
 #[test]

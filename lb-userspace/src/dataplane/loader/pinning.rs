@@ -290,7 +290,7 @@ impl Dataplane {
     pub fn load_pinned(flowlet_table_size: u32, pinned: Pinned) -> Result<Self> {
         let paths = pinned.pin_paths();
         let mut loader = EbpfLoader::new();
-        loader.map_max_entries(names::FLOWLETS, flowlet_table_size);
+        super::size_flowlets(&mut loader, &flowlet_table_size);
         for (name, path) in &paths {
             loader.map_pin_path(name, path.as_path());
         }

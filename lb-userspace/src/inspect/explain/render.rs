@@ -183,7 +183,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             out.push('\n');
         }
         Dynamic::Flowlet {
-            key,
+            index,
             now_ns,
             state,
             other_cpus,
@@ -198,13 +198,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
                 let cpus: Vec<String> = other_cpus.iter().map(usize::to_string).collect();
                 write!(out, "; cpus {} hold state too", cpus.join(", ")).unwrap();
             }
-            writeln!(
-                out,
-                "): key group {} input {}",
-                key.group,
-                hash_input(&key.fields[..key.len as usize])
-            )
-            .unwrap();
+            writeln!(out, "): flowlet table entry {index}").unwrap();
             match state {
                 Some(s) => writeln!(
                     out,
@@ -233,6 +227,9 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
                 ),
                 FlowletStep::Start => format!(
                     "no state of the group's generation: starts where ECMP puts it if that next hop is usable and not rated below the default quality, else at least cost: {taken}"
+                ),
+                FlowletStep::Occupied => format!(
+                    "another generation's flowlet is live in the entry (another group's flow, or this group's before its members changed): placed as a first flowlet, the entry left to it: {taken}"
                 ),
             };
             writeln!(out, "  step: {why}").unwrap();
