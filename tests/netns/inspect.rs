@@ -10,7 +10,7 @@ use fabriclb::testbed::{UdpLoad, receiver_addr};
 use crate::bed::{Bed, wait_for};
 
 /// `fabriclb ARGS` in the leaf's namespace, reading the pins under `bpffs`.
-fn in_leaf(bed: &Bed, bpffs: &Bpffs, args: &[&str]) -> String {
+pub fn in_leaf(bed: &Bed, bpffs: &Bpffs, args: &[&str]) -> String {
     let out = Command::new("ip")
         .args(["netns", "exec", &bed.testbed.ns("leaf")])
         .arg(env!("CARGO_BIN_EXE_fabriclb"))

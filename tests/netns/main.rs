@@ -13,6 +13,7 @@ mod config_file;
 mod failover;
 mod hop;
 mod inspect;
+mod kernel_routes;
 mod links;
 mod local;
 mod neighbours;

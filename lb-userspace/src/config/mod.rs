@@ -26,6 +26,10 @@
 //! [[route]]
 //! prefix = "10.1.0.0/16"
 //! group = "spines"
+//!
+//! [[group]]
+//! name = "uplinks"           # routes and next hops from the kernel:
+//! kernel_routes = { table = "main", protocol = "bgp" }   # no next_hops
 //! ```
 //!
 //! Parsing happens in two layers: serde fills a raw layer whose fields carry
@@ -56,9 +60,10 @@ pub use diagnostics::{ConfigError, Warning};
 pub use diff::changes;
 pub use schema::{
     ArsProfile, Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US,
-    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN,
-    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
-    Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes,
+    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix, RT_TABLE_MAIN,
+    Route, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting,
+    format_mac, learned_group_name,
 };
 
 /// Reads and validates the config file at `path`.

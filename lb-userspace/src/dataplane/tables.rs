@@ -24,7 +24,7 @@ use lb_common::{
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
-    select::buckets::{fit, rebalance, spray_sequence},
+    select::buckets::{fit, spray_sequence},
     select::flowlet::{MODE_ECMP, PATH_QUALITY_DEFAULT},
 };
 
@@ -239,12 +239,13 @@ impl Tables {
             let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
             entry.members[..members.len()].copy_from_slice(&members);
-            // Homes move only when members do: a reload's, not a link's.
+            // Homes move only when members or weights do: a reload's or
+            // the kernel's routes', not a link's.
             let mut home = old.map_or_else(
                 || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 |o| o.home.clone(),
             );
-            rebalance(&mut home, &members);
+            weights::rebalance_weighted(&mut home, &members, &group.weights);
             let mut table = GroupTable {
                 id,
                 name: group.name.clone(),
@@ -313,6 +314,35 @@ impl Tables {
         let config = self.routes.iter().map(|(p, g)| ((p.addr, p.len), *g));
         let local = self.local.iter().map(|&a| ((a, host_len(a)), LOCAL_ROUTE));
         config.chain(local).collect()
+    }
+
+    /// Gives group `name`, new in these tables, the homes and buckets
+    /// group `from` of `previous` had, next hop for next hop (by spec),
+    /// then fits them to its own members and `weights`: a group split off
+    /// another (routes that took a new set of next hops before the rest)
+    /// keeps their flows where they were.
+    pub fn inherit(&mut self, previous: &Tables, name: &str, from: &str, weights: &[u32]) {
+        let Some(old) = previous.groups.iter().find(|g| g.name == from) else {
+            return;
+        };
+        let (nexthops, quality) = (&self.nexthops, &self.quality);
+        let Some(group) = self.groups.iter_mut().find(|g| g.name == name) else {
+            return;
+        };
+        let same = |old_id: u32| {
+            let slot = old.members.iter().position(|&m| m == old_id)?;
+            let at = group.specs.iter().position(|s| *s == old.specs[slot])?;
+            Some(group.members[at])
+        };
+        let map = |ids: &[u32]| -> Vec<u32> {
+            ids.iter()
+                .map(|&id| same(id).unwrap_or(NO_NEXTHOP))
+                .collect()
+        };
+        group.home = map(&old.home);
+        group.buckets = map(&old.buckets);
+        weights::rebalance_weighted(&mut group.home, &group.members, weights);
+        group.rebalance(nexthops, quality);
     }
 
     /// Replaces next hop `id` and moves only the buckets that must move.
@@ -571,3 +601,4 @@ mod local_tests;
 pub mod route_table;
 #[cfg(test)]
 mod tests;
+mod weights;
