@@ -87,7 +87,7 @@ fn link_down_moves_only_the_dead_links_flows_and_brings_them_back() {
     let [row] = report.modes.as_slice() else {
         panic!("ECMP alone: {report:?}")
     };
-    let f = row.failover.expect("a failover measured");
+    let f = row.failover().expect("a failover measured");
     // 4 ranks, one connection each, 16 QPs with their own ports.
     assert_eq!(f.total_flows, 64, "{f:?}");
     assert!(f.dead_link_flows > 0, "no flow on spine 2: {f:?}");

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use fabriclb::testbed::frr::bgp_paths;
+use fabriclb::testbed::scenario::{How, Name, Report, bgp_drain};
 use fabriclb::testbed::{Leaf, Routing, Shape, receiver_addr};
 
 use crate::bed::{Bed, ring, wait_for};
@@ -70,5 +71,57 @@ fn bgp_gives_the_leaf_every_spine_and_takes_a_drained_one_away() -> Result<()> {
     );
     routers.set_spine_graceful_shutdown(3, &spine(3), false)?;
     wait_for_paths(&bed, "spine 3 back", 4)?;
+    Ok(())
+}
+
+/// The short `bgp-drain`: fabriclb on the leaf follows BGP's routes (its
+/// config has none), a spine drained by session shutdown and by graceful
+/// shutdown moves exactly the flows that were on it, nothing is lost at
+/// the leaf (what a spine's queue dropped is counted as dropped), and the
+/// JSON carries the fields.
+#[test]
+fn a_bgp_drain_moves_only_the_drained_spines_flows_and_loses_nothing() -> Result<()> {
+    let scenario = bgp_drain(fabriclb::testbed::scenario::BGP_DRAIN_MESSAGES);
+    let bed = Bed::shaped("D", scenario.shape.clone());
+    let report = bed.scenario(&scenario, &Name::BgpDrain.modes())?;
+    eprintln!("{report:#?}");
+    let [row] = report.modes.as_slice() else {
+        panic!("ECMP alone: {report:?}")
+    };
+    let d = row.drains().context("drains measured")?;
+    assert_eq!(d.total_flows, 64, "{d:?}");
+    assert_eq!(
+        d.lost,
+        row.dropped + row.link_lost,
+        "lost at the leaf: {row:?}"
+    );
+    assert_eq!(row.unaccounted, 0, "{row:?}");
+    let hows: Vec<How> = d.drains.iter().map(|x| x.how).collect();
+    assert_eq!(hows, [How::SessionDown, How::GracefulShutdown]);
+    for drain in &d.drains {
+        assert!(drain.drained_flows > 0, "no flow on the spine: {drain:?}");
+        assert_eq!(drain.moved_flows, drain.drained_flows, "{drain:?}");
+        assert!(drain.rejoin_moved_flows > 0, "nothing went back: {drain:?}");
+        assert!(drain.convergence_ms >= drain.kernel_ms, "{drain:?}");
+    }
+    let json = report.to_json();
+    assert_eq!(Report::from_json(&json)?, report);
+    let value: serde_json::Value = serde_json::from_str(&json)?;
+    let mode = &value["modes"][0];
+    for key in [
+        "sent",
+        "received",
+        "lost",
+        "total_flows",
+        "in_message_reorders",
+    ] {
+        assert!(mode.get(key).is_some(), "{key} missing from {json}");
+    }
+    for key in ["convergence_ms", "kernel_ms", "moved_flows"] {
+        assert!(
+            mode["drains"][0].get(key).is_some(),
+            "{key} missing from {json}"
+        );
+    }
     Ok(())
 }

@@ -57,12 +57,12 @@ impl LeafCounters {
         let labels: Vec<String> = (1..=bed.shape().spines)
             .map(|j| bed.spine_label(j))
             .collect();
-        Self::parse(&labels, text)
+        Self::parse(bed.spine_group(), &labels, text)
     }
 
-    /// Reads the counters of group `spines`, whose next hops are labelled
+    /// Reads the counters of group `group`, whose next hops are labelled
     /// `labels`.
-    pub fn parse(labels: &[String], text: &str) -> Result<Self> {
+    pub fn parse(group: &str, labels: &[String], text: &str) -> Result<Self> {
         let spines = labels
             .iter()
             .map(|label| {
@@ -98,17 +98,18 @@ impl LeafCounters {
         for reason in Reason::ALL.into_iter().filter(|r| *r != Reason::Forwarded) {
             passed_to_kernel += count(reason)?;
         }
-        let group = |metric| read_metric(text, metric, "group=\"spines\"");
+        let group_label = format!("group=\"{group}\"");
+        let group_total = |metric| read_metric(text, metric, &group_label);
         let mut modes = Vec::new();
         for (name, _) in Mode::NAMES {
-            let filter = format!("group=\"spines\",mode=\"{name}\"");
+            let filter = format!("{group_label},mode=\"{name}\"");
             if read_metric(text, "fabriclb_group_mode", &filter)? == 1 {
                 modes.push(name);
             }
         }
         ensure!(
             modes.len() == 1,
-            "group spines runs in {} modes at once: {modes:?}",
+            "group {group} runs in {} modes at once: {modes:?}",
             modes.len()
         );
         Ok(Self {
@@ -116,10 +117,10 @@ impl LeafCounters {
             spines,
             forwarded: count(Reason::Forwarded)?,
             passed_to_kernel,
-            new_flowlets: group("fabriclb_group_new_flowlets_total")?,
-            flowlet_moves: group("fabriclb_group_flowlet_moves_total")?,
-            sprayed: group("fabriclb_group_sprayed_packets_total")?,
-            pinned: group("fabriclb_group_pinned_packets_total")?,
+            new_flowlets: group_total("fabriclb_group_new_flowlets_total")?,
+            flowlet_moves: group_total("fabriclb_group_flowlet_moves_total")?,
+            sprayed: group_total("fabriclb_group_sprayed_packets_total")?,
+            pinned: group_total("fabriclb_group_pinned_packets_total")?,
             mode: modes[0].to_owned(),
         })
     }
@@ -202,7 +203,7 @@ mod tests {
 
     #[test]
     fn reads_every_counter_of_the_group() {
-        let counters = LeafCounters::parse(&["s1 198.18.1.2".into()], &text()).unwrap();
+        let counters = LeafCounters::parse("spines", &["s1 198.18.1.2".into()], &text()).unwrap();
         assert_eq!(counters.mode, "flowlet");
         assert_eq!(counters.pinned, 9);
         assert_eq!(counters.forwarded, 3);
@@ -251,7 +252,7 @@ mod tests {
                 .filter(|l| !l.starts_with(line))
                 .map(|l| format!("{l}\n"))
                 .collect();
-            let error = LeafCounters::parse(&labels, &without)
+            let error = LeafCounters::parse("spines", &labels, &without)
                 .expect_err(line)
                 .to_string();
             assert!(
@@ -260,6 +261,6 @@ mod tests {
             );
         }
         let other_group = text().replace("group=\"spines\"", "group=\"leaves\"");
-        assert!(LeafCounters::parse(&labels, &other_group).is_err());
+        assert!(LeafCounters::parse("spines", &labels, &other_group).is_err());
     }
 }

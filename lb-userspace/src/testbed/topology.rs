@@ -286,7 +286,8 @@ impl Testbed {
     /// fabriclb's config for the leaf: XDP on the host ports, one group
     /// over the spines (next hops by IP, resolved from ARP) with the TOML
     /// keys `group` adds (mode, hash fields, ...; empty for defaults), the
-    /// receivers' /16 routed over it. A group with `telemetry = "remote"`
+    /// receivers' /16 routed over it; with BGP, a group that follows the
+    /// kernel's BGP routes instead. A group with `telemetry = "remote"`
     /// reads each spine's queue toward the far leaf from the exporter the
     /// testbed runs on that spine ([`super::Exporters`]).
     pub fn leaf_config(&self, group: &str) -> String {
@@ -303,6 +304,11 @@ impl Testbed {
         for line in group.lines().filter(|l| !l.trim().is_empty()) {
             text.push_str(line.trim());
             text.push('\n');
+        }
+        if self.shape.routing == Routing::Bgp {
+            // The spines and the receivers' routes are BGP's.
+            text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
+            return text;
         }
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {
@@ -380,6 +386,16 @@ impl Testbed {
             &format!("198.18.{}.254", 200 + j),
         ])?;
         Ok(ns)
+    }
+
+    /// The name of the leaf's group over the spines in fabriclb's metrics:
+    /// the one its config declares, or with BGP the first (and only) one
+    /// it learns from the kernel's routes.
+    pub fn spine_group(&self) -> &'static str {
+        match self.shape.routing {
+            Routing::Static => "spines",
+            Routing::Bgp => "spines#1",
+        }
     }
 
     /// Label of spine `j`'s next hop in fabriclb's metrics.

@@ -186,7 +186,7 @@ fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
 
 /// The header fields of every flow of `collective` on `bed`, as the
 /// leaf's program parses them.
-fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
+pub(super) fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
     let hosts = bed.shape().hosts;
     let ranks: Vec<_> = (1..=hosts).map(receiver_addr).collect();
     (1..=collective.senders.min(hosts))

@@ -6,6 +6,7 @@
 //! the runner here owns the list of modes, so a new mode (telemetry-driven
 //! ones) is a row in [`modes`], not a change to any scenario.
 
+mod bgp_drain;
 mod link_down;
 mod reaction;
 mod report;
@@ -23,9 +24,10 @@ use super::{
     tear_down_on_signal,
 };
 
+pub use bgp_drain::{Drain, DrainPlan, Drains, How, MESSAGES as BGP_DRAIN_MESSAGES, bgp_drain};
 pub use link_down::{Failover, LinkFlap, link_down};
 pub use reaction::{RateChange, Reaction};
-pub use report::{ModeReport, Report};
+pub use report::{Event, ModeReport, Report};
 pub use slow_spine::{
     RATES_MBIT as SLOW_SPINE_RATES_MBIT, cross_traffic, slow_spine, spine_slowdown,
 };
@@ -46,16 +48,20 @@ pub enum Name {
     LinkDown,
     /// The daemon killed and upgraded under traffic ([`restart`]).
     Restart,
+    /// BGP routes, one spine drained by session shutdown and by graceful
+    /// shutdown ([`bgp_drain`]).
+    BgpDrain,
 }
 
 impl Name {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
         Self::CrossTraffic,
         Self::LinkDown,
         Self::Restart,
+        Self::BgpDrain,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +72,7 @@ impl Name {
             Self::CrossTraffic => "cross-traffic",
             Self::LinkDown => "link-down",
             Self::Restart => "restart",
+            Self::BgpDrain => "bgp-drain",
         }
     }
 
@@ -78,16 +85,18 @@ impl Name {
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
             Self::LinkDown => link_down(link_down::MESSAGES),
             Self::Restart => restart::scenario(restart::SECONDS),
+            Self::BgpDrain => bgp_drain(bgp_drain::MESSAGES),
         }
     }
 
-    /// The rows the scenario runs: every mode, but `link-down` runs ECMP
-    /// alone (flowlets move flows at their gaps anyway, which would hide
-    /// what the failure moved), with links refreshed only every ten
-    /// minutes so that only events explain the failover.
+    /// The rows the scenario runs: every mode, but `link-down` and
+    /// `bgp-drain` run ECMP alone (flowlets move flows at their gaps
+    /// anyway, which would hide what the failure moved), with links
+    /// refreshed only every ten minutes so that only events explain the
+    /// failover.
     pub fn modes(self) -> Vec<Mode> {
         match self {
-            Self::LinkDown => modes()
+            Self::LinkDown | Self::BgpDrain => modes()
                 .into_iter()
                 .take(1)
                 .map(|m| Mode {
@@ -103,7 +112,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down and restart"
+     cross-traffic, link-down, restart and bgp-drain"
 )]
 pub struct UnknownScenario(String);
 
@@ -130,6 +139,9 @@ pub struct Scenario {
     /// A spine's link down and up during the run, whose failover is
     /// measured.
     pub flap: Option<LinkFlap>,
+    /// A spine drained by BGP during the run, whose convergence is
+    /// measured.
+    pub drain: Option<DrainPlan>,
     /// The workload; its `leaf` is replaced by each mode's.
     pub collective: Collective,
     /// One line on the workload for the table's header.
@@ -261,13 +273,17 @@ pub fn measure(
                 Some(flap) => Some(link_down::measure(bed, &collective, flap, started)?),
                 None => None,
             };
-            anyhow::Ok((reaction, failover))
+            let drains = match &scenario.drain {
+                Some(plan) => Some(bgp_drain::measure(bed, &collective, plan, started)?),
+                None => None,
+            };
+            anyhow::Ok((reaction, failover, drains))
         };
         let cross = scenario
             .cross
             .map(|c| CrossTraffic::start(bed, c.spine, c.mbit))
             .transpose()?;
-        let (run, (reaction, failover)) =
+        let (run, (reaction, failover, drains)) =
             run_collective_with(bed, fabriclb, workdir, &collective, &args, during)
                 .with_context(|| format!("mode {}", mode.name))?;
         let cross = cross.map(CrossTraffic::stop).transpose()?;
@@ -279,7 +295,8 @@ pub fn measure(
         report.modes.push(
             ModeReport::new(mode, &run, capacity, reaction)
                 .with_cross(cross)
-                .with_failover(failover, &run),
+                .with_failover(failover, &run)
+                .with_drains(drains, &run),
         );
     }
     Ok(report)

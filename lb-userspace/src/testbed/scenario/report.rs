@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Failover, Mode, Reaction};
+use super::{Drains, Failover, Mode, Reaction};
 use crate::testbed::CollectiveReport;
 use crate::testbed::CrossReport;
 use crate::testbed::drops::unaccounted;
@@ -60,11 +60,23 @@ pub struct ModeReport {
     /// counts only the collective's packets.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cross: Option<CrossReport>,
-    /// What the leaf did about the scenario's link going down and up, if
-    /// it has one: `failover_ms`, `lost`, `moved_flows`, `total_flows`...
-    /// beside the other fields.
+    /// What the leaf did about the scenario's event, if it has one, its
+    /// fields beside the others.
     #[serde(flatten, skip_serializing_if = "Option::is_none", default)]
-    pub failover: Option<Failover>,
+    pub event: Option<Event>,
+}
+
+/// What the leaf did about a scenario's event. One field of the report
+/// for both, flattened: two flattened fields that share keys (`lost`,
+/// `total_flows`) would not read back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Event {
+    /// A spine's link down and up: `failover_ms`, `lost`, `moved_flows`,
+    /// `total_flows`...
+    Failover(Failover),
+    /// A spine drained by BGP: `lost`, `total_flows` and `drains`.
+    Drains(Drains),
 }
 
 impl ModeReport {
@@ -111,7 +123,7 @@ impl ModeReport {
             flowlet_moves: run.leaf.flowlet_moves,
             reaction,
             cross: None,
-            failover: None,
+            event: None,
         }
     }
 
@@ -130,13 +142,41 @@ impl ModeReport {
         self
     }
 
+    /// With the BGP drains measured during `run`, if any; `lost` is every
+    /// packet sent and not received.
+    pub fn with_drains(mut self, drains: Option<Drains>, run: &CollectiveReport) -> Self {
+        if let Some(d) = drains {
+            self.event = Some(Event::Drains(Drains {
+                lost: run.sent_packets.saturating_sub(run.received.packets),
+                ..d
+            }));
+        }
+        self
+    }
+
+    pub fn failover(&self) -> Option<Failover> {
+        match &self.event {
+            Some(Event::Failover(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    pub fn drains(&self) -> Option<&Drains> {
+        match &self.event {
+            Some(Event::Drains(d)) => Some(d),
+            _ => None,
+        }
+    }
+
     /// With the failover measured during `run`, if any; its `lost` is
     /// every packet sent and not received.
     pub fn with_failover(mut self, failover: Option<Failover>, run: &CollectiveReport) -> Self {
-        self.failover = failover.map(|f| Failover {
-            lost: run.sent_packets.saturating_sub(run.received.packets),
-            ..f
-        });
+        if let Some(f) = failover {
+            self.event = Some(Event::Failover(Failover {
+                lost: run.sent_packets.saturating_sub(run.received.packets),
+                ..f
+            }));
+        }
         self
     }
 }

@@ -62,6 +62,7 @@ pub fn scenario(seconds: u32) -> Scenario {
         change: None,
         cross: None,
         flap: None,
+        drain: None,
         collective,
         workload: format!(
             "ring of 2 senders, 16 QPs, 4-packet messages at {rate} packets/s each for {seconds} s"

@@ -137,6 +137,7 @@ pub(super) fn ring(
         change: None,
         cross: None,
         flap: None,
+        drain: None,
         collective: Collective {
             pattern: Pattern::Ring,
             qps_per_connection: QPS,

@@ -89,7 +89,7 @@ pub fn print(scenario: &Scenario, report: &Report) {
             flap.up_after.as_millis()
         );
         for mode in &report.modes {
-            let f = mode.failover.unwrap_or_default();
+            let f = mode.failover().unwrap_or_default();
             println!(
                 "{:<12} failover {:>6.1} ms  lost {:>5}  moved {}/{} (of {} on it)  back {}  \
                  displaced {}",
@@ -102,6 +102,33 @@ pub fn print(scenario: &Scenario, report: &Report) {
                 f.rejoin_moved_flows,
                 f.displaced_flows
             );
+        }
+    }
+    if let Some(plan) = &scenario.drain {
+        println!(
+            "\nspine {} drained by BGP: kernel = from the vtysh command to the first route \
+             change in the leaf's kernel; fabriclb = to the first sample of the leaf's group \
+             without the spine; flows moved when it left (of those on it) and when it came back",
+            plan.spine
+        );
+        for mode in &report.modes {
+            let Some(d) = mode.drains() else { continue };
+            for drain in &d.drains {
+                println!(
+                    "{:<12} {:<18} kernel {:>6.1} ms  fabriclb {:>6.1} ms (+{:.1})  moved {}/{} \
+                     (of {} on it)  back {}",
+                    mode.mode,
+                    drain.how.as_str(),
+                    drain.kernel_ms,
+                    drain.convergence_ms,
+                    drain.added_ms,
+                    drain.moved_flows,
+                    d.total_flows,
+                    drain.drained_flows,
+                    drain.rejoin_moved_flows
+                );
+            }
+            println!("{:<12} lost {}", mode.mode, d.lost);
         }
     }
     println!(
