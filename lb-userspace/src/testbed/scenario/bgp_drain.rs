@@ -15,12 +15,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use lb_common::limits::BUCKETS_PER_GROUP;
-use lb_common::select::hash::{HashFields, flow_hash};
 use serde::{Deserialize, Serialize};
 
 use super::Scenario;
-use super::link_down::flows;
+use super::link_down::FlowBuckets;
 use super::slow_spine::{EVEN_RATES_MBIT, ring};
 use crate::testbed::frr::Routers;
 use crate::testbed::{Collective, LeafMaps, PATIENCE, Queues, Routing, Testbed};
@@ -140,18 +138,8 @@ pub fn measure(
         members as usize == bed.shape().spines,
         "the leaf's learned group has {members} next hops, not one per spine"
     );
-    let flows = flows(bed, collective);
-    let buckets: Vec<usize> = flows
-        .iter()
-        .map(|f| {
-            let hash = flow_hash(entry.hash_seed, f, HashFields(entry.hash_fields));
-            (hash & (BUCKETS_PER_GROUP - 1)) as usize
-        })
-        .collect();
-    let next_hops = || -> Result<Vec<u32>> {
-        let table = maps.buckets(GROUP)?;
-        Ok(buckets.iter().map(|&b| table[b]).collect())
-    };
+    let flows = FlowBuckets::new(bed, collective, &maps, GROUP)?;
+    let next_hops = || flows.next_hops(&maps);
     let ns = bed.ns(&format!("s{}", plan.spine));
     let mut drains = Vec::new();
     for (how, at) in [

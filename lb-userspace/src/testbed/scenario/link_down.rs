@@ -104,19 +104,8 @@ pub fn measure(
         (started + flap.down_after - BEFORE).saturating_duration_since(Instant::now()),
     );
     let maps = LeafMaps::open(bed)?;
-    let group = maps.group(0)?;
-    let flows = flows(bed, collective);
-    let buckets: Vec<usize> = flows
-        .iter()
-        .map(|f| {
-            let hash = flow_hash(group.hash_seed, f, HashFields(group.hash_fields));
-            (hash & (BUCKETS_PER_GROUP - 1)) as usize
-        })
-        .collect();
-    let next_hops = || -> Result<Vec<u32>> {
-        let table = maps.buckets(0)?;
-        Ok(buckets.iter().map(|&b| table[b]).collect())
-    };
+    let flows = FlowBuckets::new(bed, collective, &maps, 0)?;
+    let next_hops = || flows.next_hops(&maps);
     let before = next_hops()?;
 
     let mut samples = Vec::new();
@@ -184,9 +173,46 @@ fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
     })?
 }
 
+/// Where the leaf's group sends each flow of a collective: the bucket
+/// each flow's headers hash to, read in the group's bucket table.
+pub(super) struct FlowBuckets {
+    group: u32,
+    buckets: Vec<usize>,
+}
+
+impl FlowBuckets {
+    /// `collective`'s flows on `bed` in group `group` of the leaf's maps.
+    pub(super) fn new(
+        bed: &Testbed,
+        collective: &Collective,
+        maps: &LeafMaps,
+        group: u32,
+    ) -> Result<Self> {
+        let entry = maps.group(group)?;
+        let buckets = flows(bed, collective)
+            .iter()
+            .map(|f| {
+                let hash = flow_hash(entry.hash_seed, f, HashFields(entry.hash_fields));
+                (hash & (BUCKETS_PER_GROUP - 1)) as usize
+            })
+            .collect();
+        Ok(Self { group, buckets })
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Each flow's next-hop id now.
+    pub(super) fn next_hops(&self, maps: &LeafMaps) -> Result<Vec<u32>> {
+        let table = maps.buckets(self.group)?;
+        Ok(self.buckets.iter().map(|&b| table[b]).collect())
+    }
+}
+
 /// The header fields of every flow of `collective` on `bed`, as the
 /// leaf's program parses them.
-pub(super) fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
+fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
     let hosts = bed.shape().hosts;
     let ranks: Vec<_> = (1..=hosts).map(receiver_addr).collect();
     (1..=collective.senders.min(hosts))
