@@ -275,10 +275,8 @@ impl Testbed {
         match self.shape.routing {
             Routing::Static => static_leaf_routes(&leaf, &fleaf, spines),
             Routing::Bgp => {
-                let name = self.name.clone();
-                self.routers = Some(Routers::start(&self.name, hosts, spines, |role| {
-                    format!("{name}-{role}")
-                })?);
+                let routers = Routers::start(&self.name, hosts, spines, |role| self.ns(role))?;
+                self.routers = Some(routers);
                 Ok(())
             }
         }
