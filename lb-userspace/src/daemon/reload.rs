@@ -34,12 +34,21 @@ impl Running {
                 return;
             }
         };
+        let config = match &mut self.sonic {
+            Some(sonic) => sonic.over(config),
+            None => config,
+        };
         if let Err(e) = self.apply(config, netlink, dp).await {
             error!("new config refused, the running one stays: {e:#}");
         }
     }
 
-    async fn apply(&mut self, config: Config, netlink: &Netlink, dp: &mut Dataplane) -> Result<()> {
+    pub(super) async fn apply(
+        &mut self,
+        config: Config,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) -> Result<()> {
         let changes = config::changes(&self.config, &config);
         if changes.is_empty() {
             info!("config unchanged");

@@ -9,6 +9,7 @@ use super::ingress::Ingress;
 use super::link_events::LinkWatch;
 use super::links::Ongoing;
 use super::local::Follower;
+use super::sonic::Sonic;
 use super::telemetry::Telemetry;
 use crate::config::{Config, XdpModeSetting};
 use crate::dataplane::tables::Tables;
@@ -32,6 +33,8 @@ pub(super) struct Running {
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.
     pub(super) ongoing: Ongoing,
+    /// `run --sonic`: SONiC's settings, which `config` has over the file's.
+    pub(super) sonic: Option<Sonic>,
 }
 
 /// The program on one ingress interface that has it.

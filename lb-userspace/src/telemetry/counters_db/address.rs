@@ -31,6 +31,15 @@ pub(super) enum Target<'a> {
 }
 
 impl Address {
+    /// Where the redis crate's own connections go (`run --sonic`'s, which
+    /// need no deadline per poll).
+    pub fn connection_addr(&self) -> redis::ConnectionAddr {
+        match &self.0 {
+            Kind::Unix(path) => redis::ConnectionAddr::Unix(path.clone()),
+            Kind::Tcp { host, port } => redis::ConnectionAddr::Tcp(host.clone(), *port),
+        }
+    }
+
     pub(super) fn target(&self) -> Target<'_> {
         match &self.0 {
             Kind::Unix(path) => Target::Unix(path),
