@@ -12,6 +12,7 @@ mod exporters;
 mod leaf_maps;
 mod netns;
 mod queues;
+pub mod redis;
 pub mod scenario;
 pub mod sink;
 mod topology;
