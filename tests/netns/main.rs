@@ -21,6 +21,7 @@ mod restart;
 mod rollback;
 mod scenario;
 mod service;
+mod sonic;
 mod startup;
 mod teardown;
 mod telemetry;

@@ -1,0 +1,180 @@
+//! `run --sonic` on the testbed's leaf, driven from a real `redis-server`
+//! holding SONiC's rows (CONFIG_DB `SWITCH_HASH|GLOBAL` with
+//! ConfigDBConnector's `ecmp_hash@` list as in `sonic-hash.yang`, the ARS
+//! tables of `sonic-ars.yang`), under a collective: each change in Redis
+//! changes the data plane live, an invalid row is refused with its key,
+//! the counters land in COUNTERS_DB, and nothing is lost.
+
+use fabriclb::sonic::NextHopCounters;
+use fabriclb::testbed::redis::{RedisServer, Scratch};
+use fabriclb::testbed::{Daemon, LeafCounters};
+
+use crate::bed::{Bed, assert_delivered, steady, wait_for};
+
+const FIVE_TUPLE: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT";
+const WITH_QP: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT,RDMA_BTH_DEST_QP";
+
+fn run(db: &mut redis::Connection, args: &[&str]) {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query::<redis::Value>(db)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+}
+
+/// Bytes each spine carried from `a` to `b`.
+fn carried(a: &LeafCounters, b: &LeafCounters) -> Vec<u64> {
+    a.spines
+        .iter()
+        .zip(&b.spines)
+        .map(|(a, b)| b.bytes - a.bytes)
+        .collect()
+}
+
+/// The spines' bytes over the next `packets` forwarded packets.
+fn window(bed: &Bed, daemon: &Daemon, packets: u64) -> anyhow::Result<Vec<u64>> {
+    let a = bed.fresh_counters(daemon)?;
+    let (b, _) = wait_for("traffic forwarded", || {
+        let b = bed.counters(daemon)?;
+        Ok((b.forwarded >= a.forwarded + packets).then_some(b))
+    })?;
+    Ok(carried(&a, &b))
+}
+
+fn shares(bytes: &[u64]) -> Vec<String> {
+    let total: u64 = bytes.iter().sum::<u64>().max(1);
+    bytes
+        .iter()
+        .map(|b| format!("{}%", b * 100 / total))
+        .collect()
+}
+
+/// Two senders, 16 QPs each on one UDP source port per connection: the
+/// five-tuple puts each connection on one spine (two at most carry
+/// anything), the destination QP spreads its QPs over all four. Switching
+/// `ecmp_hash` in CONFIG_DB moves the data plane from one to the other;
+/// ARS rows make the group per-packet; an out-of-range idle time is
+/// refused with its key while traffic flows.
+#[test]
+fn sonic_config_db_drives_the_leaf_live() {
+    let bed = Bed::up("P", 2);
+    let dir = Scratch::new("netns-sonic");
+    let server = RedisServer::start_with(&dir, &["--port", "0", "--notify-keyspace-events", "AKE"]);
+    let mut config_db = server.conn(4);
+    run(
+        &mut config_db,
+        &["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", FIVE_TUPLE],
+    );
+    let address = format!("unix:{}", server.socket.display());
+    let collective = fabriclb::testbed::Collective {
+        messages: 16_000,
+        ..steady(2)
+    };
+    let result = bed.collective_with(&collective, &["--sonic", &address], |daemon| {
+        let five = window(&bed, daemon, 4_000)?;
+        let spread = five.iter().filter(|&&b| b > 0).count();
+        anyhow::ensure!(spread <= 2, "five-tuple over {spread} spines: {five:?}");
+
+        run(
+            &mut config_db,
+            &["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", WITH_QP],
+        );
+        let log = daemon.wait_for_log("config reloaded")?;
+        let change = "config change: group \"spines\": hash_fields [src_ip, dst_ip, ip_protocol, \
+                      l4_src_port, l4_dst_port] -> [src_ip, dst_ip, ip_protocol, l4_src_port, \
+                      l4_dst_port, rdma_bth_dest_qp]";
+        anyhow::ensure!(
+            log.contains("sonic: SONiC's settings changed: reloading") && log.contains(change),
+            "expected {change:?}:\n{log}"
+        );
+        let qp = window(&bed, daemon, 4_000)?;
+        anyhow::ensure!(qp.iter().all(|&b| b > 0), "with the QP: {qp:?}");
+
+        // SONiC's ARS: a profile, an object, the spine ports using it.
+        run(
+            &mut config_db,
+            &[
+                "HSET",
+                "ARS_PROFILE|default",
+                "algorithm",
+                "ewma",
+                "default_ars_object",
+                "spray",
+            ],
+        );
+        run(
+            &mut config_db,
+            &[
+                "HSET",
+                "ARS_OBJECT|spray",
+                "assign_mode",
+                "per_packet_quality",
+                "flowlet_idle_time",
+                "300",
+            ],
+        );
+        for j in 1..=4 {
+            run(
+                &mut config_db,
+                &[
+                    "HSET",
+                    &format!("ARS_INTERFACE|s{j}"),
+                    "scaling_factor",
+                    "1",
+                ],
+            );
+        }
+        let (ars, _) = wait_for("metrics showing per-packet", || {
+            let c = bed.counters(daemon)?;
+            Ok((c.mode == "per-packet").then_some(c))
+        })?;
+        let (_, _) = wait_for("packets sprayed", || {
+            let c = bed.counters(daemon)?;
+            Ok((c.sprayed > ars.sprayed).then_some(()))
+        })?;
+        daemon.wait_for_log("config change: group \"spines\": mode ecmp -> per-packet")?;
+
+        run(
+            &mut config_db,
+            &["HSET", "ARS_OBJECT|spray", "flowlet_idle_time", "99999"],
+        );
+        let refusal = "sonic: ignored \"ARS_OBJECT|spray\" field \"flowlet_idle_time\": \
+                       \"99999\" is not a number in 2..=2047 (microseconds)";
+        daemon.wait_for_log(refusal)?;
+        let before = bed.counters(daemon)?;
+        let (after, _) = wait_for("traffic after the refusal", || {
+            let c = bed.counters(daemon)?;
+            Ok((c.forwarded > before.forwarded + 1_000).then_some(c))
+        })?;
+        anyhow::ensure!(after.mode == "per-packet", "{after:?}");
+
+        // The counters, where SONiC's tooling reads them.
+        let mut counters_db = server.conn(2);
+        let name = NextHopCounters::name("spines", &bed.testbed.spine_label(1));
+        let key = NextHopCounters::key(&name);
+        let (packets, _) = wait_for("counters in COUNTERS_DB", || {
+            let packets: Option<u64> = redis::cmd("HGET")
+                .arg(&key)
+                .arg("packets")
+                .query(&mut counters_db)?;
+            Ok(packets.filter(|&p| p > 0))
+        })?;
+        let names: Vec<String> = redis::cmd("HKEYS")
+            .arg("COUNTERS_FABRICLB_NEXTHOP_NAME_MAP")
+            .query(&mut counters_db)?;
+        anyhow::ensure!(names.len() == 4, "{names:?}");
+        Ok((five, qp, packets))
+    });
+    let (report, (five, qp, packets)) = result.expect("run driven from CONFIG_DB");
+    eprintln!(
+        "five-tuple shares {:?}, with the QP {:?}; {packets} packets on s1 in COUNTERS_DB; \
+         sent {}, received {}; {}",
+        shares(&five),
+        shares(&qp),
+        report.sent_packets,
+        report.received.packets,
+        report.drops
+    );
+    assert_delivered(&report);
+}
