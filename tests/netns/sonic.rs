@@ -6,22 +6,13 @@
 //! the counters land in COUNTERS_DB, and nothing is lost.
 
 use fabriclb::sonic::NextHopCounters;
-use fabriclb::testbed::redis::{RedisServer, Scratch};
+use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
 use fabriclb::testbed::{Daemon, LeafCounters};
 
 use crate::bed::{Bed, assert_delivered, steady, wait_for};
 
 const FIVE_TUPLE: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT";
 const WITH_QP: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT,RDMA_BTH_DEST_QP";
-
-fn run(db: &mut redis::Connection, args: &[&str]) {
-    let mut cmd = redis::cmd(args[0]);
-    for arg in &args[1..] {
-        cmd.arg(*arg);
-    }
-    cmd.query::<redis::Value>(db)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-}
 
 /// Bytes each spine carried from `a` to `b`.
 fn carried(a: &LeafCounters, b: &LeafCounters) -> Vec<u64> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use fabriclb::sonic::{Follower, NextHopCounters, Overlay, Publisher, Rows};
 use fabriclb::telemetry::counters_db::Address;
-use fabriclb::testbed::redis::{RedisServer, Scratch};
+use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
 use lb_common::select::hash::HashFields;
 
 /// How long a read or a write may take to be seen: generous for a local
@@ -23,15 +23,6 @@ fn address(server: &RedisServer) -> Address {
     format!("unix:{}", server.socket.display())
         .parse()
         .expect("address")
-}
-
-fn run(db: &mut redis::Connection, args: &[&str]) {
-    let mut cmd = redis::cmd(args[0]);
-    for arg in &args[1..] {
-        cmd.arg(*arg);
-    }
-    cmd.query::<redis::Value>(db)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -39,6 +39,16 @@ impl Drop for Scratch {
     }
 }
 
+/// `args` (a command and its arguments) on `db`; a refusal fails the test.
+pub fn command(db: &mut redis::Connection, args: &[&str]) {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query::<redis::Value>(db)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+}
+
 /// `redis-server` as a child of the test.
 pub struct RedisServer {
     child: Child,
