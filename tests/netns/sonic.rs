@@ -7,39 +7,9 @@
 
 use fabriclb::sonic::NextHopCounters;
 use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
-use fabriclb::testbed::{Daemon, LeafCounters};
+use fabriclb::testbed::scenario::sonic::{self, FIVE_TUPLE, WITH_QP, shares};
 
-use crate::bed::{Bed, assert_delivered, steady, wait_for};
-
-const FIVE_TUPLE: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT";
-const WITH_QP: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT,RDMA_BTH_DEST_QP";
-
-/// Bytes each spine carried from `a` to `b`.
-fn carried(a: &LeafCounters, b: &LeafCounters) -> Vec<u64> {
-    a.spines
-        .iter()
-        .zip(&b.spines)
-        .map(|(a, b)| b.bytes - a.bytes)
-        .collect()
-}
-
-/// The spines' bytes over the next `packets` forwarded packets.
-fn window(bed: &Bed, daemon: &Daemon, packets: u64) -> anyhow::Result<Vec<u64>> {
-    let a = bed.fresh_counters(daemon)?;
-    let (b, _) = wait_for("traffic forwarded", || {
-        let b = bed.counters(daemon)?;
-        Ok((b.forwarded >= a.forwarded + packets).then_some(b))
-    })?;
-    Ok(carried(&a, &b))
-}
-
-fn shares(bytes: &[u64]) -> Vec<String> {
-    let total: u64 = bytes.iter().sum::<u64>().max(1);
-    bytes
-        .iter()
-        .map(|b| format!("{}%", b * 100 / total))
-        .collect()
-}
+use crate::bed::{Bed, assert_delivered, fabriclb, steady, wait_for};
 
 /// Two senders, 16 QPs each on one UDP source port per connection: the
 /// five-tuple puts each connection on one spine (two at most carry
@@ -63,8 +33,8 @@ fn sonic_config_db_drives_the_leaf_live() {
         ..steady(2)
     };
     let result = bed.collective_with(&collective, &["--sonic", &address], |daemon| {
-        let five = window(&bed, daemon, 4_000)?;
-        let spread = five.iter().filter(|&&b| b > 0).count();
+        let (five, _) = shares(&bed.testbed, daemon)?;
+        let spread = five.iter().filter(|&&s| s > 0.0).count();
         anyhow::ensure!(spread <= 2, "five-tuple over {spread} spines: {five:?}");
 
         run(
@@ -79,8 +49,8 @@ fn sonic_config_db_drives_the_leaf_live() {
             log.contains("sonic: SONiC's settings changed: reloading") && log.contains(change),
             "expected {change:?}:\n{log}"
         );
-        let qp = window(&bed, daemon, 4_000)?;
-        anyhow::ensure!(qp.iter().all(|&b| b > 0), "with the QP: {qp:?}");
+        let (qp, _) = shares(&bed.testbed, daemon)?;
+        anyhow::ensure!(qp.iter().all(|&s| s > 0.0), "with the QP: {qp:?}");
 
         // SONiC's ARS: a profile, an object, the spine ports using it.
         run(
@@ -159,13 +129,31 @@ fn sonic_config_db_drives_the_leaf_live() {
     });
     let (report, (five, qp, packets)) = result.expect("run driven from CONFIG_DB");
     eprintln!(
-        "five-tuple shares {:?}, with the QP {:?}; {packets} packets on s1 in COUNTERS_DB; \
-         sent {}, received {}; {}",
-        shares(&five),
-        shares(&qp),
-        report.sent_packets,
-        report.received.packets,
-        report.drops
+        "five-tuple shares {five:.2?}, with the QP {qp:.2?}; {packets} packets on s1 in \
+         COUNTERS_DB; sent {}, received {}; {}",
+        report.sent_packets, report.received.packets, report.drops
     );
     assert_delivered(&report);
+}
+
+/// `--scenario sonic` in full: each change's mode and spread, nothing
+/// lost beyond what the testbed's links dropped.
+#[test]
+fn scenario_sonic_changes_the_data_plane_from_config_db_alone() {
+    let scenario = sonic::scenario(sonic::SECONDS);
+    let bed = Bed::shaped("Q", scenario.shape.clone());
+    let run = sonic::measure(&bed.testbed, fabriclb(), bed.workdir(), &scenario).expect("scenario");
+    eprintln!("{run:#?}");
+    let modes: Vec<&str> = run.changes.iter().map(|c| c.group_mode.as_str()).collect();
+    assert_eq!(modes, ["ecmp", "ecmp", "per-packet", "flowlet", "ecmp"]);
+    let spines = |i: usize| {
+        run.changes[i]
+            .spine_shares
+            .iter()
+            .filter(|&&s| s > 0.0)
+            .count()
+    };
+    assert!(spines(0) <= 2, "{:?}", run.changes[0]);
+    assert_eq!(spines(1), 4, "{:?}", run.changes[1]);
+    assert_eq!(run.lost, run.link_lost, "{run:?}");
 }

@@ -154,14 +154,16 @@ fn bench(root: &Path) -> Result<()> {
 }
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
-/// adaptive-routing results, and a hitless restart (about 10 s).
-const HEADLINE_SCENARIOS: [&str; 6] = [
+/// adaptive-routing results, a hitless restart (about 10 s) and the leaf
+/// driven from SONiC's CONFIG_DB (about 15 s).
+const HEADLINE_SCENARIOS: [&str; 7] = [
     "slow-spine",
     "slow-spine-lossless",
     "spine-slowdown",
     "cross-traffic",
     "link-down",
     "restart",
+    "sonic",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

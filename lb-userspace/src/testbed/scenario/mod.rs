@@ -11,6 +11,7 @@ mod reaction;
 mod report;
 pub mod restart;
 mod slow_spine;
+pub mod sonic;
 mod table;
 
 use std::path::Path;
@@ -46,16 +47,20 @@ pub enum Name {
     LinkDown,
     /// The daemon killed and upgraded under traffic ([`restart`]).
     Restart,
+    /// The leaf's hashing and mode changed in SONiC's CONFIG_DB under
+    /// traffic ([`sonic`]).
+    Sonic,
 }
 
 impl Name {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
         Self::CrossTraffic,
         Self::LinkDown,
         Self::Restart,
+        Self::Sonic,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +71,7 @@ impl Name {
             Self::CrossTraffic => "cross-traffic",
             Self::LinkDown => "link-down",
             Self::Restart => "restart",
+            Self::Sonic => "sonic",
         }
     }
 
@@ -78,6 +84,7 @@ impl Name {
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
             Self::LinkDown => link_down(link_down::MESSAGES),
             Self::Restart => restart::scenario(restart::SECONDS),
+            Self::Sonic => sonic::scenario(sonic::SECONDS),
         }
     }
 
@@ -103,7 +110,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down and restart"
+     cross-traffic, link-down, restart and sonic"
 )]
 pub struct UnknownScenario(String);
 
@@ -192,8 +199,10 @@ pub fn modes() -> Vec<Mode> {
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
-    if name == Name::Restart {
-        return restart::run(bed_name, json);
+    match name {
+        Name::Restart => return restart::run(bed_name, json),
+        Name::Sonic => return sonic::run(bed_name, json),
+        _ => {}
     }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
