@@ -221,6 +221,32 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// Builds testbed `bed_name` with `shape`, runs `measure` on it with this
+/// binary and a scratch directory, and tears down (also on failure and
+/// Ctrl-C): what a scenario that runs apart from the modes shares.
+pub fn on_own_bed<T>(
+    bed_name: &str,
+    shape: &Shape,
+    measure: impl FnOnce(&Testbed, &Path, &Path) -> Result<T>,
+) -> Result<T> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    tear_down_on_signal(bed_name)?;
+    let result = Testbed::up(bed_name, shape.clone()).and_then(|bed| measure(&bed, &exe, &workdir));
+    let _ = std::fs::remove_dir_all(&workdir);
+    result
+}
+
+/// Writes a scenario's `report` as JSON to `path`, if given, and says so.
+pub fn write_json(report: &impl serde::Serialize, path: Option<&Path>) -> Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")?;
+        println!("\nwrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// Runs `scenario`'s collective through each of `modes` on `bed` (built
 /// with the scenario's shape) with the `fabriclb` binary.
 pub fn measure(

@@ -15,7 +15,6 @@ use super::{Scenario, restart};
 use crate::testbed::redis::{RedisServer, Scratch, command};
 use crate::testbed::{
     Collective, Daemon, Leaf, LeafCounters, PATIENCE, Testbed, run_collective_with,
-    tear_down_on_signal,
 };
 
 /// How long the full scenario's senders send.
@@ -220,15 +219,11 @@ pub fn measure(
 /// Builds testbed `bed_name`, runs the scenario, prints the result,
 /// writes it to `json` if given, tears down (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
-    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
-    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir)?;
     let scenario = scenario(SECONDS);
-    tear_down_on_signal(bed_name)?;
-    let result = Testbed::up(bed_name, scenario.shape.clone())
-        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario));
-    let _ = std::fs::remove_dir_all(&workdir);
-    let run = result.context("scenario sonic")?;
+    let run = super::on_own_bed(bed_name, &scenario.shape, |bed, exe, workdir| {
+        measure(bed, exe, workdir, &scenario)
+    })
+    .context("scenario sonic")?;
     println!(
         "sonic: {}; the leaf's hashing and mode set only in CONFIG_DB",
         scenario.workload
@@ -255,9 +250,5 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
         scenario: "sonic",
         modes: vec![run],
     };
-    if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
-        println!("\nwrote {}", path.display());
-    }
-    Ok(())
+    super::write_json(&report, json)
 }
