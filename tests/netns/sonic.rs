@@ -15,8 +15,9 @@ use crate::bed::{Bed, assert_delivered, fabriclb, steady, wait_for};
 /// five-tuple puts each connection on one spine (two at most carry
 /// anything), the destination QP spreads its QPs over all four. Switching
 /// `ecmp_hash` in CONFIG_DB moves the data plane from one to the other;
-/// ARS rows make the group per-packet; an out-of-range idle time is
-/// refused with its key while traffic flows.
+/// ARS rows make the group per-packet; an edit of the file keeps SONiC's
+/// settings over it; an out-of-range idle time is refused with its key
+/// while traffic flows.
 #[test]
 fn sonic_config_db_drives_the_leaf_live() {
     let bed = Bed::up("P", 2);
@@ -95,6 +96,16 @@ fn sonic_config_db_drives_the_leaf_live() {
             Ok((c.sprayed > ars.sprayed).then_some(()))
         })?;
         daemon.wait_for_log("config change: group \"spines\": mode ecmp -> per-packet")?;
+
+        // The file edited: SONiC's settings stay over it, the rest of the
+        // edit applies.
+        daemon.write_config(&bed.config("hash_fields = [\"src_ip\"]\nspray = \"all\""))?;
+        let log = daemon.wait_for_log("config reloaded")?;
+        anyhow::ensure!(
+            log.contains("config change: group \"spines\": spray self-contained -> all")
+                && !log.contains("hash_fields"),
+            "expected the spray alone to change:\n{log}"
+        );
 
         run(
             &mut config_db,
