@@ -19,6 +19,7 @@ mod privileges;
 mod reload;
 mod restart;
 mod rollback;
+mod routing;
 mod scenario;
 mod service;
 mod sonic;

@@ -28,6 +28,8 @@ const PACKAGES: &[(&str, &str)] = &[
     ("capsh", "libcap2-bin"),
     ("setpriv", "util-linux"),
     ("systemd-analyze", "systemd"),
+    // BGP in the testbed (`--routing bgp`): zebra and bgpd.
+    ("vtysh", "frr"),
 ];
 
 pub fn setup(root: &Path) -> Result<()> {

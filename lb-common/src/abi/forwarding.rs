@@ -27,7 +27,7 @@ pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
 /// with [`FLOWLET_TABLE_SIZE`] to match.
 pub const FLOWLETS: &str = "FL_FLOWLETS";
 /// The program's global `u32`: how many entries [`FLOWLETS`] has, which
-/// the program indexes it modulo.
+/// the program scales its flow hashes to.
 pub const FLOWLET_TABLE_SIZE: &str = "FL_FLOWLET_TABLE_SIZE";
 /// Array: next-hop id -> path quality (`u32`, higher is better), written
 /// by the daemon; see [`crate::select::flowlet::PATH_QUALITY_DEFAULT`].

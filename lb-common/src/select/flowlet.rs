@@ -49,7 +49,11 @@ pub const HYSTERESIS_DEN: u64 = 8;
 pub fn flowlet_index(group: u32, hash: u32, size: u32) -> u32 {
     // Multiplying by the golden ratio spreads consecutive group ids over
     // the whole table.
-    (hash ^ group.wrapping_mul(0x9E37_79B9)) % size.max(1)
+    let mixed = hash ^ group.wrapping_mul(0x9E37_79B9);
+    // The mixed hash scaled to 0..size (Lemire's multiply-shift): uniform
+    // for a uniform hash, without the division a modulo costs. It reads
+    // the hash's high bits, independent of the low ones ECMP's bucket uses.
+    ((u64::from(mixed) * u64::from(size)) >> 32) as u32
 }
 
 /// One flow's state on one CPU. All zeros (a CPU that never saw the flow)

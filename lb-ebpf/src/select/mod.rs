@@ -8,11 +8,11 @@ mod members;
 use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
+    packet::parse::Parsed,
     select::{
         flowlet::{MODE_ECMP, flowlet_rules, sprays},
         hash::{HashFields, flow_hash},
     },
-    packet::parse::Parsed,
     verdict::Reason,
 };
 

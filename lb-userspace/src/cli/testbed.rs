@@ -61,6 +61,17 @@ pub struct ShapeArgs {
     /// lossless (a queue no run fills, as a PFC fabric backs up instead).
     #[arg(long, value_enum, default_value_t = QueueArg::Lossy)]
     queues: QueueArg,
+    /// Where the fabric's routes come from: static routes, or BGP (FRR's
+    /// bgpd on the leaf, every spine and the far leaf; eBGP, one AS per
+    /// tier, multipath).
+    #[arg(long, value_enum, default_value_t = RoutingArg::Static)]
+    routing: RoutingArg,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoutingArg {
+    Static,
+    Bgp,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -81,6 +92,10 @@ impl ShapeArgs {
             queues: match self.queues {
                 QueueArg::Lossy => testbed::Queues::Lossy,
                 QueueArg::Lossless => testbed::Queues::Lossless,
+            },
+            routing: match self.routing {
+                RoutingArg::Static => testbed::Routing::Static,
+                RoutingArg::Bgp => testbed::Routing::Bgp,
             },
         }
     }

@@ -9,6 +9,7 @@ mod daemon;
 pub mod demo;
 mod drops;
 mod exporters;
+pub mod frr;
 mod leaf_maps;
 mod netns;
 mod queues;
@@ -30,7 +31,7 @@ pub use leaf_maps::{LeafMaps, xdp_prog_id};
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{
-    FAR_PORT, LINK_MTU, LOSSLESS_LIMIT_BYTES, Queues, ROCE_MTU, SENT_TTL, Shape, Testbed,
+    FAR_PORT, LINK_MTU, LOSSLESS_LIMIT_BYTES, Queues, ROCE_MTU, Routing, SENT_TTL, Shape, Testbed,
     host_addr, namespaces, receiver_addr, remove_namespaces, tear_down_on_signal,
 };
 pub use udp::{LoadReport, TrafficReport, UdpLoad, run_traffic};

@@ -21,6 +21,7 @@ use std::process::Command;
 use anyhow::{Context, Result, ensure};
 
 use super::Exporters;
+use super::frr::{self, Routers};
 use super::netns::{ethtool, in_netns, ip, ip_tc};
 
 /// The shape of a testbed.
@@ -34,6 +35,7 @@ pub struct Shape {
     pub spine_rates_mbit: Vec<u32>,
     /// How the shaped links queue.
     pub queues: Queues,
+    pub routing: Routing,
 }
 
 impl Default for Shape {
@@ -43,8 +45,20 @@ impl Default for Shape {
             spines: 4,
             spine_rates_mbit: Vec::new(),
             queues: Queues::Lossy,
+            routing: Routing::Static,
         }
     }
+}
+
+/// Where the fabric's routes come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Routing {
+    /// Static routes: the spines' to both sides, the leaf's multipath
+    /// route over every spine, the far leaf's back.
+    #[default]
+    Static,
+    /// BGP ([`super::frr`]): the same routes, learned from FRR.
+    Bgp,
 }
 
 impl Shape {
@@ -115,6 +129,7 @@ pub struct Testbed {
     name: String,
     shape: Shape,
     namespaces: Vec<String>,
+    routers: Option<Routers>,
 }
 
 impl Testbed {
@@ -146,6 +161,7 @@ impl Testbed {
             name: name.to_owned(),
             shape,
             namespaces: Vec::new(),
+            routers: None,
         };
         bed.build()
             .with_context(|| format!("building testbed {name}"))?;
@@ -172,10 +188,17 @@ impl Testbed {
         roles
     }
 
-    /// Leaves the namespaces in place when the testbed is dropped
-    /// (`fabriclb testbed up`); `fabriclb testbed down` removes them.
+    /// Leaves the namespaces (and routers) in place when the testbed is
+    /// dropped (`fabriclb testbed up`); `fabriclb testbed down` removes
+    /// them.
     pub fn keep(mut self) {
         self.namespaces.clear();
+        self.routers = None;
+    }
+
+    /// The BGP routers, with `--routing bgp`.
+    pub fn routers(&self) -> Option<&Routers> {
+        self.routers.as_ref()
     }
 
     fn build(&mut self) -> Result<()> {
@@ -238,24 +261,9 @@ impl Testbed {
             addr(&spine, SHAPED_DEVICE, &format!("198.19.{j}.1/24"))?;
             addr(&fleaf, &sj, &format!("198.19.{j}.2/24"))?;
             sysctl(&fleaf, &format!("net/ipv4/conf/{sj}/rp_filter"), "0")?;
-            ip(&[
-                "-n",
-                &spine,
-                "route",
-                "add",
-                "198.19.0.0/16",
-                "via",
-                &format!("198.19.{j}.2"),
-            ])?;
-            ip(&[
-                "-n",
-                &spine,
-                "route",
-                "add",
-                "198.18.0.0/16",
-                "via",
-                &format!("198.18.{j}.1"),
-            ])?;
+            if self.shape.routing == Routing::Static {
+                static_spine_routes(&spine, j)?;
+            }
             if let Some(mbit) = self.shape.spine_rate_mbit(j) {
                 self.shape_spine(j, "add", mbit)?;
             }
@@ -264,29 +272,17 @@ impl Testbed {
         // baseline it is measured against: multipath over every spine,
         // hashed on the five-tuple (fib_multipath_hash_policy 1).
         sysctl(&leaf, "net/ipv4/fib_multipath_hash_policy", "1")?;
-        let mut multipath = vec![
-            "-n".to_owned(),
-            leaf.clone(),
-            "route".into(),
-            "add".into(),
-            "198.19.0.0/16".into(),
-        ];
-        for j in 1..=spines {
-            multipath.extend(["nexthop".into(), "via".into(), spine_addr(j).to_string()]);
+        match self.shape.routing {
+            Routing::Static => static_leaf_routes(&leaf, &fleaf, spines),
+            Routing::Bgp => {
+                let name = self.name.clone();
+                self.routers = Some(Routers::start(&self.name, hosts, spines, |role| {
+                    format!("{name}-{role}")
+                })?);
+                Ok(())
+            }
         }
-        ip(&multipath.iter().map(String::as_str).collect::<Vec<_>>())?;
-        ip(&[
-            "-n",
-            &fleaf,
-            "route",
-            "add",
-            "198.18.0.0/16",
-            "via",
-            "198.19.1.1",
-        ])?;
-        Ok(())
     }
-
     /// fabriclb's config for the leaf: XDP on the host ports, one group
     /// over the spines (next hops by IP, resolved from ARP) with the TOML
     /// keys `group` adds (mode, hash fields, ...; empty for defaults), the
@@ -392,6 +388,9 @@ impl Testbed {
     }
 
     pub fn down(&mut self) {
+        if self.routers.take().is_some() {
+            let _ = frr::stop(&self.name);
+        }
         for ns in self.namespaces.drain(..) {
             let _ = Command::new("ip").args(["netns", "del", &ns]).status();
         }
@@ -444,6 +443,7 @@ pub fn tear_down_on_signal(name: &str) -> Result<()> {
 
 /// Removes testbed `name` (`fabriclb testbed down`, or a stale one).
 pub fn remove_namespaces(name: &str) -> Result<usize> {
+    frr::stop(name)?;
     let stale = namespaces(name)?;
     for ns in &stale {
         ip(&["netns", "del", ns])?;
@@ -481,6 +481,39 @@ fn veth(ns_a: &str, name_a: &str, ns_b: &str, name_b: &str) -> Result<()> {
         ethtool(ns, &["-K", name, "gro", "on", "tso", "off"])?;
     }
     Ok(())
+}
+
+/// Spine `j`'s routes to both sides of the fabric.
+fn static_spine_routes(spine: &str, j: usize) -> Result<()> {
+    let far = format!("198.19.{j}.2");
+    ip(&["-n", spine, "route", "add", "198.19.0.0/16", "via", &far])?;
+    let leaf = format!("198.18.{j}.1");
+    ip(&["-n", spine, "route", "add", "198.18.0.0/16", "via", &leaf])
+}
+
+/// The leaf's multipath route to the receivers over every spine, and the
+/// far leaf's back through the first.
+fn static_leaf_routes(leaf: &str, fleaf: &str, spines: usize) -> Result<()> {
+    let mut multipath = vec![
+        "-n".to_owned(),
+        leaf.to_owned(),
+        "route".into(),
+        "add".into(),
+        "198.19.0.0/16".into(),
+    ];
+    for j in 1..=spines {
+        multipath.extend(["nexthop".into(), "via".into(), spine_addr(j).to_string()]);
+    }
+    ip(&multipath.iter().map(String::as_str).collect::<Vec<_>>())?;
+    ip(&[
+        "-n",
+        fleaf,
+        "route",
+        "add",
+        "198.18.0.0/16",
+        "via",
+        "198.19.1.1",
+    ])
 }
 
 fn addr(ns: &str, dev: &str, cidr: &str) -> Result<()> {

@@ -9,11 +9,9 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
     programs::XdpContext,
 };
-use lb_common::{
-    abi::{
-        NEXTHOP_USABLE, NextHop,
-        bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN, BenchVary},
-    },
+use lb_common::abi::{
+    NEXTHOP_USABLE, NextHop,
+    bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN, BenchVary},
 };
 use lb_ebpf::{
     forward::process,

@@ -132,6 +132,7 @@ pub(super) fn ring(
             spines: rates.len(),
             spine_rates_mbit: rates.to_vec(),
             queues,
+            ..Shape::default()
         },
         change: None,
         cross: None,
