@@ -2,7 +2,8 @@
 //! the local unix socket (`unix:/var/run/redis/redis.sock`) and TCP
 //! (`redis://127.0.0.1:6379`). The database is not part of the address:
 //! syncd writes its counters to COUNTERS_DB, which is database 2 on every
-//! SONiC image, so letting config pick another would only allow mistakes.
+//! SONiC image (CONFIG_DB 4 and APPL_DB 0, which `run --sonic` reads), so
+//! letting config pick another would only allow mistakes.
 
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -81,7 +82,8 @@ fn parse_unix(path: &str) -> Result<Kind, String> {
 fn parse_tcp(authority: &str) -> Result<Kind, String> {
     if authority.contains('/') || authority.contains('?') || authority.contains('#') {
         return Err(format!(
-            "`redis://{authority}`: give only host:port; the database is fixed to COUNTERS_DB (2)"
+            "`redis://{authority}`: give only host:port; the database is fixed by SONiC \
+             (COUNTERS_DB 2, CONFIG_DB 4, APPL_DB 0)"
         ));
     }
     // SONiC's Redis takes no credentials on its local interfaces; a
