@@ -1,7 +1,8 @@
 //! Builds the XDP objects (lb-ebpf) with their pinned nightly and exposes
 //! each object's path for `include_bytes_aligned!`: `FABRICLB_BPF_OBJECT`
 //! (production, carried by the `fabriclb` binary), `FABRICLB_BPF_BENCH_OBJECT`
-//! (the benchmark's) and `FABRICLB_BPF_SINK_OBJECT` (the testbed's receiver).
+//! (the benchmark's), `FABRICLB_BPF_SINK_OBJECT` (the testbed's receiver) and
+//! `FABRICLB_BPF_GEN_OBJECT` (the testbed's live-frames generator).
 //! `cargo xtask setup` installs the toolchain and bpf-linker this needs.
 
 use std::{
@@ -81,6 +82,7 @@ fn main() {
         ("FABRICLB_BPF_OBJECT", "fabriclb"),
         ("FABRICLB_BPF_BENCH_OBJECT", "fabriclb-bench"),
         ("FABRICLB_BPF_SINK_OBJECT", "fabriclb-sink"),
+        ("FABRICLB_BPF_GEN_OBJECT", "fabriclb-gen"),
     ] {
         let object = target_dir.join("bpfel-unknown-none/release").join(bin);
         assert!(

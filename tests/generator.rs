@@ -28,10 +28,7 @@ fn frames() -> Vec<Vec<u8>> {
         mac: [2, 0, 0, 0, 1, 1],
         gateway_mac: [2, 0, 0, 0, 0, 0xfe],
     };
-    let mut generator = Generator::new(workload, sender);
-    std::iter::from_fn(|| Some(generator.next_round()).filter(|r| !r.is_empty()))
-        .flatten()
-        .collect()
+    Generator::new(workload, sender).frames()
 }
 
 /// Classic pcap, Ethernet link type.

@@ -5,6 +5,11 @@ pub const MAX_ROUTES: u32 = 16_384;
 /// Room each route trie keeps beyond [`MAX_ROUTES`] for the box's own
 /// addresses, so a config at its limit still leaves them local.
 pub const MAX_LOCAL_ROUTES: u32 = 1024;
+/// Blocks in the IPv4 route table's pool (`route::table`): a prefix
+/// longer than /16 needs at most one block for its third byte and, longer
+/// than /24, one more for its fourth, so every config and local address
+/// fits.
+pub const ROUTE4_POOL_BLOCKS: u32 = 2 * (MAX_ROUTES + MAX_LOCAL_ROUTES);
 pub const MAX_GROUPS: u32 = 64;
 pub const MAX_NEXTHOPS: u32 = 1024;
 pub const MAX_NEXTHOPS_PER_GROUP: usize = 64;

@@ -6,6 +6,8 @@
 
 use crate::{limits::LOCAL_ROUTE, packet::parse::FlowFields, verdict::Reason};
 
+pub mod table;
+
 /// Destinations a router never forwards, whatever its routes: multicast,
 /// the limited broadcast and link-local addresses (RFC 1812 4.2.2.11,
 /// RFC 3927 7, RFC 4291 2.5.6).

@@ -12,18 +12,28 @@ use lb_common::{
     },
     limits::{
         BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
-        MAX_NEXTHOPS, MAX_ROUTES,
+        MAX_NEXTHOPS, MAX_ROUTES, ROUTE4_POOL_BLOCKS,
     },
     packet::parse::Parsed,
+    route::table::{BLOCK_ENTRIES, FIRST_ENTRIES},
     select::flowlet::FlowletState,
     verdict::Reason,
 };
 
 /// IPv4 destination prefix -> group id, or `LOCAL_ROUTE` for the box's
-/// own addresses.
+/// own addresses: the routes as written, which the program never reads
+/// (its lookup is [`FL_ROUTE4_FIRST`]'s), for `explain` and restarts.
 #[map]
 pub static FL_ROUTES_V4: LpmTrie<[u8; 4], u32> =
     LpmTrie::with_max_entries(MAX_ROUTES + MAX_LOCAL_ROUTES, 0);
+/// IPv4 route table, first level: destination's first 16 bits -> entry
+/// (`lb_common::route::table`).
+#[map]
+pub static FL_ROUTE4_FIRST: Array<u32> = Array::with_max_entries(FIRST_ENTRIES, 0);
+/// IPv4 route table, blocks: `block * BLOCK_ENTRIES + byte` -> entry.
+#[map]
+pub static FL_ROUTE4_POOL: Array<u32> =
+    Array::with_max_entries(ROUTE4_POOL_BLOCKS * BLOCK_ENTRIES, 0);
 /// IPv6 destination prefix -> group id, or `LOCAL_ROUTE` for the box's
 /// own addresses.
 #[map]

@@ -14,17 +14,19 @@
 //!   five-tuple and with the BTH destination QP and 16 QPs per connection,
 //!   every packet through the real program; next to the theory figures of
 //!   `shared/reference.md`.
-//! - Forwarding rate: packets per second through the namespace testbed with
-//!   fabriclb on the leaf against the kernel's own multipath routing there,
-//!   same traffic, interleaved runs, as a ratio.
+//! - Forwarding cost (`forwarding.rs`): what the leaf's hop adds per packet
+//!   in the namespace testbed, by difference against a leaf that drops in
+//!   XDP; fabriclb from the live-frames generator (millions of packets per
+//!   second), the kernel's multipath route from the AF_PACKET TX ring, both
+//!   under the TX ring too; as a ratio.
 //! - Adaptive routing: the testbed scenarios `slow-spine` and
 //!   `slow-spine-lossless` through every balancing mode (`adaptive.rs`).
 //!
 //! Writes the tables to `target/bench/dataplane.md`, the figures to
-//! `results.json`, the charts to `program-cost.svg`, `cost-curves.svg` and
-//! `adaptive.svg` there. Needs root. `FABRICLB_BENCH_QUICK=1` times fewer
-//! and shorter runs and leaves out the testbed sections, to check the
-//! bench works rather than to report.
+//! `results.json`, the charts to `program-cost.svg`, `cost-curves.svg`,
+//! `forwarding.svg` and `adaptive.svg` there. Needs root.
+//! `FABRICLB_BENCH_QUICK=1` times fewer and shorter runs and leaves out the
+//! adaptive section, to check the bench works rather than to report.
 
 #[path = "dataplane/adaptive.rs"]
 mod adaptive;
@@ -32,6 +34,8 @@ mod adaptive;
 mod cost;
 #[path = "dataplane/curves.rs"]
 mod curves;
+#[path = "dataplane/forwarding.rs"]
+mod forwarding;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -41,8 +45,7 @@ use aya::programs::{TestRun, TestRunOptions, Xdp};
 use fabriclb::{
     config,
     dataplane::{Dataplane, tables},
-    testbed::{self, Leaf, Shape, Testbed},
-    traffic::{Pace, Pattern},
+    testbed,
 };
 use lb_common::{
     abi::bench::{BASELINE_IFINDEX, BENCH_RESTORE_LEN},
@@ -67,7 +70,8 @@ pub struct Budget {
     pub repeat: u32,
     /// Interleaved runs per figure.
     pub runs: usize,
-    /// Whether the testbed sections (forwarding rate, adaptive) run.
+    /// Whether the adaptive section runs (and the forwarding section's runs
+    /// are long).
     pub testbed: bool,
 }
 
@@ -165,7 +169,7 @@ fn main() -> Result<()> {
     let budget = Budget::from_env();
     let mut report = String::from("# fabriclb data-plane benchmark\n\n");
     if !budget.testbed {
-        report.push_str("**Quick run** (`FABRICLB_BENCH_QUICK`): short runs, no testbed sections; not figures to report.\n\n");
+        report.push_str("**Quick run** (`FABRICLB_BENCH_QUICK`): short runs, no adaptive section; not figures to report.\n\n");
     }
     let costs = cost::section(&mut dp, &budget, &mut report)?;
     let curves = curves::section(&budget, &mut report)?;
@@ -173,11 +177,7 @@ fn main() -> Result<()> {
     drop(dp);
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir)?;
-    let forwarding = if budget.testbed {
-        Some(forwarding_rate(&bed_name, &mut report)?)
-    } else {
-        None
-    };
+    let forwarding = forwarding::section(&bed_name, &budget, &mut report)?;
     let results = serde_json::json!({ "cost": costs, "curves": curves, "forwarding": forwarding });
     std::fs::write(
         dir.join("results.json"),
@@ -185,6 +185,7 @@ fn main() -> Result<()> {
     )?;
     std::fs::write(dir.join("program-cost.svg"), chart(&costs))?;
     std::fs::write(dir.join("cost-curves.svg"), curves::chart(&curves))?;
+    std::fs::write(dir.join("forwarding.svg"), forwarding::chart(&forwarding))?;
     if budget.testbed {
         let scenarios = adaptive::section(&bed_name, &mut report)?;
         std::fs::write(dir.join("adaptive.svg"), adaptive::chart(&scenarios))?;
@@ -192,7 +193,7 @@ fn main() -> Result<()> {
     print!("{report}");
     std::fs::write(dir.join("dataplane.md"), &report)?;
     println!(
-        "\nwritten to {0}/: dataplane.md, results.json, program-cost.svg, cost-curves.svg{1}",
+        "\nwritten to {0}/: dataplane.md, results.json, program-cost.svg, cost-curves.svg, forwarding.svg{1}",
         dir.display(),
         if budget.testbed { ", adaptive.svg" } else { "" }
     );
@@ -453,119 +454,6 @@ fn balance(dp: &mut Dataplane, tables: &tables::Tables, report: &mut String) -> 
         );
     }
     Ok(())
-}
-
-const RATE_RUNS: usize = 5;
-/// Small packets (WRITE ONLY, 256 bytes of data) so that per-packet work,
-/// not copying, decides the rate.
-const RATE_PAYLOAD: u32 = 256;
-
-/// Packets per second through the namespace testbed, the whole chain
-/// (generator, leaf, spine, far leaf, receiving sink) running on the
-/// sender's CPU as veths do: fabriclb on the leaf against the leaf
-/// kernel's own five-tuple multipath route, same traffic, interleaved
-/// runs. The sender alone (the leaf drops in XDP) is the floor; the
-/// difference of per-packet times isolates the leaf hop.
-fn forwarding_rate(name: &str, report: &mut String) -> Result<Forwarding> {
-    let bed = Testbed::up(
-        name,
-        Shape {
-            hosts: 2,
-            spines: 4,
-            ..Shape::default()
-        },
-    )?;
-    let workdir = std::env::temp_dir().join(format!("{name}-work"));
-    std::fs::create_dir_all(&workdir)?;
-    let fabriclb: &std::path::Path = env!("CARGO_BIN_EXE_fabriclb").as_ref();
-    let legs = [
-        ("sender alone (leaf drops in XDP)", Leaf::Drop),
-        (
-            "fabriclb (XDP) on the leaf",
-            Leaf::Fabriclb {
-                group: String::new(),
-            },
-        ),
-        ("kernel multipath on the leaf", Leaf::KernelMultipath),
-    ];
-    let mut pps: Vec<Vec<f64>> = vec![Vec::new(); legs.len()];
-    let mut packets = 0;
-    for _ in 0..RATE_RUNS {
-        for (i, (label, leaf)) in legs.iter().enumerate() {
-            let collective = testbed::Collective {
-                pattern: Pattern::Ring,
-                qps_per_connection: 16,
-                message_bytes: RATE_PAYLOAD,
-                mtu: testbed::ROCE_MTU,
-                messages: 200_000,
-                pace: Pace {
-                    rate_pps: None,
-                    gap: Duration::ZERO,
-                },
-                source_port_per_qp: false,
-                small_messages: 0,
-                senders: 1,
-                leaf: leaf.clone(),
-            };
-            let run = testbed::run_collective(&bed, fabriclb, &workdir, &collective)?;
-            if !matches!(leaf, Leaf::Drop) {
-                ensure!(
-                    run.received.packets == run.sent_packets,
-                    "{label}: {} of {} packets arrived; a rate with loss is no rate",
-                    run.received.packets,
-                    run.sent_packets
-                );
-            }
-            packets = run.sent_packets;
-            pps[i].push(run.sent_packets as f64 / run.elapsed.as_secs_f64());
-        }
-    }
-    let _ = std::fs::remove_dir_all(&workdir);
-    drop(bed);
-    let _ = writeln!(
-        report,
-        "\n## Forwarding rate through the testbed (1 sender, 4 spines, {packets} RoCEv2 WRITE ONLY packets of {} B per run, {RATE_RUNS} runs)\n",
-        RATE_PAYLOAD as usize + 14 + 20 + 8 + 12 + 16 + 4
-    );
-    report.push_str(
-        "| leaf | kpps min / median / max | ns per packet, end to end (median) |\n|---|---|---|\n",
-    );
-    let medians: Vec<f64> = pps.iter_mut().map(|p| spread(p).1).collect();
-    for ((label, _), runs) in legs.iter().zip(&mut pps) {
-        let (lo, mid, hi) = spread(runs);
-        let _ = writeln!(
-            report,
-            "| {label} | {:.0} / {:.0} / {:.0} | {:.0} |",
-            lo / 1e3,
-            mid / 1e3,
-            hi / 1e3,
-            1e9 / mid
-        );
-    }
-    let ns = |i: usize| 1e9 / medians[i];
-    let _ = writeln!(
-        report,
-        "\nfabriclb / kernel multipath, packets per second: **{:.2}**. Leaf hop by difference: \
-         the kernel's costs {:.0} ns more per packet than fabriclb's.",
-        medians[1] / medians[2],
-        ns(2) - ns(1),
-    );
-    Ok(Forwarding {
-        fabriclb_ns: ns(1) - ns(0),
-        kernel_ns: ns(2) - ns(0),
-        mpps: medians[0] / 1e6,
-    })
-}
-
-/// The testbed's leaf hop by difference from the sender alone, medians.
-#[derive(serde::Serialize)]
-struct Forwarding {
-    /// ns per packet fabriclb's hop adds.
-    fabriclb_ns: f64,
-    /// ns per packet the kernel's multipath hop adds.
-    kernel_ns: f64,
-    /// What the sender offers alone, Mpps: the generator's bound.
-    mpps: f64,
 }
 
 /// Bars of median ns/packet above the empty program, baseline against

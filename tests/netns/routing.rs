@@ -37,7 +37,7 @@ fn bgp_gives_the_leaf_every_spine_and_takes_a_drained_one_away() -> Result<()> {
         bed.collective(&fabriclb::testbed::Collective {
             qps_per_connection: 16,
             messages: 64,
-            leaf: Leaf::KernelMultipath,
+            leaf: Leaf::Kernel,
             ..ring(2, "")
         })
     };

@@ -36,7 +36,7 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding rate, adaptive routing); writes target/bench/ (must run as root)
+    /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
     /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic and restart scenarios (JSON in target/demo/)

@@ -6,8 +6,16 @@ use crate::limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 /// The XDP program's name in the object file.
 pub const PROGRAM: &str = "fabriclb";
 
-/// LPM trie: IPv4 destination prefix -> group id (`u32`).
+/// LPM trie: IPv4 destination prefix -> group id (`u32`), as configured:
+/// the record `explain` and a restarted daemon read the prefixes from. The
+/// data plane reads [`ROUTE4_FIRST`] and [`ROUTE4_POOL`].
 pub const ROUTES_V4: &str = "FL_ROUTES_V4";
+/// Array: the IPv4 route table's first level ([`crate::route::table`]):
+/// the destination's first 16 bits -> raw entry (`u32`).
+pub const ROUTE4_FIRST: &str = "FL_ROUTE4_FIRST";
+/// Array: the IPv4 route table's blocks, `block * BLOCK_ENTRIES + byte`
+/// -> raw entry (`u32`); [`crate::limits::ROUTE4_POOL_BLOCKS`] blocks.
+pub const ROUTE4_POOL: &str = "FL_ROUTE4_POOL";
 /// LPM trie: IPv6 destination prefix -> group id (`u32`).
 pub const ROUTES_V6: &str = "FL_ROUTES_V6";
 /// Array: group id -> [`GroupEntry`].

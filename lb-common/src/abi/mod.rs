@@ -5,6 +5,7 @@
 
 pub mod bench;
 mod forwarding;
+pub mod generator;
 pub mod sink;
 pub mod tx_errors;
 

@@ -15,12 +15,13 @@ use fabriclb::{
 };
 use lb_common::{
     abi::{
-        FLOWLETS, ROUTES_V4, ROUTES_V6,
+        FLOWLETS, ROUTE4_POOL, ROUTES_V4, ROUTES_V6,
         bench::{BASELINE_IFINDEX, BENCH_VARY, BenchVary, PROGRAM_EMPTY, PROGRAM_VARY},
     },
-    limits::{FLOWLET_TABLE_DEFAULT, MAX_LOCAL_ROUTES},
+    limits::{FLOWLET_TABLE_DEFAULT, MAX_LOCAL_ROUTES, ROUTE4_POOL_BLOCKS},
     packet::craft::{Ipv4, Ipv6, bth, udp},
     packet::parse::{IPPROTO_UDP, ROCEV2_UDP_PORT},
+    route::table::BLOCK_ENTRIES,
     verdict::{XDP_DROP, XDP_REDIRECT},
 };
 use serde::Serialize;
@@ -223,20 +224,9 @@ fn measure(budget: &Budget, setup: &Setup) -> Result<((f64, f64, f64), Option<f6
         &[GROUP_PREFIX],
     );
     let config = config::parse(&text, "curve.toml".as_ref())?;
-    let tables = tables::Tables::build(&config, None, |spec| {
+    let mut tables = tables::Tables::build(&config, None, |spec| {
         tables::static_nexthop(spec, BASELINE_IFINDEX, LB_MAC)
     })?;
-    let routes = setup.routes.map_or(0, |(_, n)| n) + MAX_LOCAL_ROUTES + 1;
-    let mut dp = Dataplane::load_sized(
-        BENCH_OBJECT,
-        &[
-            (FLOWLETS, setup.flowlet_table),
-            (ROUTES_V4, routes),
-            (ROUTES_V6, routes),
-        ],
-    )?;
-    tables.write(&mut dp, None)?;
-    dp.add_port(BASELINE_IFINDEX)?;
     let group = tables.groups[0].id;
     if let Some((family, n)) = setup.routes {
         for i in 0..n {
@@ -248,9 +238,23 @@ fn measure(budget: &Budget, setup: &Setup) -> Result<((f64, f64, f64), Option<f6
                     (IpAddr::V6(Ipv6Addr::from(octets)), 64)
                 }
             };
-            dp.set_route(addr, len, group)?;
+            tables.routes.push((config::Prefix { addr, len }, group));
         }
     }
+    let routes = setup.routes.map_or(0, |(_, n)| n) + MAX_LOCAL_ROUTES + 1;
+    // A /24 takes at most one block of the IPv4 table.
+    let pool = ROUTE4_POOL_BLOCKS.max(routes) * BLOCK_ENTRIES;
+    let mut dp = Dataplane::load_sized(
+        BENCH_OBJECT,
+        &[
+            (FLOWLETS, setup.flowlet_table),
+            (ROUTES_V4, routes),
+            (ROUTES_V6, routes),
+            (ROUTE4_POOL, pool),
+        ],
+    )?;
+    tables.write(&mut dp, None)?;
+    dp.add_port(BASELINE_IFINDEX)?;
     dp.load_program(PROGRAM_EMPTY)?;
     dp.load_program(PROGRAM_VARY)?;
     let map = dp.other_map(BENCH_VARY).context("no vary map")?;

@@ -41,5 +41,8 @@ pub fn names(
         return Ok(inspect::names::Names::default());
     };
     let config = config::load(path).context("the config for names")?;
+    // Groups learned from the kernel are named as the daemon names them.
+    let config = fabriclb::daemon::with_kernel_routes(&config)
+        .context("the kernel's routes, for the names of learned groups")?;
     Ok(inspect::names::Names::from_config(&config, maps)?)
 }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use lb_common::select::hash::HashFields;
 
-use super::schema::{Config, Prefix};
+use super::schema::{Config, KernelRoutes, Prefix};
 
 /// What differs between two configs, one line per change, for the log of
 /// a live reload.
@@ -79,6 +79,20 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             out.push(format!(
                 "group {name:?}: telemetry {:?} -> {:?}",
                 was.telemetry, group.telemetry
+            ));
+        }
+        if was.kernel_routes != group.kernel_routes {
+            let show = |k: Option<KernelRoutes>| k.map_or("none".into(), |k| k.to_string());
+            out.push(format!(
+                "group {name:?}: kernel_routes {} -> {}",
+                show(was.kernel_routes),
+                show(group.kernel_routes)
+            ));
+        }
+        if was.weights != group.weights {
+            out.push(format!(
+                "group {name:?}: weights {:?} -> {:?}",
+                was.weights, group.weights
             ));
         }
         added_removed(&mut out, &was.next_hops, &group.next_hops, |nh, how| {

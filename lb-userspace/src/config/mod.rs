@@ -26,6 +26,10 @@
 //! [[route]]
 //! prefix = "10.1.0.0/16"
 //! group = "spines"
+//!
+//! [[group]]
+//! name = "uplinks"           # routes and next hops from the kernel:
+//! kernel_routes = { table = "main", protocol = "bgp" }   # no next_hops
 //! ```
 //!
 //! Parsing happens in two layers: serde fills a raw layer whose fields carry
@@ -57,9 +61,10 @@ pub use diff::changes;
 pub use schema::{
     ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, FLOWLET_GAP_DEFAULT_US,
     FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group,
-    GroupTelemetry, IFNAME_MAX_LEN, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr,
-    NextHopSpec, Prefix, Route, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, Spray, Switch,
-    TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+    GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN,
+    NextHopAddr, NextHopSpec, Prefix, RT_TABLE_MAIN, Route, SAMPLING_INTERVAL_MAX_US,
+    SAMPLING_INTERVAL_MIN_US, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX,
+    VLAN_MIN, XdpModeSetting, format_mac, learned_group_name,
 };
 
 /// Reads and validates the config file at `path`.

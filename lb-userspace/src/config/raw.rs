@@ -39,7 +39,23 @@ pub(super) struct RawGroup {
     pub(super) flowlet_gap_us: Option<Spanned<i64>>,
     pub(super) spray: Option<Spanned<String>>,
     pub(super) telemetry: Option<Spanned<String>>,
-    pub(super) next_hops: Spanned<Vec<Spanned<RawNextHop>>>,
+    pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
+    pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKernelRoutes {
+    pub(super) table: Option<Spanned<NameOrNumber>>,
+    pub(super) protocol: Option<Spanned<NameOrNumber>>,
+}
+
+/// A routing table or protocol, by iproute2's name or by number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum NameOrNumber {
+    Name(String),
+    Number(i64),
 }
 
 #[derive(Deserialize)]

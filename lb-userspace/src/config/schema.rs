@@ -180,12 +180,101 @@ pub struct Group {
     /// Where the next hops' path quality comes from; `None` keeps every
     /// next hop at the default quality.
     pub telemetry: Option<GroupTelemetry>,
-    /// `1..=MAX_NEXTHOPS_PER_GROUP`, no two equal.
+    /// `1..=MAX_NEXTHOPS_PER_GROUP`, no two equal; empty in a group that
+    /// follows the kernel, whose next hops are those of the groups it
+    /// learns.
     pub next_hops: Vec<NextHopSpec>,
+    /// The kernel's weight of each next hop, same order: a next hop's
+    /// share of the buckets. Empty (all equal) in the file's groups.
+    pub weights: Vec<u32>,
+    /// Routes and next hops come from the kernel's routing table, not
+    /// from the file.
+    pub kernel_routes: Option<KernelRoutes>,
+}
+
+/// `kernel_routes = { table = "main", protocol = "bgp" }`: which of the
+/// kernel's routes a group follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelRoutes {
+    /// Routing table id; `main` (254) unless given.
+    pub table: u32,
+    /// Route protocol (`proto bgp` is 186); `None` takes every protocol.
+    pub protocol: Option<u8>,
+}
+
+impl KernelRoutes {
+    /// Whether a route of `table` and `protocol` is one of these.
+    pub fn matches(&self, table: u32, protocol: u8) -> bool {
+        self.table == table && self.protocol.is_none_or(|p| p == protocol)
+    }
+
+    /// Whether some route would be both `self`'s and `other`'s.
+    pub fn overlaps(&self, other: &Self) -> bool {
+        self.table == other.table
+            && (self.protocol.is_none()
+                || other.protocol.is_none()
+                || self.protocol == other.protocol)
+    }
+}
+
+impl fmt::Display for KernelRoutes {
+    /// `table main protocol bgp`, `table 100 protocol 200`, `table main`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match RT_TABLES.iter().find(|(_, id)| *id == self.table) {
+            Some((name, _)) => write!(f, "table {name}")?,
+            None => write!(f, "table {}", self.table)?,
+        }
+        match self.protocol {
+            None => Ok(()),
+            Some(p) => match RT_PROTOS.iter().find(|(_, id)| *id == p) {
+                Some((name, _)) => write!(f, " protocol {name}"),
+                None => write!(f, " protocol {p}"),
+            },
+        }
+    }
+}
+
+/// iproute2's names of routing tables (`rt_tables`).
+pub const RT_TABLES: [(&str, u32); 3] = [("default", 253), ("main", 254), ("local", 255)];
+/// The routing table a group follows unless it names one.
+pub const RT_TABLE_MAIN: u32 = 254;
+
+/// iproute2's names of route protocols (`rt_protos`): `bgp` is what FRR's
+/// zebra installs BGP routes with.
+pub const RT_PROTOS: [(&str, u8); 23] = [
+    ("unspec", 0),
+    ("redirect", 1),
+    ("kernel", 2),
+    ("boot", 3),
+    ("static", 4),
+    ("gated", 8),
+    ("ra", 9),
+    ("mrt", 10),
+    ("zebra", 11),
+    ("bird", 12),
+    ("dnrouted", 13),
+    ("xorp", 14),
+    ("ntk", 15),
+    ("dhcp", 16),
+    ("mrouted", 17),
+    ("keepalived", 18),
+    ("babel", 42),
+    ("openr", 99),
+    ("bgp", 186),
+    ("isis", 187),
+    ("ospf", 188),
+    ("rip", 189),
+    ("eigrp", 192),
+];
+
+/// The name of the `n`th group a group following the kernel learns:
+/// `uplinks#1`. No file group may take such a name (validation refuses it).
+pub fn learned_group_name(parent: &str, n: usize) -> String {
+    format!("{parent}#{n}")
 }
 
 /// One next hop of a group, as configured.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NextHopSpec {
     /// Egress interface, `1..=IFNAME_MAX_LEN` bytes.
     pub interface: String,
@@ -206,7 +295,7 @@ impl fmt::Display for NextHopSpec {
 }
 
 /// Where a next hop's destination MAC comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NextHopAddr {
     /// Given directly; always unicast and non-zero.
     Mac([u8; 6]),
@@ -244,7 +333,7 @@ pub struct Route {
 
 /// An IPv4 or IPv6 CIDR prefix with no host bits set and a length within
 /// its family's bounds (0..=32 or 0..=128).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Prefix {
     pub addr: IpAddr,
     pub len: u8,

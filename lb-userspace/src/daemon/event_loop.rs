@@ -14,6 +14,7 @@ use super::adopt;
 use super::config_file;
 use super::http::Scrapes;
 use super::ingress::Ingress;
+use super::kernel_routes::{self, KernelWatch};
 use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
@@ -50,19 +51,22 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
-    let (config, version) = config_file::load(&options.config).await?;
-    let (sonic, config) = match &options.sonic {
+    let (file, version) = config_file::load(&options.config).await?;
+    let (sonic, file) = match &options.sonic {
         Some(address) => {
-            let (sonic, config) = Sonic::start(address, config).await?;
-            (Some(sonic), config)
+            let (sonic, file) = Sonic::start(address, file).await?;
+            (Some(sonic), file)
         }
-        None => (None, config),
+        None => (None, file),
     };
     // Before loading: a port in use fails the start with nothing to undo.
     let mut scrapes = Scrapes::listen(options.metrics_listen).await?;
     let netlink = Netlink::connect()?;
-    let flowlets = config.switch.flowlet_table_size;
+    let flowlets = file.switch.flowlet_table_size;
     let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
+    // The kernel's routes before the tables: a restart takes over with
+    // the routes the kernel has, not without them.
+    let (kernel, config) = KernelWatch::start(&file, &netlink).await?;
 
     let mut ongoing = Ongoing::default();
     let link_events = link_events::subscribe();
@@ -82,6 +86,8 @@ pub async fn run(options: Options) -> Result<()> {
         version: Some(version),
         settling: None,
         tables,
+        file,
+        kernel,
         local: follower,
         links: LinkWatch::new(link_events, snapshot),
         ingress: Vec::new(),
@@ -102,6 +108,7 @@ pub async fn run(options: Options) -> Result<()> {
         config = %options.config.display(),
         groups = running.config.groups.len(),
         routes = running.config.routes.len(),
+        learned_routes = running.config.routes.len() - running.file.routes.len(),
         "ready"
     );
 
@@ -113,6 +120,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut watch = tokio::time::interval(WATCH_INTERVAL);
     let mut staleness = tokio::time::interval(STALENESS_CHECK);
     loop {
+        let due = running.kernel.due();
         tokio::select! {
             _ = sigint.recv() => break,
             _ = sigterm.recv() => break,
@@ -134,6 +142,8 @@ pub async fn run(options: Options) -> Result<()> {
             events = running.local.events() => {
                 running.address_events(events, &netlink, &mut dp).await;
             }
+            events = running.kernel.events() => running.kernel.take(events),
+            _ = kernel_routes::until(due) => running.kernel_routes(&netlink, &mut dp).await,
             events = running.links.events() => {
                 running.link_events(events, &netlink, &mut dp).await;
             }
@@ -142,6 +152,7 @@ pub async fn run(options: Options) -> Result<()> {
                     warn!("refreshing next hops: {e:#}");
                 }
                 running.refresh_local(&netlink, &mut dp).await;
+                running.refresh_kernel_routes(&netlink, &mut dp).await;
                 running.reattach_ingress(&mut dp);
             }
             _ = metrics_tick.tick() => {

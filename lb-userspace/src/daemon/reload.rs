@@ -43,41 +43,46 @@ impl Running {
         }
     }
 
+    /// Moves the data plane to `file` (the config file's, with SONiC's
+    /// settings over it under `--sonic`).
     pub(super) async fn apply(
         &mut self,
-        config: Config,
+        file: Config,
         netlink: &Netlink,
         dp: &mut Dataplane,
     ) -> Result<()> {
-        let changes = config::changes(&self.config, &config);
+        let changes = config::changes(&self.file, &file);
         if changes.is_empty() {
             info!("config unchanged");
             return Ok(());
         }
-        let old = &self.config.switch;
-        if config.switch.flowlet_table_size != old.flowlet_table_size {
+        let old = &self.file.switch;
+        if file.switch.flowlet_table_size != old.flowlet_table_size {
             warn!(
                 "switch.flowlet_table_size {} -> {} takes effect at the next start; \
                  the table keeps its size until then",
-                old.flowlet_table_size, config.switch.flowlet_table_size
+                old.flowlet_table_size, file.switch.flowlet_table_size
             );
         }
+        // The routes learned from the kernel stay, under the new file's
+        // groups.
+        let learned = self.kernel.follow(&file, netlink).await?;
+        let config = self.kernel.effective(&file);
         let snapshot = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&config, &mut self.ongoing);
-        let tables = Tables::build(&config, Some(&self.tables), |spec| snapshot.resolve(spec))?;
-        let restore = |running: &Self, dp: &mut Dataplane| {
-            // Put back what was written so far: the old tables, diffed
-            // against the new ones, touch exactly those entries.
-            if let Err(undo) = running.tables.write(dp, Some(&tables)) {
-                error!("restoring the running tables after a failed reload: {undo}");
+        let view = std::mem::replace(&mut self.links.view, snapshot);
+        let tables = match self.switch_tables(&config, dp, &learned.splits) {
+            Ok(tables) => tables,
+            Err(e) => {
+                self.links.view = view;
+                return Err(e);
             }
         };
-        if let Err(e) = tables.write(dp, Some(&self.tables)) {
-            restore(self, dp);
-            return Err(e).context("programming the maps");
-        }
         if let Err(e) = self.move_ingress(dp, &config.switch) {
-            restore(self, dp);
+            if let Err(undo) = self.tables.write(dp, Some(&tables)) {
+                error!("restoring the running tables after a failed reload: {undo}");
+            }
+            self.links.view = view;
             return Err(e);
         }
         let old_tables = std::mem::replace(&mut self.tables, tables);
@@ -86,10 +91,38 @@ impl Running {
             info!("config change: {change}");
         }
         self.config = config;
-        self.links.view = snapshot;
+        self.file = file;
         self.telemetry_restart(dp);
         info!(changes = changes.len(), "config reloaded");
         Ok(())
+    }
+
+    /// Builds `config`'s tables against the running ones, resolving next
+    /// hops against the links as last heard (each new group of `splits`
+    /// starting from the buckets of the group it split off), and writes
+    /// what differs. On a failed write the running tables are put back in
+    /// the maps: the old tables, diffed against the new ones, touch
+    /// exactly the entries written so far.
+    pub(super) fn switch_tables(
+        &mut self,
+        config: &Config,
+        dp: &mut Dataplane,
+        splits: &[(String, String)],
+    ) -> Result<Tables> {
+        let view = &self.links.view;
+        let mut tables = Tables::build(config, Some(&self.tables), |spec| view.resolve(spec))?;
+        for (name, from) in splits {
+            let weights = config.groups.iter().find(|g| g.name == *name);
+            let weights = weights.map_or(&[][..], |g| &g.weights);
+            tables.inherit(&self.tables, name, from, weights);
+        }
+        if let Err(e) = tables.write(dp, Some(&self.tables)) {
+            if let Err(undo) = self.tables.write(dp, Some(&tables)) {
+                error!("restoring the running tables after a failed write: {undo}");
+            }
+            return Err(e).context("programming the maps");
+        }
+        Ok(tables)
     }
 
     /// Ends the drains of groups switched to ECMP that are due: from then

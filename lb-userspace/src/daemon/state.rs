@@ -6,6 +6,7 @@ use tracing::{info, warn};
 
 use super::config_file::FileVersion;
 use super::ingress::Ingress;
+use super::kernel_routes::KernelWatch;
 use super::link_events::LinkWatch;
 use super::links::Ongoing;
 use super::local::Follower;
@@ -19,7 +20,15 @@ use crate::dataplane::{Dataplane, occupant};
 /// box's own addresses, where the program is attached, and the paths'
 /// telemetry.
 pub(super) struct Running {
+    /// What the tables are built from: the file's config with the routes
+    /// and groups learned from the kernel in place of the groups that
+    /// follow it.
     pub(super) config: Config,
+    /// The config as the file has it (with SONiC's settings over it under
+    /// `--sonic`).
+    pub(super) file: Config,
+    /// The kernel's routes, for the groups that follow them.
+    pub(super) kernel: KernelWatch,
     /// The file's identity when `config` was read from it.
     pub(super) version: Option<FileVersion>,
     /// A version of the file seen once, reloaded if the next look finds
@@ -33,7 +42,8 @@ pub(super) struct Running {
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.
     pub(super) ongoing: Ongoing,
-    /// `run --sonic`: SONiC's settings, which `config` has over the file's.
+    /// `run --sonic`: SONiC's settings, which `file` has over the config
+    /// file's.
     pub(super) sonic: Option<Sonic>,
 }
 

@@ -2,11 +2,10 @@
 
 #[cfg(test)]
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
-    maps::{Array, IterableMap, MapData, MapError, lpm_trie::Key, xdp::XdpMapError},
+    maps::{Array, IterableMap, MapData, MapError, xdp::XdpMapError},
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
 use lb_common::abi::tx_errors::TxErrors;
@@ -16,9 +15,11 @@ use lb_common::verdict::Reason;
 use tracing::{info, warn};
 
 use super::Maps;
+use super::tables::route_table::PoolFull;
 use super::tx_errors::{self, TxCounting};
 
 mod pinning;
+mod routes;
 pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
 
 /// The production XDP object, built from lb-ebpf by the build script: the
@@ -51,6 +52,7 @@ pub enum DataplaneError {
         source: ProgramError,
     },
     Pinning(PinningError),
+    RouteTable(PoolFull),
 }
 
 impl std::fmt::Display for DataplaneError {
@@ -79,6 +81,7 @@ impl std::fmt::Display for DataplaneError {
                 write!(f, "attaching to {interface}: {}", said(source))
             }
             Self::Pinning(e) => write!(f, "{}", said(e)),
+            Self::RouteTable(e) => write!(f, "{e}"),
         }
     }
 }
@@ -256,12 +259,14 @@ impl Dataplane {
             },
             |name, source| DataplaneError::Map { name, source },
         )?;
-        Ok(Self {
+        let mut dataplane = Self {
             maps,
             tx_counting: None,
             pinned: None,
             ebpf,
-        })
+        };
+        dataplane.bind_route_record()?;
+        Ok(dataplane)
     }
 
     fn program_of(ebpf: &mut Ebpf) -> Result<&mut Xdp> {
@@ -482,45 +487,13 @@ impl Dataplane {
     pub fn remove_port(&mut self, ifindex: u32) -> Result<()> {
         already_gone(self.maps.devmap.remove(ifindex), names::DEVMAP)
     }
-
-    /// Routes `addr/len` to `value` (a group id, or `LOCAL_ROUTE`).
-    pub fn set_route(&mut self, addr: IpAddr, len: u8, value: u32) -> Result<()> {
-        match addr {
-            IpAddr::V4(a) => self
-                .maps
-                .routes_v4
-                .insert(&Key::new(len.into(), a.octets()), value, 0)
-                .map_err(map_err(names::ROUTES_V4)),
-            IpAddr::V6(a) => self
-                .maps
-                .routes_v6
-                .insert(&Key::new(len.into(), a.octets()), value, 0)
-                .map_err(map_err(names::ROUTES_V6)),
-        }
-    }
-
-    /// Removes a route; one that is not there is no error (a rollback
-    /// undoes routes a failed write may never have inserted).
-    pub fn remove_route(&mut self, addr: IpAddr, len: u8) -> Result<()> {
-        match addr {
-            IpAddr::V4(a) => already_gone(
-                self.maps
-                    .routes_v4
-                    .remove(&Key::new(len.into(), a.octets())),
-                names::ROUTES_V4,
-            ),
-            IpAddr::V6(a) => already_gone(
-                self.maps
-                    .routes_v6
-                    .remove(&Key::new(len.into(), a.octets())),
-                names::ROUTES_V6,
-            ),
-        }
-    }
 }
 
 /// A removal whose entry was already absent has done what it was asked to.
-fn already_gone(removed: std::result::Result<(), MapError>, name: &'static str) -> Result<()> {
+pub(super) fn already_gone(
+    removed: std::result::Result<(), MapError>,
+    name: &'static str,
+) -> Result<()> {
     match removed {
         Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(nix::libc::ENOENT) => {
             Ok(())
@@ -577,6 +550,8 @@ mod tests {
         );
         let forwarding = [
             names::ROUTES_V4,
+            names::ROUTE4_FIRST,
+            names::ROUTE4_POOL,
             names::ROUTES_V6,
             names::GROUPS,
             names::BUCKETS,

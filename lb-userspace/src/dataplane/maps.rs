@@ -8,6 +8,8 @@ use lb_common::select::flowlet::FlowletState;
 
 pub struct Maps {
     pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
+    pub route4_first: Array<MapData, u32>,
+    pub route4_pool: Array<MapData, u32>,
     pub routes_v6: LpmTrie<MapData, [u8; 16], u32>,
     pub groups: Array<MapData, GroupEntry>,
     pub buckets: Array<MapData, u32>,
@@ -38,6 +40,8 @@ impl Maps {
         }
         Ok(Self {
             routes_v4: typed!(names::ROUTES_V4),
+            route4_first: typed!(names::ROUTE4_FIRST),
+            route4_pool: typed!(names::ROUTE4_POOL),
             routes_v6: typed!(names::ROUTES_V6),
             groups: typed!(names::GROUPS),
             buckets: typed!(names::BUCKETS),

@@ -6,13 +6,17 @@
 //! never points an old route or bucket at somebody else's next hop while
 //! the maps are being rewritten.
 //!
-//! The route tries also hold the box's own addresses, as /32 and /128
-//! routes to [`LOCAL_ROUTE`]: the longest match finds them in the one
-//! lookup a packet already makes. A configured route with the very same
-//! key is shadowed while the address exists and comes back when it goes.
+//! The routes also hold the box's own addresses, as /32 and /128 routes
+//! to [`LOCAL_ROUTE`]: the longest match finds them in the one lookup a
+//! packet already makes. A configured route with the very same key is
+//! shadowed while the address exists and comes back when it goes. IPv6
+//! routes go to an LPM trie; IPv4 routes to the fixed-stride table
+//! ([`route_table`]) and, as a record for `explain` and restarts, to a
+//! trie the program does not read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use lb_common::{
@@ -20,12 +24,13 @@ use lb_common::{
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
-    select::buckets::{fit, rebalance, spray_sequence},
+    select::buckets::{fit, spray_sequence},
     select::flowlet::{MODE_ECMP, PATH_QUALITY_DEFAULT},
 };
 
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
+use route_table::Layout;
 
 /// One group: its id, settings, next-hop ids (config order) and the
 /// bucket and spray tables over them.
@@ -62,13 +67,38 @@ pub struct Tables {
     pub quality: Vec<u32>,
     /// In config order.
     pub groups: Vec<GroupTable>,
-    /// Prefix -> group id, from the config.
+    /// Prefix -> group id, from the config (or, for benchmarks, added
+    /// before the tables are first written: the IPv4 table is placed then).
     pub routes: Vec<(Prefix, u32)>,
     /// The box's own addresses and IPv4 subnet broadcasts, routed to
     /// [`LOCAL_ROUTE`]; kept across reloads.
     local: BTreeSet<IpAddr>,
     /// The next flowlet generation to hand out.
     next_generation: u32,
+    /// The IPv4 route table as placed in the maps.
+    route4: Placed,
+}
+
+/// A compiled route table as placed in the maps: fixed at the tables'
+/// first write, compiled against what the maps held then (the previous
+/// tables' placement), or read back from the maps. Not part of what the
+/// tables are, so never compared: equal tables may place blocks
+/// differently.
+#[derive(Clone, Default)]
+struct Placed(OnceLock<Arc<Layout>>);
+
+impl PartialEq for Placed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Placed {}
+
+impl std::fmt::Debug for Placed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.get().fmt(f)
+    }
 }
 
 /// A route trie's key: address and prefix length.
@@ -209,12 +239,13 @@ impl Tables {
             let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
             entry.members[..members.len()].copy_from_slice(&members);
-            // Homes move only when members do: a reload's, not a link's.
+            // Homes move only when members or weights do: a reload's or
+            // the kernel's routes', not a link's.
             let mut home = old.map_or_else(
                 || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 |o| o.home.clone(),
             );
-            rebalance(&mut home, &members);
+            weights::rebalance_weighted(&mut home, &members, &group.weights);
             let mut table = GroupTable {
                 id,
                 name: group.name.clone(),
@@ -245,6 +276,7 @@ impl Tables {
             routes,
             local: previous.map(|p| p.local.clone()).unwrap_or_default(),
             next_generation,
+            route4: Placed::default(),
         })
     }
 
@@ -255,7 +287,11 @@ impl Tables {
         let cap = MAX_LOCAL_ROUTES as usize;
         let v4 = addrs.iter().filter(|a| a.is_ipv4()).take(cap);
         let v6 = addrs.iter().filter(|a| a.is_ipv6()).take(cap);
-        self.local = v4.chain(v6).copied().collect();
+        let local: BTreeSet<IpAddr> = v4.chain(v6).copied().collect();
+        if local != self.local {
+            self.local = local;
+            self.route4 = Placed::default();
+        }
         addrs.len() - self.local.len()
     }
 
@@ -278,6 +314,35 @@ impl Tables {
         let config = self.routes.iter().map(|(p, g)| ((p.addr, p.len), *g));
         let local = self.local.iter().map(|&a| ((a, host_len(a)), LOCAL_ROUTE));
         config.chain(local).collect()
+    }
+
+    /// Gives group `name`, new in these tables, the homes and buckets
+    /// group `from` of `previous` had, next hop for next hop (by spec),
+    /// then fits them to its own members and `weights`: a group split off
+    /// another (routes that took a new set of next hops before the rest)
+    /// keeps their flows where they were.
+    pub fn inherit(&mut self, previous: &Tables, name: &str, from: &str, weights: &[u32]) {
+        let Some(old) = previous.groups.iter().find(|g| g.name == from) else {
+            return;
+        };
+        let (nexthops, quality) = (&self.nexthops, &self.quality);
+        let Some(group) = self.groups.iter_mut().find(|g| g.name == name) else {
+            return;
+        };
+        let same = |old_id: u32| {
+            let slot = old.members.iter().position(|&m| m == old_id)?;
+            let at = group.specs.iter().position(|s| *s == old.specs[slot])?;
+            Some(group.members[at])
+        };
+        let map = |ids: &[u32]| -> Vec<u32> {
+            ids.iter()
+                .map(|&id| same(id).unwrap_or(NO_NEXTHOP))
+                .collect()
+        };
+        group.home = map(&old.home);
+        group.buckets = map(&old.buckets);
+        weights::rebalance_weighted(&mut group.home, &group.members, weights);
+        group.rebalance(nexthops, quality);
     }
 
     /// Replaces next hop `id` and moves only the buckets that must move.
@@ -411,6 +476,7 @@ impl Tables {
                 dp.set_route(addr, len, *value)?;
             }
         }
+        self.write_route4(dp, previous)?;
         let Some(previous) = previous else {
             return Ok(());
         };
@@ -430,6 +496,43 @@ impl Tables {
         }
         for port in old_ports.difference(&self.ports()) {
             dp.remove_port(*port)?;
+        }
+        Ok(())
+    }
+}
+
+impl Tables {
+    /// Writes the IPv4 route table: placed against `previous`'s the first
+    /// time, then as placed (a rollback writes the old tables back over
+    /// the new ones as the old ones had them).
+    fn write_route4(
+        &self,
+        dp: &mut Dataplane,
+        previous: Option<&Tables>,
+    ) -> Result<(), DataplaneError> {
+        let old = previous.and_then(|p| p.route4.0.get()).map(|l| &**l);
+        let layout = match self.route4.0.get() {
+            // Tables not placed never wrote an entry of the table: undoing
+            // them (these tables were the maps' before) writes none.
+            Some(_) if previous.is_some() && old.is_none() => return Ok(()),
+            Some(layout) => layout.clone(),
+            None => {
+                let routes = self
+                    .trie_entries()
+                    .into_iter()
+                    .filter_map(|((addr, len), value)| match addr {
+                        IpAddr::V4(a) => Some(((a.octets(), len), value)),
+                        IpAddr::V6(_) => None,
+                    })
+                    .collect();
+                let room = dp.route4_pool_blocks()?;
+                let layout =
+                    Layout::compile(&routes, old, room).map_err(DataplaneError::RouteTable)?;
+                self.route4.0.get_or_init(|| Arc::new(layout)).clone()
+            }
+        };
+        for (level, index, raw) in layout.writes(old) {
+            dp.set_route4_entry(level, index, raw)?;
         }
         Ok(())
     }
@@ -495,5 +598,7 @@ impl GroupTable {
 mod adopt;
 #[cfg(test)]
 mod local_tests;
+pub mod route_table;
 #[cfg(test)]
 mod tests;
+mod weights;

@@ -3,11 +3,13 @@
 //! program the caller loaded itself, as the tests do). `status` and
 //! `explain` only ever read them.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 
-use aya::maps::{Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
+use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::route::table::{Levels, lookup};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
 
@@ -127,13 +129,18 @@ impl MapSet {
     }
 
     /// The value of the longest prefix covering `dst` (4 or 16 bytes), as
-    /// the data plane's lookup finds it.
+    /// the data plane's lookup finds it: the same lookup, over the same
+    /// maps.
     pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
         match <[u8; 4]>::try_from(dst) {
-            Ok(v4) => absent_is_none(
-                self.typed.routes_v4.get(&Key::new(32, v4), 0),
-                names::ROUTES_V4,
-            ),
+            Ok(v4) => {
+                let levels = Route4 {
+                    maps: &self.typed,
+                    failed: Cell::new(None),
+                };
+                let value = lookup(&levels, &v4);
+                levels.failed.into_inner().map_or(Ok(value), Err)
+            }
             Err(_) => {
                 let mut v6 = [0; 16];
                 v6.copy_from_slice(&dst[..16]);
@@ -190,6 +197,32 @@ impl MapSet {
 
 /// A lookup whose key is not there (or is out of an array's range) is an
 /// answer, not an error.
+/// The IPv4 route table's maps as the program reads them; a read that
+/// fails otherwise than out of range is kept to be reported.
+struct Route4<'a> {
+    maps: &'a Maps,
+    failed: Cell<Option<InspectError>>,
+}
+
+impl Route4<'_> {
+    fn read(&self, map: &Array<MapData, u32>, name: &'static str, index: u32) -> Option<u32> {
+        absent_is_none(map.get(&index, 0), name).unwrap_or_else(|e| {
+            self.failed.set(Some(e));
+            None
+        })
+    }
+}
+
+impl Levels for Route4<'_> {
+    fn first(&self, index: u32) -> Option<u32> {
+        self.read(&self.maps.route4_first, names::ROUTE4_FIRST, index)
+    }
+
+    fn pool(&self, index: u32) -> Option<u32> {
+        self.read(&self.maps.route4_pool, names::ROUTE4_POOL, index)
+    }
+}
+
 fn absent_is_none<T>(
     got: std::result::Result<T, MapError>,
     name: &'static str,

@@ -1,24 +1,31 @@
 //! The kernel's rtnetlink events as they happen, each kind on a socket of
-//! its own: the box's addresses, and the links and neighbours next hops
-//! depend on. Subscribe before reading the state they change, so nothing
-//! changes unseen in between; applied in order after that read, they end
-//! where the kernel is.
+//! its own: the box's addresses, the links and neighbours next hops
+//! depend on, and (`super::routes`, on a socket that also reads next-hop
+//! objects) the routes. Subscribe before reading the state they change, so
+//! nothing changes unseen in between; applied in order after that read,
+//! they end where the kernel is.
 
-use std::marker::PhantomData;
+use std::fmt::Debug;
 
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
 use netlink_packet_route::RouteNetlinkMessage;
 use rtnetlink::MulticastGroup;
-use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
+use rtnetlink::packet_core::{
+    NetlinkDeserializable, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
+};
+use rtnetlink::proto::{ConnectionHandle, new_connection_with_socket};
+use rtnetlink::sys::{AsyncSocket as _, TokioSocket, protocols::NETLINK_ROUTE};
 
 use super::{Address, Link, Neighbour, NeighbourKey, NetlinkError, Result};
 
-/// A kind of event: the multicast groups it comes from and how a message
-/// reads as one (`None` for messages of no interest).
+/// A kind of event: the messages its socket reads, the multicast groups it
+/// comes from and how a message reads as one (`None` for messages of no
+/// interest).
 pub trait Event: Sized {
+    type Message: NetlinkSerializable + NetlinkDeserializable + Debug + Unpin + Send + 'static;
     const GROUPS: &'static [MulticastGroup];
-    fn decode(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<Self>;
+    fn decode(message: NetlinkMessage<Self::Message>) -> Option<Self>;
 }
 
 /// A change to the box's addresses.
@@ -32,6 +39,7 @@ pub enum AddressEvent {
 }
 
 impl Event for AddressEvent {
+    type Message = RouteNetlinkMessage;
     const GROUPS: &'static [MulticastGroup] =
         &[MulticastGroup::Ipv4Ifaddr, MulticastGroup::Ipv6Ifaddr];
 
@@ -72,6 +80,7 @@ pub enum LinkEvent {
 }
 
 impl Event for LinkEvent {
+    type Message = RouteNetlinkMessage;
     const GROUPS: &'static [MulticastGroup] = &[MulticastGroup::Link, MulticastGroup::Neigh];
 
     fn decode(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<Self> {
@@ -102,27 +111,44 @@ impl Event for LinkEvent {
 }
 
 /// Events of kind `E`, on a socket served by a task on the current runtime.
-pub struct Events<E> {
-    messages: UnboundedReceiver<(
-        NetlinkMessage<RouteNetlinkMessage>,
-        rtnetlink::sys::SocketAddr,
-    )>,
-    kind: PhantomData<E>,
+pub struct Events<E: Event> {
+    messages: UnboundedReceiver<(NetlinkMessage<E::Message>, rtnetlink::sys::SocketAddr)>,
+    /// Requests on the same socket: dumps whose answers come in order
+    /// with the events.
+    pub(super) handle: ConnectionHandle<E::Message>,
 }
 
 pub type AddressEvents = Events<AddressEvent>;
 pub type LinkEvents = Events<LinkEvent>;
 
+/// What a socket of events asks the kernel to buffer: a burst of route
+/// changes (a BGP session with a full table going down) is thousands of
+/// messages, which the default buffer overflows.
+const RECEIVE_BUFFER: usize = 4 << 20;
+
 impl<E: Event> Events<E> {
     /// Joins `E`'s multicast groups on a socket of its own.
     pub fn subscribe() -> Result<Self> {
-        let (connection, _, messages) =
-            rtnetlink::new_multicast_connection(E::GROUPS).map_err(NetlinkError::Connect)?;
+        let (mut connection, handle, messages) =
+            new_connection_with_socket::<E::Message, TokioSocket>(NETLINK_ROUTE)
+                .map_err(NetlinkError::Connect)?;
+        let socket = connection.socket_mut().socket_mut();
+        let (added, bound): (Vec<_>, Vec<_>) =
+            E::GROUPS.iter().partition(|g| g.need_via_add_membership());
+        let mask = bound.iter().fold(0, |m, &&g| m | 1 << (g as u32 - 1));
+        socket
+            .bind(&rtnetlink::sys::SocketAddr::new(0, mask))
+            .map_err(NetlinkError::Connect)?;
+        for group in added {
+            socket
+                .add_membership(*group as u32)
+                .map_err(NetlinkError::Connect)?;
+        }
+        // Not fatal: the kernel's cap (rmem_max) may be lower; an overrun
+        // is then read as lost events.
+        let _ = socket.set_rx_buf_sz(RECEIVE_BUFFER);
         tokio::spawn(connection);
-        Ok(Self {
-            messages,
-            kind: PhantomData,
-        })
+        Ok(Self { messages, handle })
     }
 
     /// Waits for an event and takes every other that has arrived with it;

@@ -12,16 +12,18 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use netlink_packet_route::{
     address::{AddressAttribute, AddressMessage},
-    link::{LinkAttribute, LinkFlags, LinkMessage},
+    link::{LinkAttribute, LinkFlags, LinkLayerType, LinkMessage},
     neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState},
 };
 use rtnetlink::Handle;
 
 mod events;
 pub mod probe;
+mod routes;
 mod stats;
 
 pub use events::{AddressEvent, AddressEvents, Event, Events, LinkEvent, LinkEvents};
+pub use routes::{Gateway, KernelRoute, NextHopObject, RouteEvent, RouteEvents, RouteKey, Via};
 pub use stats::{LinkCounters, Qdisc, STATS_REPLY_TIMEOUT, StatsSocket};
 
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +152,21 @@ impl Netlink {
     }
 
     /// Every IPv4 and IPv6 address on every interface.
+    /// The box's Ethernet ports by ifindex: what a learned route's next
+    /// hops may leave through.
+    pub async fn ports(&self) -> Result<HashMap<u32, String>> {
+        let mut links = self.handle.link().get().execute();
+        let mut ports = HashMap::new();
+        while let Some(message) = links.try_next().await? {
+            if message.header.link_layer_type == LinkLayerType::Ether
+                && let Some(name) = Link::name(&message)
+            {
+                ports.insert(message.header.index, name);
+            }
+        }
+        Ok(ports)
+    }
+
     pub async fn addresses(&self) -> Result<Vec<Address>> {
         let mut addresses = Vec::new();
         let mut messages = self.handle.address().get().execute();

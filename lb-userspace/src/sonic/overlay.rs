@@ -618,7 +618,11 @@ impl Ars {
                 },
             })
             .collect();
-        let first = lead[0].1;
+        // A group that follows the kernel lists no next hops here: it
+        // learns them later, and takes no ARS object.
+        let Some(&(_, first)) = lead.first() else {
+            return Ok(None);
+        };
         if lead.iter().all(|(_, object)| *object == first) {
             return Ok(first);
         }

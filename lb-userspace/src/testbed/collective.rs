@@ -1,6 +1,6 @@
 //! Collective traffic through the testbed: the generators on the sender
-//! hosts at once, a sink on every receiver, fabriclb (or the kernel, or a
-//! drop) on the leaf.
+//! hosts at once, a sink on every receiver, fabriclb (or the kernel) on
+//! the leaf.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -43,13 +43,11 @@ pub enum Leaf {
     /// fabriclb, its group configured by the TOML keys `group` (see
     /// [`Testbed::leaf_config`]).
     Fabriclb { group: String },
-    /// No fabriclb: the leaf kernel's own multipath route.
-    KernelMultipath,
     /// fabriclb started, restarted and stopped by the caller, not the run.
     Started,
-    /// The sink on the leaf's host ports: everything dropped at the first
-    /// hop, so a run measures the sender alone.
-    Drop,
+    /// No fabriclb: the leaf kernel's own routes (static multipath, or
+    /// BGP's with `--routing bgp`).
+    Kernel,
 }
 
 #[derive(Debug)]
@@ -121,24 +119,15 @@ pub fn run_collective_with<T>(
     during: impl FnOnce(Option<&Daemon>) -> Result<T>,
 ) -> Result<(CollectiveReport, T)> {
     let hosts = bed.shape().hosts;
-    let (daemon, _leaf_sinks) = match &collective.leaf {
-        Leaf::Fabriclb { group } => (
-            Some(Daemon::start(
-                bed,
-                fabriclb,
-                workdir,
-                &bed.leaf_config(group),
-                args,
-            )?),
-            Vec::new(),
-        ),
-        Leaf::KernelMultipath | Leaf::Started => (None, Vec::new()),
-        Leaf::Drop => (
-            None,
-            (1..=hosts)
-                .map(|i| in_netns(&bed.ns("leaf"), move || Sink::attach(&format!("h{i}")))?)
-                .collect::<Result<Vec<_>>>()?,
-        ),
+    let daemon = match &collective.leaf {
+        Leaf::Fabriclb { group } => Some(Daemon::start(
+            bed,
+            fabriclb,
+            workdir,
+            &bed.leaf_config(group),
+            args,
+        )?),
+        Leaf::Started | Leaf::Kernel => None,
     };
     let sinks = (1..=hosts)
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
@@ -194,7 +183,6 @@ pub fn run_collective_with<T>(
         report.spine_queues = queues.current();
         if report.received.packets + report.drops.lost() + report.spine_drops()
             >= report.sent_packets
-            || matches!(collective.leaf, Leaf::Drop)
             || Instant::now() > deadline
         {
             break;

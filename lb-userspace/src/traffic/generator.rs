@@ -198,6 +198,13 @@ impl Generator {
         frames
     }
 
+    /// Every frame of the workload, round after round.
+    pub fn frames(mut self) -> Vec<Vec<u8>> {
+        std::iter::from_fn(|| Some(self.next_round()).filter(|round| !round.is_empty()))
+            .flatten()
+            .collect()
+    }
+
     /// The header fields of every flow (connection and QP) of this
     /// workload, as the data plane parses them from its frames.
     pub fn flows(mut self) -> Vec<lb_common::packet::parse::FlowFields> {
@@ -250,14 +257,14 @@ impl Generator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use lb_common::packet::{
         parse::{Parsed, parse},
         roce,
     };
 
-    fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
+    pub(in crate::traffic) fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
         Workload {
             pattern,
             ranks: (1..=4)
@@ -273,7 +280,7 @@ mod tests {
         }
     }
 
-    const SENDER: Sender = Sender {
+    pub(in crate::traffic) const SENDER: Sender = Sender {
         ip: Ipv4Addr::new(198, 18, 101, 1),
         mac: [2, 0, 0, 0, 1, 1],
         gateway_mac: [2, 0, 0, 0, 0, 0xfe],

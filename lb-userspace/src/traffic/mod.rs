@@ -1,7 +1,9 @@
 //! RoCEv2 traffic shaped like collectives, sent through an AF_PACKET TX
-//! ring. Test tooling: no product module imports it.
+//! ring or, for XDP paths at millions of packets per second, as live
+//! frames (`live`). Test tooling: no product module imports it.
 
 mod generator;
+pub mod live;
 mod send;
 pub mod txring;
 

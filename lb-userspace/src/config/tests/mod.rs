@@ -5,6 +5,7 @@
 mod diagnostics;
 mod diff;
 mod group;
+mod kernel_routes;
 mod limits;
 mod next_hop;
 mod parse;

@@ -76,6 +76,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![
                     NextHopSpec {
                         interface: "eth1".into(),
@@ -108,6 +110,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth1".into(),
                     addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -121,6 +125,8 @@ group = "spines"
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
                 telemetry: None,
+                weights: Vec::new(),
+                kernel_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth4".into(),
                     addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),
@@ -275,6 +281,18 @@ fn example_configs_say_what_they_claim() {
             .count(),
         1
     );
+}
+
+/// The FRR example follows the main table's BGP routes beside a group of
+/// its own.
+#[test]
+fn frr_example_follows_bgp_routes() {
+    let frr = example("frr-leaf.toml");
+    let kernel = frr.groups[0].kernel_routes.expect("follows the kernel");
+    assert_eq!(kernel.to_string(), "table main protocol bgp");
+    assert_eq!(frr.groups[0].telemetry, Some(GroupTelemetry::Linux));
+    assert_eq!(frr.routes.len(), 1);
+    assert_eq!(frr.groups[frr.routes[0].group].name, "storage");
 }
 
 /// The adaptive example says what the defaults are, and they are.

@@ -6,6 +6,7 @@ use lb_common::limits::{MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS
 use lb_common::select::hash::HashFields;
 use toml::Spanned;
 
+use super::kernel_routes::Followed;
 use super::telemetry::PathKeys;
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
@@ -15,18 +16,21 @@ use crate::config::schema::{
 };
 
 impl Ctx<'_> {
+    /// The groups, and those of them that follow the kernel.
     pub(super) fn groups(
         &self,
         raw: Vec<Spanned<RawGroup>>,
         telemetry: &TelemetrySettings,
-    ) -> Result<Vec<Group>, ConfigError> {
+    ) -> Result<(Vec<Group>, Vec<Followed>), ConfigError> {
         self.table_count(&raw, "group", MAX_GROUPS)?;
 
         let mut names = HashMap::new();
         let mut egress: HashSet<String> = HashSet::new();
         let mut total_next_hops = 0usize;
         let mut groups = Vec::with_capacity(raw.len());
+        let mut followed = Vec::new();
         for group in raw {
+            let group_span = group.span();
             let group = group.into_inner();
 
             let name_span = group.name.span();
@@ -73,10 +77,31 @@ impl Ctx<'_> {
                 "valid values",
             )?;
 
-            let list = self.non_empty(
+            let kernel_span = group.kernel_routes.as_ref().map(Spanned::span);
+            let kernel_routes = group
+                .kernel_routes
+                .map(|k| self.kernel_routes(&name, k))
+                .transpose()?;
+            let list = self.next_hops_or_kernel(
+                &name,
+                group_span,
                 group.next_hops,
-                format_args!("group {name:?} has no next hops"),
+                kernel_routes.as_ref(),
             )?;
+            if let (Some(routes), Some(span)) = (kernel_routes, kernel_span) {
+                self.kernel_telemetry(&name, &group.telemetry)?;
+                followed.push(Followed {
+                    name: name.clone(),
+                    routes,
+                    span,
+                });
+            }
+            let list = match list {
+                Some(list) => {
+                    self.non_empty(list, format_args!("group {name:?} has no next hops"))?
+                }
+                None => Vec::new(),
+            };
             self.at_most(
                 &list,
                 MAX_NEXTHOPS_PER_GROUP,
@@ -134,9 +159,11 @@ impl Ctx<'_> {
                 spray,
                 telemetry,
                 next_hops,
+                weights: Vec::new(),
+                kernel_routes,
             });
         }
-        Ok(groups)
+        Ok((groups, followed))
     }
 
     /// Warns of each of a group's `flowlet_gap_us`, `spray` and

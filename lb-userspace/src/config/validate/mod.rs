@@ -4,6 +4,7 @@
 //! table's own rules live in its module.
 
 mod group;
+mod kernel_routes;
 mod next_hop;
 mod route;
 mod switch;
@@ -35,8 +36,9 @@ impl Ctx<'_> {
         let ars_profile = self.ars_profile(raw.ars_profile)?;
         let telemetry = self.telemetry_settings(raw.telemetry, &ars_profile)?;
         let group_names: Vec<_> = raw.group.iter().map(|g| g.get_ref().name.span()).collect();
-        let groups = self.groups(raw.group, &telemetry)?;
-        let routes = self.routes(raw.route, &groups)?;
+        let (groups, followed) = self.groups(raw.group, &telemetry)?;
+        self.followed_alone(&followed, &groups, &group_names)?;
+        let routes = self.routes(raw.route, &groups, !followed.is_empty())?;
         self.unrouted_groups(&groups, &routes, &group_names);
         self.unread_telemetry_tables(shared_tables.into_iter().flatten(), &groups);
         let mut warnings = self.take_warnings();
@@ -86,7 +88,18 @@ impl Ctx<'_> {
         kind: &str,
         max: u32,
     ) -> Result<(), ConfigError> {
-        if tables.is_empty() {
+        self.table_count_or_none(tables, kind, max, false)
+    }
+
+    /// [`Self::table_count`], none allowed when `none_ok`.
+    fn table_count_or_none<T>(
+        &self,
+        tables: &[Spanned<T>],
+        kind: &str,
+        max: u32,
+        none_ok: bool,
+    ) -> Result<(), ConfigError> {
+        if tables.is_empty() && !none_ok {
             return Err(self.error(
                 0..0,
                 format!("no [[{kind}]] defined; at least one {kind} is required"),

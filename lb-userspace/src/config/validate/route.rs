@@ -18,8 +18,10 @@ impl Ctx<'_> {
         &self,
         raw: Vec<Spanned<RawRoute>>,
         groups: &[Group],
+        kernel_routed: bool,
     ) -> Result<Vec<Route>, ConfigError> {
-        self.table_count(&raw, "route", MAX_ROUTES)?;
+        // Routes may all come from the kernel.
+        self.table_count_or_none(&raw, "route", MAX_ROUTES, kernel_routed)?;
         // Group names are unique, so the first match is the only one.
         let by_name: Vec<(&str, usize)> = groups
             .iter()
@@ -29,16 +31,18 @@ impl Ctx<'_> {
         let mut seen = HashMap::new();
         let mut routes = Vec::with_capacity(raw.len());
         for route in raw {
-            let route = route.into_inner();
-            let prefix = self.prefix(&route.prefix)?;
+            let raw = route.into_inner();
+            let prefix = self.prefix(&raw.prefix)?;
             self.unique(
                 &mut seen,
                 prefix,
-                route.prefix.span(),
+                raw.prefix.span(),
                 format_args!("prefix {prefix}"),
             )?;
-            let group = self.lookup(&route.group, &by_name, "unknown group", "defined groups")?;
-            routes.push(Route { prefix, group });
+            let group = self.lookup(&raw.group, &by_name, "unknown group", "defined groups")?;
+            let route = Route { prefix, group };
+            self.route_to_followed(&route, groups, raw.group.span())?;
+            routes.push(route);
         }
         Ok(routes)
     }
@@ -101,7 +105,7 @@ impl Ctx<'_> {
             routed[route.group] = true;
         }
         for ((group, span), routed) in groups.iter().zip(name_spans).zip(routed) {
-            if !routed {
+            if !routed && group.kernel_routes.is_none() {
                 self.warn(
                     span.clone(),
                     format!("group {:?} is used by no route", group.name),

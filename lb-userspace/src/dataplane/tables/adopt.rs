@@ -2,7 +2,9 @@
 //! would have made, so that a daemon taking the instance over builds its
 //! own against them and writes only what differs: buckets, flowlet
 //! generations and path qualities stay where the data plane has them, and
-//! whatever the maps hold that the config no longer has is removed.
+//! whatever the maps hold that the config no longer has is removed. The
+//! IPv4 route table is read back as placed, so the new one keeps its
+//! blocks and is written as a diff like the rest.
 //!
 //! Ids are deterministic: a config's groups and next hops take ids in
 //! config order, so the daemon that pinned an instance gave the same
@@ -12,6 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use aya::maps::MapError;
@@ -19,7 +22,7 @@ use lb_common::abi::{self as names, GroupEntry, NextHop};
 use lb_common::limits::{BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS};
 use lb_common::select::flowlet::MODE_ECMP;
 
-use super::{GroupTable, Tables, host_len};
+use super::{GroupTable, Placed, Tables, host_len, route_table::Layout};
 use crate::config::Prefix;
 use crate::dataplane::loader::map_err;
 use crate::dataplane::{Dataplane, DataplaneError};
@@ -115,6 +118,7 @@ impl Tables {
                 routes.push((Prefix { addr, len }, value));
             }
         }
+        let route4 = Layout::read_back::<4, _>(|level, index| dp.route4_entry(level, index))?;
         Ok(Tables {
             nexthops,
             quality,
@@ -122,6 +126,7 @@ impl Tables {
             routes,
             local,
             next_generation,
+            route4: Placed(Arc::new(route4).into()),
         })
     }
 }
@@ -134,6 +139,7 @@ mod tests {
 
     use super::*;
     use crate::config::{self, Config};
+    use crate::dataplane::tables::route_table::Level;
 
     fn usable(_: &crate::config::NextHopSpec) -> NextHop {
         NextHop {
@@ -199,5 +205,52 @@ mod tests {
             Some(0)
         );
         assert!(dp.maps.routes_v4.get(&key([198, 20, 0, 0]), 0).is_err());
+    }
+
+    /// The data plane's IPv4 table, read the way the program reads it.
+    struct Table<'a>(&'a Dataplane);
+
+    impl lb_common::route::table::Levels for Table<'_> {
+        fn first(&self, index: u32) -> Option<u32> {
+            self.0.route4_entry(Level::First, index).ok().flatten()
+        }
+        fn pool(&self, index: u32) -> Option<u32> {
+            self.0.route4_entry(Level::Pool, index).ok().flatten()
+        }
+    }
+
+    /// Local addresses come and go in the table the program reads, and a
+    /// restart reads that table back as placed: the new daemon's table
+    /// keeps every block where it is.
+    #[test]
+    fn local_addresses_reach_the_table_and_a_restart_reads_it_back() {
+        use lb_common::route::table::lookup;
+        let mut dp = Dataplane::load(1024).expect("load (needs root)");
+        let routes = ["198.19.0.0/16", "198.20.0.0/24"];
+        let one = |a: &str| BTreeSet::from([a.parse::<IpAddr>().expect("address")]);
+        let mut running = build(&config("ecmp", &routes), None);
+        running.set_local(&one("198.19.7.1"));
+        running.write(&mut dp, None).expect("write");
+        let at = |dp: &Dataplane, a: [u8; 4]| lookup(&Table(dp), &a);
+        assert_eq!(at(&dp, [198, 19, 7, 1]), Some(LOCAL_ROUTE));
+        assert_eq!(at(&dp, [198, 19, 7, 2]), Some(0));
+        assert_eq!(at(&dp, [198, 20, 0, 9]), Some(0));
+        assert_eq!(at(&dp, [198, 20, 1, 0]), None);
+
+        let before = running.clone();
+        running.set_local(&one("198.20.0.9"));
+        running.write(&mut dp, Some(&before)).expect("write");
+        assert_eq!(at(&dp, [198, 19, 7, 1]), Some(0));
+        assert_eq!(at(&dp, [198, 20, 0, 9]), Some(LOCAL_ROUTE));
+
+        let restarted = config("ecmp", &routes);
+        let held = Tables::read_back(&dp, &build(&restarted, None)).expect("read back");
+        assert_eq!(held.local(), running.local());
+        let mut tables = build(&restarted, Some(&held));
+        tables.set_local(&one("198.20.0.9"));
+        tables.write(&mut dp, Some(&held)).expect("write");
+        let placed = |t: &Tables| t.route4.0.get().cloned().expect("placed");
+        assert_eq!(placed(&held), placed(&running));
+        assert_eq!(placed(&tables), placed(&running));
     }
 }

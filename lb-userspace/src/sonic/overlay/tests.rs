@@ -374,3 +374,38 @@ fn a_profile_that_cannot_work_is_refused_whole() {
         ]
     );
 }
+
+/// A group that follows the kernel's routes lists no next hops in the
+/// file: SWITCH_HASH reaches it, no ARS object does.
+#[test]
+fn a_group_following_the_kernel_takes_the_hash_and_no_ars_object() {
+    let text = FILE.replace(
+        "next_hops = [{ interface = \"eth6\", ip = \"10.0.6.1\" }]",
+        "kernel_routes = { table = 254 }",
+    );
+    let text = text.replace(
+        "[[route]]\nprefix = \"10.2.0.0/16\"\ngroup = \"storage\"\n",
+        "",
+    );
+    let base = crate::config::parse(&text, Path::new("leaf.toml")).expect("valid");
+    assert!(base.groups[1].next_hops.is_empty());
+    let mut profile: Vec<(&str, &str)> = PROFILE.1.to_vec();
+    profile[1].1 = "global";
+    let overlay = Overlay::from_rows(&rows(&[
+        ("ARS_PROFILE|default", &profile),
+        OBJECT,
+        ("SWITCH_HASH|GLOBAL", &[("ecmp_hash@", "SRC_IP,DST_IP")]),
+    ]));
+    let (config, refusals) = overlay.apply(&base);
+    assert!(refusals.is_empty(), "{refusals:?}");
+    let storage = &config.groups[1];
+    assert_eq!(
+        storage.hash_fields,
+        HashFields::SRC_IP.union(HashFields::DST_IP)
+    );
+    assert_eq!(
+        (storage.mode, storage.flowlet_gap_us),
+        (base.groups[1].mode, base.groups[1].flowlet_gap_us)
+    );
+    assert_eq!(config.groups[0].mode, Mode::PerPacket);
+}

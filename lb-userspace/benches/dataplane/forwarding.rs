@@ -1,0 +1,212 @@
+//! Forwarding cost of the leaf's hop, by difference: the live-frames
+//! generator on h1 (BPF_PROG_TEST_RUN, millions of packets per second from
+//! one core) into the leaf, which (a) drops in XDP, (b) forwards with
+//! fabriclb or (c) forwards with the kernel's multipath route, every
+//! spine's port dropping in XDP what reaches it (`testbed::run_hop`). A
+//! veth runs what it receives on the sending CPU, so each leg's time per
+//! packet is the generator's plus the hop's, and the hop costs
+//! 1/rate(b or c) - 1/rate(a), all on one core. Legs interleaved, medians;
+//! every run's counts checked: all sent frames arrived where the leg ends,
+//! and fabriclb forwarded every one.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, ensure};
+use fabriclb::testbed::{self, Hop, HopRun, Shape, Testbed};
+
+use super::{Bar, Budget, paired_bars, spread};
+
+/// RDMA payload per packet: small, so per-packet work rather than copying
+/// decides the rate.
+const PAYLOAD: u32 = 256;
+const QPS: u32 = 16;
+
+/// `results.json`'s `forwarding`.
+#[derive(serde::Serialize)]
+pub struct Forwarding {
+    pub method: &'static str,
+    /// ns per packet fabriclb's hop adds.
+    pub fabriclb_ns: f64,
+    /// ns per packet the kernel's hop adds.
+    pub kernel_ns: f64,
+    /// `fabriclb_ns / kernel_ns`.
+    pub ratio: f64,
+    /// What the generator offers alone, Mpps, on one core.
+    pub mpps: f64,
+    /// Packets per second one core forwards at the hop's cost alone
+    /// (1e3 / ns), Mpps.
+    pub fabriclb_mpps_per_core: f64,
+    pub kernel_mpps_per_core: f64,
+    /// Generator and hop together on one core, Mpps.
+    pub fabriclb_end_to_end_mpps: f64,
+    pub kernel_end_to_end_mpps: f64,
+    pub frame_bytes: usize,
+    pub packets_per_run: u32,
+    pub runs: usize,
+}
+
+const METHOD: &str = "live-frames generator (BPF_PROG_TEST_RUN) into the namespace leaf, spines dropping in XDP; the hop's ns/packet by difference against the leaf dropping in XDP; medians of interleaved runs, one core";
+
+/// The legs in run order.
+const LEGS: [(&str, Hop); 3] = [
+    ("leaf drops in XDP (the generator alone)", Hop::Drop),
+    ("fabriclb on the leaf", Hop::Fabriclb),
+    ("kernel multipath on the leaf", Hop::Kernel),
+];
+
+/// Runs the legs on testbed `name`, appends the section to `report`.
+pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwarding> {
+    let bed = Testbed::up(
+        name,
+        Shape {
+            hosts: 2,
+            spines: 4,
+            ..Shape::default()
+        },
+    )?;
+    let workdir = std::env::temp_dir().join(format!("{name}-work"));
+    std::fs::create_dir_all(&workdir)?;
+    let result = measure(&bed, &workdir, budget);
+    let _ = std::fs::remove_dir_all(&workdir);
+    let (mut pps, frame_bytes) = result?;
+    drop(bed);
+
+    let medians: Vec<f64> = pps.iter_mut().map(|p| spread(p).1).collect();
+    let ns = |i: usize| 1e9 / medians[i];
+    let (fabriclb_ns, kernel_ns) = (ns(1) - ns(0), ns(2) - ns(0));
+    let forwarding = Forwarding {
+        method: METHOD,
+        fabriclb_ns,
+        kernel_ns,
+        ratio: fabriclb_ns / kernel_ns,
+        mpps: medians[0] / 1e6,
+        fabriclb_mpps_per_core: 1e3 / fabriclb_ns,
+        kernel_mpps_per_core: 1e3 / kernel_ns,
+        fabriclb_end_to_end_mpps: medians[1] / 1e6,
+        kernel_end_to_end_mpps: medians[2] / 1e6,
+        frame_bytes,
+        packets_per_run: packets(budget),
+        runs: budget.runs,
+    };
+
+    let _ = writeln!(
+        report,
+        "\n## Forwarding cost of the leaf's hop (live frames from 1 sender, 4 spines dropping in XDP, {QPS} QPs, {} RoCEv2 WRITE ONLY frames of {frame_bytes} B per run, {} interleaved runs)\n",
+        packets(budget),
+        budget.runs
+    );
+    report.push_str(
+        "| leaf | Mpps min / median / max | ns per packet, end to end (median) | the hop's ns per packet |\n|---|---|---|---|\n",
+    );
+    for ((label, hop), runs) in LEGS.iter().zip(&mut pps) {
+        let (lo, mid, hi) = spread(runs);
+        let hop_ns = match hop {
+            Hop::Drop => "(floor)".to_owned(),
+            Hop::Fabriclb | Hop::Kernel => format!("{:.0}", 1e9 / mid - ns(0)),
+        };
+        let _ = writeln!(
+            report,
+            "| {label} | {:.3} / {:.3} / {:.3} | {:.0} | {hop_ns} |",
+            lo / 1e6,
+            mid / 1e6,
+            hi / 1e6,
+            1e9 / mid,
+        );
+    }
+    let f = &forwarding;
+    let _ = writeln!(
+        report,
+        "\n| hop | ns per packet | Mpps per core (the hop alone) |\n|---|---|---|\n\
+         | fabriclb | {:.0} | {:.2} |\n\
+         | kernel multipath | {:.0} | {:.2} |\n\n\
+         fabriclb / kernel, ns per packet: **{:.3}**. The generator offers {:.2} Mpps alone on one core.",
+        f.fabriclb_ns,
+        f.fabriclb_mpps_per_core,
+        f.kernel_ns,
+        f.kernel_mpps_per_core,
+        f.ratio,
+        f.mpps,
+    );
+    Ok(forwarding)
+}
+
+/// Frames per run: about a second of the generator alone.
+fn packets(budget: &Budget) -> u32 {
+    if budget.testbed { 3_000_000 } else { 500_000 }
+}
+
+/// Each leg's packets per second by run, after checking its counts; the
+/// frame size.
+fn measure(bed: &Testbed, workdir: &Path, budget: &Budget) -> Result<(Vec<Vec<f64>>, usize)> {
+    let fabriclb: &Path = env!("CARGO_BIN_EXE_fabriclb").as_ref();
+    let mut pps = vec![Vec::new(); LEGS.len()];
+    let mut frame_bytes = 0;
+    for _ in 0..budget.runs {
+        for (i, (label, hop)) in LEGS.iter().enumerate() {
+            let run = HopRun {
+                packets: packets(budget),
+                hop: *hop,
+                qps: QPS,
+                payload: PAYLOAD,
+            };
+            let result = testbed::run_hop(bed, fabriclb, workdir, &run).context(*label)?;
+            ensure!(
+                result.arrived() == result.sent,
+                "{label}: {} of {} packets arrived; a rate with loss is no rate",
+                result.arrived(),
+                result.sent
+            );
+            if let Some(leaf) = &result.leaf {
+                ensure!(
+                    leaf.forwarded == result.sent,
+                    "{label}: fabriclb forwarded {} of {}",
+                    leaf.forwarded,
+                    result.sent
+                );
+            }
+            frame_bytes = result.frame_bytes;
+            pps[i].push(result.pps());
+        }
+    }
+    Ok((pps, frame_bytes))
+}
+
+/// Bars of ns per packet, fabriclb against the kernel: the hop alone,
+/// and end to end with the generator.
+pub fn chart(f: &Forwarding) -> String {
+    let end_to_end = |mpps: f64| 1e3 / mpps;
+    let rows = [
+        ("the hop alone", f.fabriclb_ns, f.kernel_ns),
+        (
+            "with the generator",
+            end_to_end(f.fabriclb_end_to_end_mpps),
+            end_to_end(f.kernel_end_to_end_mpps),
+        ),
+    ];
+    let max = rows.iter().map(|r| r.2.max(r.1)).fold(1.0, f64::max);
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|&(label, fabriclb, kernel)| {
+            (
+                label.to_owned(),
+                [
+                    Bar {
+                        fraction: fabriclb.max(0.0) / max,
+                        fill: "#2f6fbb",
+                        text: format!("{fabriclb:.0} fabriclb ({:.3}x)", fabriclb / kernel),
+                    },
+                    Bar {
+                        fraction: kernel.max(0.0) / max,
+                        fill: "#9aa5b1",
+                        text: format!("{kernel:.0} kernel multipath"),
+                    },
+                ],
+            )
+        })
+        .collect();
+    paired_bars(
+        "The leaf's forwarding, ns/packet (live frames, median, one core)",
+        &rows,
+    )
+}

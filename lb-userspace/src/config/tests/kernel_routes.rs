@@ -1,0 +1,148 @@
+//! `kernel_routes`: groups that follow the kernel's routing table.
+
+use super::{NEXT_HOPS, SWITCH, err, ok, warnings, with_groups};
+use crate::config::{KernelRoutes, RT_TABLE_MAIN};
+
+/// `SWITCH`, then a group "uplinks" on lines 3-5 whose line 5 is `keys`,
+/// then `rest` from line 6.
+fn followed(keys: &str, rest: &str) -> String {
+    format!("{SWITCH}[[group]]\nname = \"uplinks\"\n{keys}\n{rest}")
+}
+
+const BGP: &str = "kernel_routes = { table = \"main\", protocol = \"bgp\" }";
+
+#[test]
+fn a_group_follows_a_table_and_a_protocol_by_name_or_number() {
+    let config = ok(&followed(BGP, "mode = \"flowlet\"\n"));
+    let group = &config.groups[0];
+    assert_eq!(
+        group.kernel_routes,
+        Some(KernelRoutes {
+            table: RT_TABLE_MAIN,
+            protocol: Some(186)
+        })
+    );
+    assert!(group.next_hops.is_empty());
+    assert!(config.routes.is_empty(), "no [[route]] needed");
+    assert_eq!(warnings(&followed(BGP, "")), Vec::<String>::new());
+    let numbers = ok(&followed(
+        "kernel_routes = { table = 100, protocol = 200 }",
+        "",
+    ));
+    let routes = numbers.groups[0].kernel_routes.expect("kernel_routes");
+    assert_eq!((routes.table, routes.protocol), (100, Some(200)));
+    assert_eq!(routes.to_string(), "table 100 protocol 200");
+    let main = ok(&followed("kernel_routes = { protocol = \"static\" }", ""));
+    let routes = main.groups[0].kernel_routes.expect("kernel_routes");
+    assert_eq!(routes.to_string(), "table main protocol static");
+    let any = ok(&followed("kernel_routes = { table = \"default\" }", ""));
+    assert_eq!(any.groups[0].kernel_routes.map(|k| k.protocol), Some(None));
+}
+
+#[test]
+fn kernel_routes_refuse_unknown_names_and_numbers_out_of_range() {
+    assert_eq!(
+        err(&followed("kernel_routes = { protocol = \"bgp4\" }", "")),
+        "configs/x.toml:5:30: unknown route protocol \"bgp4\" (names: \"unspec\", \
+         \"redirect\", \"kernel\", \"boot\", \"static\", \"gated\", \"ra\", \"mrt\", \"zebra\", \
+         \"bird\", \"dnrouted\", \"xorp\", \"ntk\", \"dhcp\", \"mrouted\", \"keepalived\", \
+         \"babel\", \"openr\", \"bgp\", \"isis\", \"ospf\", \"rip\", \"eigrp\"; or a number)"
+    );
+    assert_eq!(
+        err(&followed("kernel_routes = { table = 0 }", "")),
+        "configs/x.toml:5:27: routing table 0 is out of range 1..=4294967295"
+    );
+    assert_eq!(
+        err(&followed("kernel_routes = { protocol = 256 }", "")),
+        "configs/x.toml:5:30: route protocol 256 is out of range 0..=255"
+    );
+    assert_eq!(
+        err(&followed("kernel_routes = { table = \"mains\" }", "")),
+        "configs/x.toml:5:27: unknown routing table \"mains\" (names: \"default\", \"main\", \
+         \"local\"; or a number)"
+    );
+    assert_eq!(
+        err(&followed("kernel_routes = {}", "")),
+        "configs/x.toml:5:17: group \"uplinks\" kernel_routes names neither a table nor a \
+         protocol; e.g. kernel_routes = { table = \"main\", protocol = \"bgp\" }"
+    );
+}
+
+#[test]
+fn a_group_has_next_hops_or_kernel_routes() {
+    assert_eq!(
+        err(&followed(BGP, NEXT_HOPS)),
+        "configs/x.toml:6:13: group \"uplinks\" follows the kernel's routes (kernel_routes), \
+         whose next hops it learns: next_hops cannot be set too"
+    );
+    assert_eq!(
+        err(&followed("mode = \"ecmp\"", "")),
+        "configs/x.toml:3:1: group \"uplinks\" has no next_hops; list them, or set \
+         kernel_routes to follow the kernel's routes"
+    );
+}
+
+#[test]
+fn kernel_groups_take_linux_telemetry_only() {
+    let linux = ok(&followed(
+        BGP,
+        "mode = \"flowlet\"\ntelemetry = \"linux\"\n",
+    ));
+    assert!(linux.groups[0].telemetry.is_some());
+    assert_eq!(
+        err(&followed(
+            BGP,
+            "mode = \"flowlet\"\ntelemetry = \"remote\"\n"
+        )),
+        "configs/x.toml:7:13: group \"uplinks\" follows the kernel's routes: its next hops \
+         are learned, so only telemetry = \"linux\" (each next hop's own egress queue) applies"
+    );
+}
+
+#[test]
+fn two_groups_cannot_follow_the_same_routes() {
+    let second = "[[group]]\nname = \"more\"\nkernel_routes = { table = 254 }\n";
+    assert_eq!(
+        err(&followed(BGP, second)),
+        "configs/x.toml:8:17: group \"more\" follows kernel routes (table main) that group \
+         \"uplinks\" follows too (table main protocol bgp, at line 5, column 17); a kernel \
+         route can feed one group only"
+    );
+    let other = "[[group]]\nname = \"more\"\nkernel_routes = { protocol = \"ospf\" }\n";
+    assert_eq!(ok(&followed(BGP, other)).groups.len(), 2);
+}
+
+#[test]
+fn a_route_cannot_point_at_a_kernel_group_nor_a_group_take_its_learned_names() {
+    let route = "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"uplinks\"\n";
+    assert_eq!(
+        err(&followed(BGP, route)),
+        "configs/x.toml:8:9: group \"uplinks\" follows the kernel's routes (table main \
+         protocol bgp); a [[route]] cannot point at it"
+    );
+    let mut text = with_groups(
+        &[("uplinks#2", "eth1", "10.0.0.1")],
+        "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"uplinks#2\"\n",
+    );
+    text += &format!("[[group]]\nname = \"uplinks\"\n{BGP}\n");
+    assert_eq!(
+        err(&text),
+        "configs/x.toml:4:8: group name \"uplinks#2\" is taken: group \"uplinks\" follows \
+         the kernel's routes and names the groups it learns uplinks#1, uplinks#2, ..."
+    );
+    // Without a kernel group of that name, the name means what it always did.
+    let plain = with_groups(
+        &[("uplinks#2", "eth1", "10.0.0.1")],
+        "[[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"uplinks#2\"\n",
+    );
+    assert_eq!(ok(&plain).groups[0].name, "uplinks#2");
+}
+
+#[test]
+fn without_a_kernel_group_a_route_is_still_required() {
+    let text = with_groups(&[("g", "eth1", "10.0.0.1")], "");
+    assert_eq!(
+        err(&text),
+        "configs/x.toml:1:1: no [[route]] defined; at least one route is required"
+    );
+}

@@ -1,0 +1,284 @@
+//! Groups that follow the kernel (`kernel_routes`): the kernel's routes
+//! of a table and protocol, learned from a dump at start and route and
+//! next-hop events after it ([`kernel`]), become fabriclb routes and
+//! groups ([`learned`]), written to the maps a burst at a time. Lost
+//! events or a failed stream make the daemon dump again.
+
+mod kernel;
+mod learned;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::links::Snapshot;
+use super::state::Running;
+use crate::config::{Config, KernelRoutes};
+use crate::dataplane::Dataplane;
+use crate::netlink::{Netlink, RouteEvent, RouteEvents};
+use kernel::KernelTable;
+use learned::{Learned, Report};
+
+/// A burst of route events (a session going down: one message per prefix)
+/// is written once it has been quiet this long...
+const QUIET: Duration = Duration::from_millis(2);
+/// ...or this long after its first event, whichever is first: the bound
+/// on an event's wait before its write.
+const MAX_WAIT: Duration = Duration::from_millis(10);
+
+/// The kernel's routes as the groups that follow them see them.
+#[derive(Default)]
+pub(super) struct KernelWatch {
+    /// `None` while no group follows the kernel, or after the stream
+    /// failed (the refresh subscribes again).
+    events: Option<RouteEvents>,
+    table: KernelTable,
+    learned: Learned,
+    /// The first event not yet written: when it came, and when the burst
+    /// it is part of is written.
+    pending: Option<(Instant, Instant)>,
+    /// Events were lost, or the stream or a dump failed: dump again.
+    stale: bool,
+}
+
+fn follows(config: &Config) -> bool {
+    config.groups.iter().any(|g| g.kernel_routes.is_some())
+}
+
+/// The kernel routes `config`'s groups follow.
+fn filters(config: &Config) -> Vec<KernelRoutes> {
+    config
+        .groups
+        .iter()
+        .filter_map(|g| g.kernel_routes)
+        .collect()
+}
+
+impl KernelWatch {
+    /// Follows the kernel's routes if a group of `file` does: subscribes,
+    /// then dumps, and learns. `file` with what was learned is what the
+    /// tables are built from.
+    pub(super) async fn start(file: &Config, netlink: &Netlink) -> Result<(Self, Config)> {
+        let mut watch = Self::default();
+        watch.follow(file, netlink).await?;
+        let config = watch.effective(file);
+        Ok((watch, config))
+    }
+
+    /// `file` with what was learned.
+    pub(super) fn effective(&self, file: &Config) -> Config {
+        self.learned.effective(file)
+    }
+
+    /// Subscribes and dumps if `file` has a group that follows the kernel
+    /// and nothing is followed yet (or no longer what `file` follows),
+    /// then learns anew for `file`; logs what changed.
+    pub(super) async fn follow(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
+        if !follows(file) {
+            *self = Self::default();
+            return Ok(Report::default());
+        }
+        let filters = filters(file);
+        if self.events.is_none() || self.stale || self.table.filters != filters {
+            if self.events.is_none() {
+                let events = RouteEvents::subscribe().context("following the kernel's routes")?;
+                self.events = Some(events);
+            }
+            let dump = self.dump().await.context("reading the kernel's routes")?;
+            self.table = KernelTable::from_dump(filters, dump);
+            self.stale = false;
+        }
+        let report = self.learn(file, netlink).await?;
+        log(&report);
+        Ok(report)
+    }
+
+    async fn dump(&self) -> Result<Vec<RouteEvent>> {
+        match &self.events {
+            Some(events) => Ok(events.dump().await?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn learn(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
+        let ports = netlink.ports().await.context("reading the ports")?;
+        let port = |ifindex| ports.get(&ifindex).cloned();
+        let selected: BTreeMap<_, _> = file
+            .groups
+            .iter()
+            .filter_map(|g| Some((g.name.clone(), self.table.select(&g.kernel_routes?, &port))))
+            .collect();
+        Ok(self.learned.update(file, &selected))
+    }
+
+    /// The events that have arrived; never returns while there is no
+    /// stream, `None` when the stream just failed.
+    pub(super) async fn events(&mut self) -> Option<Vec<RouteEvent>> {
+        match &mut self.events {
+            Some(stream) => stream.batch().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Takes events in: applied to the kernel's routes as known, written
+    /// when their burst ends.
+    pub(super) fn take(&mut self, events: Option<Vec<RouteEvent>>) {
+        match events {
+            None => {
+                warn!("kernel route events stopped; reading the routes again");
+                self.events = None;
+                self.stale = true;
+            }
+            Some(events) => {
+                let mut relevant = false;
+                for event in events {
+                    if event == RouteEvent::Lost && !self.stale {
+                        warn!("kernel route events lost; reading the routes again");
+                        self.stale = true;
+                    }
+                    relevant |= self.table.apply(event);
+                }
+                if !relevant && !self.stale {
+                    return;
+                }
+            }
+        }
+        let now = Instant::now();
+        self.pending = Some(match self.pending {
+            None => (now, now + QUIET),
+            Some((first, _)) => (first, (now + QUIET).min(first + MAX_WAIT)),
+        });
+    }
+
+    /// When the burst of events taken in is due to be written.
+    pub(super) fn due(&self) -> Option<Instant> {
+        self.pending.map(|(_, deadline)| deadline)
+    }
+}
+
+/// Waits until `deadline`; forever without one.
+pub(super) async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `file` with what its groups that follow the kernel learn from the
+/// kernel's routes now, numbered as a daemon starting now numbers them:
+/// the names `status` and `explain` give a daemon's learned groups.
+pub fn with_kernel_routes(file: &Config) -> Result<Config> {
+    if !follows(file) {
+        return Ok(file.clone());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let netlink = Netlink::connect()?;
+        let mut watch = KernelWatch {
+            events: Some(RouteEvents::subscribe()?),
+            ..KernelWatch::default()
+        };
+        watch.table = KernelTable::from_dump(filters(file), watch.dump().await?);
+        watch.learn(file, &netlink).await?;
+        Ok(watch.effective(file))
+    })
+}
+
+fn log(report: &Report) {
+    for (prefix, skip) in &report.skipped {
+        warn!(%prefix, reason = %skip, "kernel route not learned: its packets go to the kernel");
+    }
+    for prefix in &report.unskipped {
+        info!(%prefix, "kernel route no longer skipped");
+    }
+    for line in &report.groups {
+        info!("kernel routes: {line}");
+    }
+}
+
+impl Running {
+    /// Writes a burst of kernel route events: learns what they changed
+    /// and moves the tables to it; dumps again first if events were lost.
+    pub(super) async fn kernel_routes(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
+        let first = self.kernel.pending.take().map(|(first, _)| first);
+        let burst = first.map(|first| first.elapsed());
+        let changed = match self.relearn(netlink, dp).await {
+            Ok(changed) => changed,
+            Err(e) => {
+                warn!("kernel routes: {e:#}; retrying at the next event or refresh");
+                self.kernel.stale = true;
+                return;
+            }
+        };
+        if let (Some(first), Some(burst), true) = (first, burst, changed) {
+            info!(
+                event_to_write_us = first.elapsed().as_micros() as u64,
+                burst_us = burst.as_micros() as u64,
+                groups = self.tables.groups.len(),
+                routes = self.tables.routes.len(),
+                "kernel routes in the maps"
+            );
+        }
+    }
+
+    /// Reads the kernel's routes again if they went stale (lost events, a
+    /// failed stream); at each refresh.
+    pub(super) async fn refresh_kernel_routes(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
+        if self.kernel.stale {
+            self.kernel_routes(netlink, dp).await;
+        }
+    }
+
+    /// Learns again, and moves the tables to what was learned; returns
+    /// whether they changed.
+    async fn relearn(&mut self, netlink: &Netlink, dp: &mut Dataplane) -> Result<bool> {
+        let file = self.file.clone();
+        let report = if self.kernel.stale {
+            self.kernel.follow(&file, netlink).await?
+        } else {
+            let report = self.kernel.learn(&file, netlink).await?;
+            log(&report);
+            report
+        };
+        let config = self.kernel.effective(&file);
+        if config == self.config {
+            return Ok(false);
+        }
+        let known = |c: &Config, name: &str| {
+            c.groups
+                .iter()
+                .flat_map(|g| &g.next_hops)
+                .any(|s| s.interface == name)
+        };
+        let new_port = config
+            .groups
+            .iter()
+            .flat_map(|g| &g.next_hops)
+            .any(|s| !known(&self.config, &s.interface));
+        if new_port {
+            self.links.view = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
+        }
+        self.links.view.solicit_missing(&config, &mut self.ongoing);
+        let tables = self.switch_tables(&config, dp, &report.splits)?;
+        let members = |c: &Config| -> Vec<_> {
+            c.groups
+                .iter()
+                .map(|g| (g.name.clone(), g.next_hops.clone()))
+                .collect()
+        };
+        let regrouped = members(&config) != members(&self.config);
+        self.tables = tables;
+        self.config = config;
+        if regrouped {
+            self.telemetry_restart(dp);
+        }
+        Ok(true)
+    }
+}
