@@ -24,6 +24,7 @@ mod rollback;
 mod routing;
 mod scenario;
 mod service;
+mod sonic;
 mod startup;
 mod teardown;
 mod telemetry;

@@ -6,14 +6,12 @@
 
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fabriclb::telemetry::counters_db::{Address, CountersDb};
 use fabriclb::telemetry::{Reading, Source, TelemetryError};
-use redis::{IntoConnectionInfo, RedisConnectionInfo};
+use fabriclb::testbed::redis::{RedisServer as Redis, Scratch};
 
 /// The source's timeout in these tests: generous for a local socket.
 const TIMEOUT: Duration = Duration::from_millis(500);
@@ -21,117 +19,6 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 const BOUND: Duration = Duration::from_secs(10);
 const OCCUPANCY: &str = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES";
 const OUT_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
-
-/// A directory of this test alone, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("fabriclb-cdb-{}-{n}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Self(dir)
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.0.join("redis.sock")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// `redis-server` as a child of the test, killed on drop, also when an
-/// assertion fails.
-struct Redis {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Redis {
-    /// A server on `dir`'s socket only.
-    fn start(dir: &Scratch) -> Self {
-        Self::start_with(dir, &["--port", "0"])
-    }
-
-    fn start_with(dir: &Scratch, extra: &[&str]) -> Self {
-        let socket = dir.socket();
-        // A killed server leaves its socket file behind; gone, it cannot
-        // be mistaken for the new server's.
-        let _ = std::fs::remove_file(&socket);
-        let child = Command::new("redis-server")
-            .args(extra)
-            .arg("--unixsocket")
-            .arg(&socket)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir.0)
-            .arg("--logfile")
-            .arg(dir.0.join("redis.log"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (Debian package redis-server, `cargo xtask setup`)");
-        let mut server = Self { child, socket };
-        server.wait_ready();
-        server
-    }
-
-    /// Until PING answers on the socket, bounded.
-    fn wait_ready(&mut self) {
-        let start = Instant::now();
-        loop {
-            if let Ok(mut conn) = self.try_conn()
-                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
-            {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("redis-server exited before answering: {status}");
-            }
-            assert!(
-                start.elapsed() < BOUND,
-                "redis-server did not answer on {} within {BOUND:?}",
-                self.socket.display()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
-        let info = redis::ConnectionAddr::Unix(self.socket.clone())
-            .into_connection_info()?
-            .set_redis_settings(RedisConnectionInfo::default().set_db(2));
-        redis::Client::open(info)?.get_connection_with_timeout(TIMEOUT)
-    }
-
-    /// A connection to COUNTERS_DB, where the test writes what syncd would.
-    fn db(&self) -> Db {
-        Db(self.try_conn().expect("connect to the test's redis"))
-    }
-
-    /// SIGKILL, as a crashed Redis.
-    fn kill(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 /// Writes to COUNTERS_DB.
 struct Db(redis::Connection);
@@ -303,7 +190,7 @@ fn assert_unreachable(polled: &[Result<Reading, TelemetryError>], paths: usize, 
 fn sums_unicast_occupancy_and_reads_out_octets() {
     let dir = Scratch::new("sums");
     let server = Redis::start(&dir);
-    let mut db = server.db();
+    let mut db = Db(server.conn(2));
     let mut e0 = sonic_port(
         "Ethernet0",
         2,
@@ -382,7 +269,7 @@ fn sums_unicast_occupancy_and_reads_out_octets() {
 fn finds_a_port_added_after_start() {
     let dir = Scratch::new("added");
     let server = Redis::start(&dir);
-    let mut db = server.db();
+    let mut db = Db(server.conn(2));
     db.write(&sonic_port("Ethernet0", 2, [10; 8], [5, 5], Some(1000)));
     let mut source = over_socket(&server.socket, &["Ethernet0", "Ethernet8"]);
     assert_eq!(
@@ -415,7 +302,7 @@ fn finds_a_port_added_after_start() {
 fn garbage_blinds_only_its_own_path() {
     let dir = Scratch::new("garbage");
     let server = Redis::start(&dir);
-    let mut db = server.db();
+    let mut db = Db(server.conn(2));
     let e0 = sonic_port("Ethernet0", 2, [1, 2, 3, 4, 5, 6, 7, 8], [0, 0], Some(100));
     let e4 = sonic_port("Ethernet4", 3, [10; 8], [0, 0], Some(200));
     db.write(&e0);
@@ -501,12 +388,8 @@ fn garbage_blinds_only_its_own_path() {
 fn unreachable_while_down_then_reconnects() {
     let dir = Scratch::new("restart");
     let server = Redis::start(&dir);
-    server
-        .db()
-        .write(&sonic_port("Ethernet0", 2, [1; 8], [0, 0], Some(10)));
-    server
-        .db()
-        .write(&sonic_port("Ethernet4", 3, [2; 8], [0, 0], Some(20)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet0", 2, [1; 8], [0, 0], Some(10)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet4", 3, [2; 8], [0, 0], Some(20)));
     let socket = dir.socket();
     let mut source = over_socket(&socket, &["Ethernet0", "Ethernet4"]);
     assert_eq!(source.poll(), [ok(8, Some(10)), ok(16, Some(20))]);
@@ -524,24 +407,16 @@ fn unreachable_while_down_then_reconnects() {
     // Back on the same socket with new OIDs, as after a syncd restart: the
     // first poll reconnects and reads the new maps.
     let server = Redis::start(&dir);
-    server
-        .db()
-        .write(&sonic_port("Ethernet0", 12, [3; 8], [0, 0], Some(30)));
-    server
-        .db()
-        .write(&sonic_port("Ethernet4", 13, [4; 8], [0, 0], Some(40)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet0", 12, [3; 8], [0, 0], Some(30)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet4", 13, [4; 8], [0, 0], Some(40)));
     assert_eq!(source.poll(), [ok(24, Some(30)), ok(32, Some(40))]);
 
     // Restarted between two polls: the kept connection is dead, the poll
     // still reads through a fresh one.
     server.kill();
     let server = Redis::start(&dir);
-    server
-        .db()
-        .write(&sonic_port("Ethernet0", 22, [5; 8], [0, 0], Some(50)));
-    server
-        .db()
-        .write(&sonic_port("Ethernet4", 23, [6; 8], [0, 0], Some(60)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet0", 22, [5; 8], [0, 0], Some(50)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet4", 23, [6; 8], [0, 0], Some(60)));
     assert_eq!(source.poll(), [ok(40, Some(50)), ok(48, Some(60))]);
 }
 
@@ -587,9 +462,7 @@ fn reads_over_tcp() {
         .port();
     let port_arg = port.to_string();
     let server = Redis::start_with(&dir, &["--port", &port_arg, "--bind", "127.0.0.1"]);
-    server
-        .db()
-        .write(&sonic_port("Ethernet0", 2, [7; 8], [100, 100], Some(9)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet0", 2, [7; 8], [100, 100], Some(9)));
     let address: Address = format!("redis://127.0.0.1:{port}")
         .parse()
         .expect("address");
@@ -607,15 +480,13 @@ fn a_frozen_server_times_out_then_reads_again() {
     // A listen backlog Redis also uses for its unix socket, small enough
     // for the polls below to fill it.
     let server = Redis::start_with(&dir, &["--port", "0", "--tcp-backlog", "4"]);
-    server
-        .db()
-        .write(&sonic_port("Ethernet0", 2, [1; 8], [0, 0], Some(10)));
+    Db(server.conn(2)).write(&sonic_port("Ethernet0", 2, [1; 8], [0, 0], Some(10)));
     let mut source = over_socket(&server.socket, &["Ethernet0"]);
     assert_eq!(source.poll(), [ok(8, Some(10))]);
 
     // Stopped after the connection is up: only the source's own read
     // timeout can end the poll.
-    let pid = Pid::from_raw(i32::try_from(server.child.id()).expect("pid"));
+    let pid = Pid::from_raw(i32::try_from(server.pid()).expect("pid"));
     kill(pid, Signal::SIGSTOP).expect("SIGSTOP redis-server");
     let start = Instant::now();
     let polled = source.poll();
@@ -655,7 +526,7 @@ fn a_frozen_server_times_out_then_reads_again() {
 
     // Running again: a fresh connection reads, the dropped one's late
     // replies are never mistaken for this poll's.
-    server.db().hset(
+    Db(server.conn(2)).hset(
         &format!(
             "COUNTERS:{}",
             sonic_port("Ethernet0", 2, [0; 8], [0, 0], None).oid

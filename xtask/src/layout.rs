@@ -17,13 +17,14 @@ const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xt
 /// What ships: the daemon, its config, the data-plane programming, metrics,
 /// netlink, the look into a running instance, and the subcommands that
 /// run, stop, check or inspect them.
-const PRODUCT: [&str; 13] = [
+const PRODUCT: [&str; 14] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
     "lb-userspace/src/metrics.rs",
     "lb-userspace/src/netlink",
     "lb-userspace/src/telemetry",
+    "lb-userspace/src/sonic",
     "lb-userspace/src/cli/run.rs",
     "lb-userspace/src/cli/check_config.rs",
     "lb-userspace/src/inspect",

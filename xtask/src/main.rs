@@ -39,7 +39,7 @@ enum Cmd {
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
-    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic, link-down, restart and bgp-drain scenarios (JSON in target/demo/)
+    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic, link-down, restart, bgp-drain and sonic scenarios (JSON in target/demo/)
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
         #[arg(last = true)]
@@ -154,9 +154,10 @@ fn bench(root: &Path) -> Result<()> {
 }
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
-/// adaptive-routing results, failover, a hitless restart (about 10 s) and
-/// a spine drained by BGP (about 15 s).
-const HEADLINE_SCENARIOS: [&str; 7] = [
+/// adaptive-routing results, failover, a hitless restart (about 10 s), a
+/// spine drained by BGP (about 15 s) and the leaf driven from SONiC's
+/// CONFIG_DB (about 15 s).
+const HEADLINE_SCENARIOS: [&str; 8] = [
     "slow-spine",
     "slow-spine-lossless",
     "spine-slowdown",
@@ -164,6 +165,7 @@ const HEADLINE_SCENARIOS: [&str; 7] = [
     "link-down",
     "restart",
     "bgp-drain",
+    "sonic",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

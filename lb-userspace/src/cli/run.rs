@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fabriclb::daemon;
+use fabriclb::telemetry::counters_db::Address;
 
 use super::pins::PinArgs;
 
@@ -29,6 +30,11 @@ pub struct RunArgs {
     /// Reload only on SIGHUP, not also when the config file changes.
     #[arg(long)]
     no_watch: bool,
+    /// SONiC's Redis (unix:/var/run/redis/redis.sock or redis://HOST:PORT):
+    /// its CONFIG_DB hash and ARS settings over the file's, followed live;
+    /// the next hops' counters published to its COUNTERS_DB.
+    #[arg(long, value_name = "ADDRESS")]
+    sonic: Option<Address>,
     #[command(flatten)]
     pins: PinArgs,
 }
@@ -60,5 +66,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         watch_config: !args.no_watch,
         bpffs: args.pins.bpffs,
         instance: args.pins.instance,
+        sonic: args.sonic,
     }))
 }

@@ -30,7 +30,8 @@ pub enum TestbedCommand {
         /// Messages per connection.
         #[arg(long, default_value_t = 64)]
         messages: u32,
-        /// slow-spine or slow-spine-lossless.
+        /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic,
+        /// link-down, restart, bgp-drain or sonic.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// Write the scenario's report as JSON to this file.

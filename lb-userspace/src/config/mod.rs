@@ -59,11 +59,12 @@ use raw::RawConfig;
 pub use diagnostics::{ConfigError, Warning};
 pub use diff::changes;
 pub use schema::{
-    ArsProfile, Config, FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US,
-    FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group, GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes,
-    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Prefix, RT_TABLE_MAIN,
-    Route, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting,
-    format_mac, learned_group_name,
+    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, FLOWLET_GAP_DEFAULT_US,
+    FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group,
+    GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN,
+    NextHopAddr, NextHopSpec, Prefix, RT_TABLE_MAIN, Route, SAMPLING_INTERVAL_MAX_US,
+    SAMPLING_INTERVAL_MIN_US, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX,
+    VLAN_MIN, XdpModeSetting, format_mac, learned_group_name,
 };
 
 /// Reads and validates the config file at `path`.

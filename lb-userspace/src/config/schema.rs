@@ -389,6 +389,9 @@ impl Default for ArsProfile {
     }
 }
 
+/// The largest weight a measure of `[ars_profile]` may have.
+pub const ARS_WEIGHT_MAX: u32 = 100;
+
 /// The past load's EWMA gives the newest sample a quarter.
 pub const EWMA_SHIFT: u32 = 2;
 /// A band improves once the level is a quarter band below it.

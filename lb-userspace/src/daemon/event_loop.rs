@@ -19,9 +19,11 @@ use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::{render_metrics, write_metrics};
+use super::sonic::{self, Sonic};
 use super::state::Running;
 use super::telemetry::Telemetry;
 use crate::netlink::Netlink;
+use crate::telemetry::counters_db::Address;
 
 pub struct Options {
     pub config: PathBuf,
@@ -38,6 +40,8 @@ pub struct Options {
     /// maps and links are pinned under it.
     pub bpffs: PathBuf,
     pub instance: String,
+    /// SONiC's Redis: its settings over the file's, counters published.
+    pub sonic: Option<Address>,
 }
 
 /// How often a watched config file is checked for changes.
@@ -48,6 +52,13 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
     let (file, version) = config_file::load(&options.config).await?;
+    let (sonic, file) = match &options.sonic {
+        Some(address) => {
+            let (sonic, file) = Sonic::start(address, file).await?;
+            (Some(sonic), file)
+        }
+        None => (None, file),
+    };
     // Before loading: a port in use fails the start with nothing to undo.
     let mut scrapes = Scrapes::listen(options.metrics_listen).await?;
     let netlink = Netlink::connect()?;
@@ -83,6 +94,7 @@ pub async fn run(options: Options) -> Result<()> {
         config,
         telemetry,
         ongoing,
+        sonic,
     };
     for interface in &running.config.switch.interfaces {
         let mode = running.config.switch.xdp_mode;
@@ -120,6 +132,9 @@ pub async fn run(options: Options) -> Result<()> {
                 running.watch_config(&options.config, &netlink, &mut dp).await;
             }
             batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
+            rows = sonic::next(&mut running.sonic) => {
+                running.sonic_rows(rows, &netlink, &mut dp).await;
+            }
             _ = staleness.tick() => {
                 running.telemetry_expire(&mut dp);
                 running.end_drains(&mut dp);
@@ -140,7 +155,10 @@ pub async fn run(options: Options) -> Result<()> {
                 running.refresh_kernel_routes(&netlink, &mut dp).await;
                 running.reattach_ingress(&mut dp);
             }
-            _ = metrics_tick.tick() => write_metrics(&options, &dp, &running),
+            _ = metrics_tick.tick() => {
+                write_metrics(&options, &dp, &running);
+                running.sonic_publish(&dp);
+            }
             scrape = scrapes.next() => {
                 // A client that went away has nobody to answer.
                 let _ = scrape.send(render_metrics(&dp, &running).map_err(|e| format!("{e:#}")));

@@ -29,47 +29,57 @@ pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running
 /// The exposition of the data plane's counters now, as the textfile and
 /// the HTTP endpoint serve it.
 pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String> {
-    let (tables, now) = (&running.tables, Instant::now());
-    {
-        let verdicts = dp.verdict_counts()?;
-        let mut nexthops = Vec::new();
-        let mut groups = Vec::new();
-        for group in &tables.groups {
-            groups.push(GroupSample {
-                name: &group.name,
-                mode: group.entry.mode,
-                stats: dp.group_stats(group.id)?,
-            });
-            for (spec, &id) in group.specs.iter().zip(&group.members) {
-                nexthops.push(NextHopSample {
-                    group: &group.name,
-                    id,
-                    label: spec.to_string(),
-                    usable: tables.nexthops[id as usize].flags & NEXTHOP_USABLE != 0,
-                    stats: dp.nexthop_stats(id)?,
-                    quality: tables.quality[id as usize],
-                    path: running.telemetry.paths.get(&id).map(|p| PathSample {
-                        source: p.source,
-                        band: p.quality.band,
-                        queued_bytes: p.queued_bytes,
-                        age_seconds: running.telemetry.age(id, now).unwrap_or_default(),
-                        errors: p.errors,
-                        stale: p.stale,
-                    }),
-                });
-            }
-        }
-        let egress = match dp.tx_errors() {
-            Some(counted) => Some(egress(tables, &counted?)),
-            None => None,
-        };
-        Ok(metrics::render(
-            &verdicts,
-            &groups,
-            &nexthops,
-            egress.as_deref(),
-        ))
+    let tables = &running.tables;
+    let verdicts = dp.verdict_counts()?;
+    let mut groups = Vec::new();
+    for group in &tables.groups {
+        groups.push(GroupSample {
+            name: &group.name,
+            mode: group.entry.mode,
+            stats: dp.group_stats(group.id)?,
+        });
     }
+    let nexthops = nexthop_samples(dp, running)?;
+    let egress = match dp.tx_errors() {
+        Some(counted) => Some(egress(tables, &counted?)),
+        None => None,
+    };
+    Ok(metrics::render(
+        &verdicts,
+        &groups,
+        &nexthops,
+        egress.as_deref(),
+    ))
+}
+
+/// Every next hop's counters and telemetry now, group by group.
+pub(super) fn nexthop_samples<'a>(
+    dp: &Dataplane,
+    running: &'a Running,
+) -> Result<Vec<NextHopSample<'a>>> {
+    let (tables, now) = (&running.tables, Instant::now());
+    let mut nexthops = Vec::new();
+    for group in &tables.groups {
+        for (spec, &id) in group.specs.iter().zip(&group.members) {
+            nexthops.push(NextHopSample {
+                group: &group.name,
+                id,
+                label: spec.to_string(),
+                usable: tables.nexthops[id as usize].flags & NEXTHOP_USABLE != 0,
+                stats: dp.nexthop_stats(id)?,
+                quality: tables.quality[id as usize],
+                path: running.telemetry.paths.get(&id).map(|p| PathSample {
+                    source: p.source,
+                    band: p.quality.band,
+                    queued_bytes: p.queued_bytes,
+                    age_seconds: running.telemetry.age(id, now).unwrap_or_default(),
+                    errors: p.errors,
+                    stale: p.stale,
+                }),
+            });
+        }
+    }
+    Ok(nexthops)
 }
 
 /// Every egress interface the next hops use, with what never left it. A

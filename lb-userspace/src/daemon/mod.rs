@@ -7,7 +7,8 @@
 //! telemetry into path quality; [`metrics_file`] writes the counters out
 //! and [`http`] serves them; [`privileges`] checks the capabilities at
 //! start and drops those it no longer needs; [`adopt`] starts onto a
-//! pinned instance, taking over what it holds.
+//! pinned instance, taking over what it holds; [`sonic`] lays SONiC's
+//! settings over the config file and publishes counters to its Redis.
 
 mod adopt;
 mod config_file;
@@ -21,6 +22,7 @@ mod local;
 mod metrics_file;
 mod privileges;
 mod reload;
+mod sonic;
 mod state;
 mod telemetry;
 

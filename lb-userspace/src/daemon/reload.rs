@@ -34,12 +34,23 @@ impl Running {
                 return;
             }
         };
+        let config = match &mut self.sonic {
+            Some(sonic) => sonic.over(config),
+            None => config,
+        };
         if let Err(e) = self.apply(config, netlink, dp).await {
             error!("new config refused, the running one stays: {e:#}");
         }
     }
 
-    async fn apply(&mut self, file: Config, netlink: &Netlink, dp: &mut Dataplane) -> Result<()> {
+    /// Moves the data plane to `file` (the config file's, with SONiC's
+    /// settings over it under `--sonic`).
+    pub(super) async fn apply(
+        &mut self,
+        file: Config,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) -> Result<()> {
         let changes = config::changes(&self.file, &file);
         if changes.is_empty() {
             info!("config unchanged");

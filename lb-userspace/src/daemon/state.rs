@@ -10,6 +10,7 @@ use super::kernel_routes::KernelWatch;
 use super::link_events::LinkWatch;
 use super::links::Ongoing;
 use super::local::Follower;
+use super::sonic::Sonic;
 use super::telemetry::Telemetry;
 use crate::config::{Config, XdpModeSetting};
 use crate::dataplane::tables::Tables;
@@ -23,7 +24,8 @@ pub(super) struct Running {
     /// and groups learned from the kernel in place of the groups that
     /// follow it.
     pub(super) config: Config,
-    /// The config as the file has it.
+    /// The config as the file has it (with SONiC's settings over it under
+    /// `--sonic`).
     pub(super) file: Config,
     /// The kernel's routes, for the groups that follow them.
     pub(super) kernel: KernelWatch,
@@ -40,6 +42,9 @@ pub(super) struct Running {
     pub(super) telemetry: Telemetry,
     /// What the refreshes keep finding wrong, logged once each.
     pub(super) ongoing: Ongoing,
+    /// `run --sonic`: SONiC's settings, which `file` has over the config
+    /// file's.
+    pub(super) sonic: Option<Sonic>,
 }
 
 /// The program on one ingress interface that has it.

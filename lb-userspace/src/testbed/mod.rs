@@ -14,6 +14,7 @@ mod hop;
 mod leaf_maps;
 mod netns;
 mod queues;
+pub mod redis;
 pub mod scenario;
 pub mod sink;
 mod topology;

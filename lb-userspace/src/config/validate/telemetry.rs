@@ -9,9 +9,10 @@ use toml::Spanned;
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::{RawArsProfile, RawNextHop, RawTelemetry};
 use crate::config::schema::{
-    ArsProfile, BYTES_PER_SEC_PER_MBIT, Group, GroupTelemetry, NAME_MAX_LEN, NextHopSpec,
-    SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS, STALE_AFTER_MIN_MS,
-    TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings, TelemetrySource,
+    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Group, GroupTelemetry, NAME_MAX_LEN,
+    NextHopSpec, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS,
+    STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings,
+    TelemetrySource,
 };
 use crate::telemetry::remote;
 
@@ -19,7 +20,6 @@ use crate::telemetry::remote;
 /// microseconds up to 10 s.
 const LOAD_MAX_MBIT: u64 = 10_000_000;
 const DELAY_MAX_US: u64 = 10_000_000;
-const WEIGHT_MAX: u32 = 100;
 
 /// A next hop's telemetry keys, taken out before the next hop itself is
 /// validated: which of them apply depends on the group's source.
@@ -137,9 +137,12 @@ impl Ctx<'_> {
             min: value(min, "min_value", default.min)?,
             max: value(max, "max_value", default.max)?,
             weight: match weight {
-                Some(w) => {
-                    self.in_range(w, 0..=WEIGHT_MAX, &format!("ars_profile {name}_weight"), "")?
-                }
+                Some(w) => self.in_range(
+                    w,
+                    0..=ARS_WEIGHT_MAX,
+                    &format!("ars_profile {name}_weight"),
+                    "",
+                )?,
                 None if min.is_some() || max.is_some() => 1,
                 None => default.weight,
             },

@@ -2,7 +2,8 @@
 //! the local unix socket (`unix:/var/run/redis/redis.sock`) and TCP
 //! (`redis://127.0.0.1:6379`). The database is not part of the address:
 //! syncd writes its counters to COUNTERS_DB, which is database 2 on every
-//! SONiC image, so letting config pick another would only allow mistakes.
+//! SONiC image (CONFIG_DB 4 and APPL_DB 0, which `run --sonic` reads), so
+//! letting config pick another would only allow mistakes.
 
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -31,6 +32,15 @@ pub(super) enum Target<'a> {
 }
 
 impl Address {
+    /// Where the redis crate's own connections go (`run --sonic`'s, which
+    /// need no deadline per poll).
+    pub fn connection_addr(&self) -> redis::ConnectionAddr {
+        match &self.0 {
+            Kind::Unix(path) => redis::ConnectionAddr::Unix(path.clone()),
+            Kind::Tcp { host, port } => redis::ConnectionAddr::Tcp(host.clone(), *port),
+        }
+    }
+
     pub(super) fn target(&self) -> Target<'_> {
         match &self.0 {
             Kind::Unix(path) => Target::Unix(path),
@@ -72,7 +82,8 @@ fn parse_unix(path: &str) -> Result<Kind, String> {
 fn parse_tcp(authority: &str) -> Result<Kind, String> {
     if authority.contains('/') || authority.contains('?') || authority.contains('#') {
         return Err(format!(
-            "`redis://{authority}`: give only host:port; the database is fixed to COUNTERS_DB (2)"
+            "`redis://{authority}`: give only host:port; the database is fixed by SONiC \
+             (COUNTERS_DB 2, CONFIG_DB 4, APPL_DB 0)"
         ));
     }
     // SONiC's Redis takes no credentials on its local interfaces; a

@@ -12,6 +12,7 @@ mod reaction;
 mod report;
 pub mod restart;
 mod slow_spine;
+pub mod sonic;
 mod table;
 
 use std::path::Path;
@@ -51,10 +52,13 @@ pub enum Name {
     /// BGP routes, one spine drained by session shutdown and by graceful
     /// shutdown ([`bgp_drain`]).
     BgpDrain,
+    /// The leaf's hashing and mode changed in SONiC's CONFIG_DB under
+    /// traffic ([`sonic`]).
+    Sonic,
 }
 
 impl Name {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
@@ -62,6 +66,7 @@ impl Name {
         Self::LinkDown,
         Self::Restart,
         Self::BgpDrain,
+        Self::Sonic,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -73,6 +78,7 @@ impl Name {
             Self::LinkDown => "link-down",
             Self::Restart => "restart",
             Self::BgpDrain => "bgp-drain",
+            Self::Sonic => "sonic",
         }
     }
 
@@ -86,6 +92,7 @@ impl Name {
             Self::LinkDown => link_down(link_down::MESSAGES),
             Self::Restart => restart::scenario(restart::SECONDS),
             Self::BgpDrain => bgp_drain(bgp_drain::MESSAGES),
+            Self::Sonic => sonic::scenario(sonic::SECONDS),
         }
     }
 
@@ -112,7 +119,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down, restart and bgp-drain"
+     cross-traffic, link-down, restart, bgp-drain and sonic"
 )]
 pub struct UnknownScenario(String);
 
@@ -204,8 +211,10 @@ pub fn modes() -> Vec<Mode> {
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
-    if name == Name::Restart {
-        return restart::run(bed_name, json);
+    match name {
+        Name::Restart => return restart::run(bed_name, json),
+        Name::Sonic => return sonic::run(bed_name, json),
+        _ => {}
     }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
@@ -219,6 +228,32 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     print(&scenario, &report);
     if let Some(path) = json {
         report.write(path)?;
+        println!("\nwrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Builds testbed `bed_name` with `shape`, runs `measure` on it with this
+/// binary and a scratch directory, and tears down (also on failure and
+/// Ctrl-C): what a scenario that runs apart from the modes shares.
+pub fn on_own_bed<T>(
+    bed_name: &str,
+    shape: &Shape,
+    measure: impl FnOnce(&Testbed, &Path, &Path) -> Result<T>,
+) -> Result<T> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    tear_down_on_signal(bed_name)?;
+    let result = Testbed::up(bed_name, shape.clone()).and_then(|bed| measure(&bed, &exe, &workdir));
+    let _ = std::fs::remove_dir_all(&workdir);
+    result
+}
+
+/// Writes a scenario's `report` as JSON to `path`, if given, and says so.
+pub fn write_json(report: &impl serde::Serialize, path: Option<&Path>) -> Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")?;
         println!("\nwrote {}", path.display());
     }
     Ok(())

@@ -18,10 +18,7 @@ use serde::Serialize;
 use super::Scenario;
 use crate::dataplane::mount_bpffs;
 use crate::dataplane::pins::PinDir;
-use crate::testbed::{
-    Collective, Daemon, Leaf, LeafCounters, Shape, Testbed, run_collective_with,
-    tear_down_on_signal,
-};
+use crate::testbed::{Collective, Daemon, Leaf, LeafCounters, Shape, Testbed, run_collective_with};
 use crate::traffic::{Pace, Pattern};
 
 /// How long the full scenario's senders send.
@@ -307,15 +304,11 @@ pub fn measure(
 /// Builds testbed `bed_name`, runs the scenario, prints the result,
 /// writes it to `json` if given, tears down (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
-    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
-    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir)?;
     let scenario = scenario(SECONDS);
-    tear_down_on_signal(bed_name)?;
-    let result = Testbed::up(bed_name, scenario.shape.clone())
-        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, "", Timing::FULL));
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = result.context("scenario restart")?;
+    let report = super::on_own_bed(bed_name, &scenario.shape, |bed, exe, workdir| {
+        measure(bed, exe, workdir, &scenario, "", Timing::FULL)
+    })
+    .context("scenario restart")?;
     let report = RestartReport {
         scenario: "restart",
         modes: vec![report],
@@ -345,9 +338,5 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
             kept(step.buckets_kept, "moved"),
         );
     }
-    if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
-        println!("\nwrote {}", path.display());
-    }
-    Ok(())
+    super::write_json(&report, json)
 }
