@@ -64,7 +64,8 @@ impl Routers {
             Path::new(DAEMONS).join("bgpd").exists(),
             "FRR is not installed ({DAEMONS}/bgpd is missing): `cargo xtask setup` installs it"
         );
-        stop(name)?;
+        // A stale testbed's routers were stopped with its namespaces
+        // (`remove_namespaces`) before this one was built.
         let routers = Self {
             dir: Self::dir(name),
         };
@@ -85,7 +86,7 @@ impl Routers {
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("zebra.conf"), "")?;
         std::fs::write(dir.join("bgpd.conf"), config(router))?;
-        run(Command::new("chown").args(["-R", "frr:frr"]).arg(&self.dir))?;
+        run(Command::new("chown").args(["-R", "frr:frr"]).arg(&dir))?;
         for daemon in ["zebra", "bgpd"] {
             let path = |file: &str| dir.join(file).display().to_string();
             let mut command = Command::new("ip");
@@ -126,18 +127,8 @@ impl Routers {
     /// spine's side: the leaf loses its routes through it as a drained or
     /// failed spine takes them away.
     pub fn set_spine_session(&self, j: usize, ns: &str, up: bool) -> Result<()> {
-        let neighbour = leaf_side(j);
         let verb = if up { "no neighbor" } else { "neighbor" };
-        self.vtysh(
-            &format!("s{j}"),
-            ns,
-            &[
-                "configure terminal",
-                &format!("router bgp {SPINE_AS}"),
-                &format!("{verb} {neighbour} shutdown"),
-            ],
-        )
-        .map(drop)
+        self.configure_spine(j, ns, &format!("{verb} {} shutdown", leaf_side(j)))
     }
 
     /// Puts spine `j` into (or out of) graceful shutdown (RFC 8326): its
@@ -146,16 +137,14 @@ impl Routers {
     /// stops using the spine before it goes.
     pub fn set_spine_graceful_shutdown(&self, j: usize, ns: &str, on: bool) -> Result<()> {
         let verb = if on { "" } else { "no " };
-        self.vtysh(
-            &format!("s{j}"),
-            ns,
-            &[
-                "configure terminal",
-                &format!("router bgp {SPINE_AS}"),
-                &format!("{verb}bgp graceful-shutdown"),
-            ],
-        )
-        .map(drop)
+        self.configure_spine(j, ns, &format!("{verb}bgp graceful-shutdown"))
+    }
+
+    /// `command` under spine `j`'s `router bgp`, in namespace `ns`.
+    fn configure_spine(&self, j: usize, ns: &str, command: &str) -> Result<()> {
+        let router = format!("router bgp {SPINE_AS}");
+        let commands = ["configure terminal", router.as_str(), command];
+        self.vtysh(&format!("s{j}"), ns, &commands).map(drop)
     }
 }
 
