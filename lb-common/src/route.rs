@@ -26,12 +26,13 @@ pub fn never_forwarded(flow: &FlowFields) -> bool {
     }
 }
 
-/// The group the packet goes to, given the value of the longest prefix
-/// matching its destination (`None`: no prefix matches), or why the kernel
-/// gets it instead.
+/// The group the packet goes to, given the route table entry its
+/// destination's walk ended on ([`table::lookup_entry`]; an IPv6 match
+/// encoded as [`table::Entry::Value`], no match as [`table::EMPTY`]), or
+/// why the kernel gets it instead.
 #[inline(always)]
-pub fn group(flow: &FlowFields, matched: Option<u32>) -> Result<u32, Reason> {
-    match matched {
+pub fn group(flow: &FlowFields, entry: u32) -> Result<u32, Reason> {
+    match table::entry_value(entry) {
         _ if never_forwarded(flow) => Err(Reason::Local),
         Some(LOCAL_ROUTE) => Err(Reason::Local),
         Some(group) => Ok(group),
@@ -42,6 +43,7 @@ pub fn group(flow: &FlowFields, matched: Option<u32>) -> Result<u32, Reason> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::table::{EMPTY, Entry};
 
     fn v4(dst: [u8; 4]) -> FlowFields {
         let mut flow = FlowFields::default();
@@ -117,15 +119,21 @@ mod tests {
 
     #[test]
     fn local_wins_over_every_route_and_no_route() {
+        let routed = |value| Entry::Value(value).encode();
         let unicast = v4([10, 1, 0, 2]);
-        assert_eq!(group(&unicast, Some(3)), Ok(3));
-        assert_eq!(group(&unicast, Some(0)), Ok(0));
-        assert_eq!(group(&unicast, None), Err(Reason::NoRoute));
-        assert_eq!(group(&unicast, Some(LOCAL_ROUTE)), Err(Reason::Local));
+        assert_eq!(group(&unicast, routed(3)), Ok(3));
+        assert_eq!(group(&unicast, routed(0)), Ok(0));
+        assert_eq!(group(&unicast, EMPTY), Err(Reason::NoRoute));
+        // A walk ending on a block pointer found no final entry.
+        assert_eq!(
+            group(&unicast, Entry::Next(7).encode()),
+            Err(Reason::NoRoute)
+        );
+        assert_eq!(group(&unicast, routed(LOCAL_ROUTE)), Err(Reason::Local));
         let multicast = v4([224, 0, 0, 5]);
-        assert_eq!(group(&multicast, Some(3)), Err(Reason::Local));
-        assert_eq!(group(&multicast, None), Err(Reason::Local));
+        assert_eq!(group(&multicast, routed(3)), Err(Reason::Local));
+        assert_eq!(group(&multicast, EMPTY), Err(Reason::Local));
         let link_local = v6_prefix([0xfe, 0x80]);
-        assert_eq!(group(&link_local, Some(1)), Err(Reason::Local));
+        assert_eq!(group(&link_local, routed(1)), Err(Reason::Local));
     }
 }

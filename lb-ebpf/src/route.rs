@@ -8,7 +8,7 @@ use lb_common::{
     packet::parse::Parsed,
     route::{
         group,
-        table::{Levels, lookup},
+        table::{EMPTY, Entry, Levels, lookup_entry},
     },
     verdict::Reason,
 };
@@ -32,10 +32,13 @@ impl Levels for Route4 {
 #[inline(always)]
 pub fn route(parsed: &Parsed) -> Result<u32, Reason> {
     let dst = &parsed.flow.dst;
-    let matched = if parsed.flow.is_ipv6 {
-        FL_ROUTES_V6.get(Key::new(128, *dst)).copied()
+    // A plain u32 on every path (see `lookup_entry`).
+    let entry = if parsed.flow.is_ipv6 {
+        FL_ROUTES_V6
+            .get(Key::new(128, *dst))
+            .map_or(EMPTY, |value| Entry::Value(*value).encode())
     } else {
-        lookup(&Route4, &[dst[0], dst[1], dst[2], dst[3]])
+        lookup_entry(&Route4, &[dst[0], dst[1], dst[2], dst[3]])
     };
-    group(&parsed.flow, matched)
+    group(&parsed.flow, entry)
 }

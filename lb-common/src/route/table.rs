@@ -66,7 +66,7 @@ impl Entry {
 }
 
 /// Reads the table's two maps; `None` for an index out of range (or a
-/// failed read), which the lookup takes as no route.
+/// failed read), which the lookup takes as an empty entry: no route.
 pub trait Levels {
     /// First-level entry `index` (the address's first two bytes).
     fn first(&self, index: u32) -> Option<u32>;
@@ -86,21 +86,43 @@ pub fn pool_index(block: u32, byte: u8) -> u32 {
     block.wrapping_mul(BLOCK_ENTRIES) | u32::from(byte)
 }
 
-/// The value of the longest prefix covering `addr` (4 or 16 bytes), or
-/// `None`. At most `N - 1` reads, one per level, no other loop.
+/// The raw entry the walk for `addr` (4 or 16 bytes) ends on: at most
+/// `N - 1` reads, one per level, no other loop. It stays a plain `u32`
+/// on every path, a failed read included, because the data plane takes
+/// it: an `Option` or `Entry` leaves its payload undefined on the empty
+/// path, and LLVM may copy that register before the branch that makes
+/// it unused, which the verifier refuses as a read of an uninitialised
+/// register (it did, for some builds of the bench object).
+#[inline(always)]
+pub fn lookup_entry<L: Levels + ?Sized, const N: usize>(levels: &L, addr: &[u8; N]) -> u32 {
+    let mut raw = levels.first(first_index(addr)).unwrap_or(EMPTY);
+    for &byte in &addr[2..] {
+        if raw & NEXT == 0 {
+            break;
+        }
+        raw = levels.pool(pool_index(raw & !NEXT, byte)).unwrap_or(EMPTY);
+    }
+    raw
+}
+
+/// The value of the longest prefix covering `addr`, or `None`.
 #[inline(always)]
 pub fn lookup<L: Levels + ?Sized, const N: usize>(levels: &L, addr: &[u8; N]) -> Option<u32> {
-    let mut entry = Entry::decode(levels.first(first_index(addr))?);
-    for &byte in &addr[2..] {
-        let Entry::Next(block) = entry else {
-            break;
-        };
-        entry = Entry::decode(levels.pool(pool_index(block, byte))?);
-    }
-    match entry {
-        Entry::Value(value) => Some(value),
-        // A block pointer past the last byte is never written: no route.
-        Entry::Empty | Entry::Next(_) => None,
+    entry_value(lookup_entry(levels, addr))
+}
+
+/// The route value an entry [`lookup_entry`] ended on holds: a group id,
+/// [`LOCAL_ROUTE`], or `None` (no route; also a block pointer past the
+/// last byte, which is never written). Bit tests on the raw entry, for
+/// the reason `lookup_entry` gives.
+#[inline(always)]
+pub fn entry_value(raw: u32) -> Option<u32> {
+    if raw == LOCAL {
+        Some(LOCAL_ROUTE)
+    } else if raw & (NEXT | VALUE) == VALUE {
+        Some(raw & !VALUE)
+    } else {
+        None
     }
 }
 
