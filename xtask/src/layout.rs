@@ -1,7 +1,8 @@
 //! The house rules a reviewer would otherwise have to remember: no source
 //! file over [`MAX_LINES`], and the product never imports the test tooling
 //! (the testbed and the traffic generator), so what ships in a switch's
-//! data path can be read without them.
+//! data path can be read without them. And lb-common inherits the same
+//! package fields and dependencies in both workspaces it builds in.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -62,10 +63,45 @@ pub fn check(root: &Path) -> Result<()> {
             }
         }
     }
+    breaches.extend(inheritance_differences(root)?);
     if !breaches.is_empty() {
         bail!("layout rules broken:\n  {}", breaches.join("\n  "));
     }
     Ok(())
+}
+
+/// The eBPF workspace (lb-ebpf/Cargo.toml) repeats what lb-common inherits
+/// from the host workspace: lb-common is built in both. Each entry it
+/// repeats must say what the host's says.
+fn inheritance_differences(root: &Path) -> Result<Vec<String>> {
+    let manifest = |path: &str| -> Result<toml::Table> {
+        read(&root.join(path))?
+            .parse()
+            .with_context(|| format!("parsing {path}"))
+    };
+    let host = manifest("Cargo.toml")?;
+    let ebpf = manifest("lb-ebpf/Cargo.toml")?;
+    let table = |manifest: &toml::Table, key: &str| {
+        manifest
+            .get("workspace")
+            .and_then(|w| w.get(key))
+            .and_then(toml::Value::as_table)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut differences = Vec::new();
+    for key in ["package", "dependencies"] {
+        let host = table(&host, key);
+        for (name, value) in table(&ebpf, key) {
+            if host.get(&name) != Some(&value) {
+                differences.push(format!(
+                    "lb-ebpf/Cargo.toml: workspace.{key}.{name} = {value}, but the root Cargo.toml says {}",
+                    host.get(&name).map_or("nothing".to_string(), ToString::to_string)
+                ));
+            }
+        }
+    }
+    Ok(differences)
 }
 
 fn read(file: &Path) -> Result<String> {
@@ -156,6 +192,28 @@ mod tests {
                  /// spread traffic over next hops\nfn traffic_share() {}"
             )
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_ebpf_workspace_says_what_lb_common_inherits_as_the_host_does() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        assert_eq!(inheritance_differences(&root).unwrap(), Vec::<String>::new());
+
+        let dir = std::env::temp_dir().join(format!("xtask-layout-{}", std::process::id()));
+        fs::create_dir_all(dir.join("lb-ebpf")).unwrap();
+        let host = "[workspace.package]\nedition = \"2024\"\n[workspace.dependencies]\naya = \"0.14\"\n";
+        fs::write(dir.join("Cargo.toml"), host).unwrap();
+        let ebpf = "[workspace.package]\nedition = \"2021\"\n[workspace.dependencies]\naya = \"0.14\"\ncrc32fast = \"1\"\n";
+        fs::write(dir.join("lb-ebpf/Cargo.toml"), ebpf).unwrap();
+        let found = inheritance_differences(&dir);
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            found.unwrap(),
+            [
+                "lb-ebpf/Cargo.toml: workspace.package.edition = \"2021\", but the root Cargo.toml says \"2024\"",
+                "lb-ebpf/Cargo.toml: workspace.dependencies.crc32fast = \"1\", but the root Cargo.toml says nothing",
+            ]
         );
     }
 }
