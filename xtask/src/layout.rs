@@ -198,11 +198,15 @@ mod tests {
     #[test]
     fn the_ebpf_workspace_says_what_lb_common_inherits_as_the_host_does() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        assert_eq!(inheritance_differences(&root).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            inheritance_differences(&root).unwrap(),
+            Vec::<String>::new()
+        );
 
         let dir = std::env::temp_dir().join(format!("xtask-layout-{}", std::process::id()));
         fs::create_dir_all(dir.join("lb-ebpf")).unwrap();
-        let host = "[workspace.package]\nedition = \"2024\"\n[workspace.dependencies]\naya = \"0.14\"\n";
+        let host =
+            "[workspace.package]\nedition = \"2024\"\n[workspace.dependencies]\naya = \"0.14\"\n";
         fs::write(dir.join("Cargo.toml"), host).unwrap();
         let ebpf = "[workspace.package]\nedition = \"2021\"\n[workspace.dependencies]\naya = \"0.14\"\ncrc32fast = \"1\"\n";
         fs::write(dir.join("lb-ebpf/Cargo.toml"), ebpf).unwrap();
