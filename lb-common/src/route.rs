@@ -27,9 +27,8 @@ pub fn never_forwarded(flow: &FlowFields) -> bool {
 }
 
 /// The group the packet goes to, given the route table entry its
-/// destination's walk ended on ([`table::lookup_entry`]; an IPv6 match
-/// encoded as [`table::Entry::Value`], no match as [`table::EMPTY`]), or
-/// why the kernel gets it instead.
+/// destination's walk ended on ([`table::lookup_entry`], or an IPv6 match
+/// as [`table::value_entry`] gives it), or why the kernel gets it instead.
 #[inline(always)]
 pub fn group(flow: &FlowFields, entry: u32) -> Result<u32, Reason> {
     match table::entry_value(entry) {

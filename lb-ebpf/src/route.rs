@@ -8,7 +8,7 @@ use lb_common::{
     packet::parse::Parsed,
     route::{
         group,
-        table::{EMPTY, Entry, Levels, lookup_entry},
+        table::{Levels, lookup_entry, value_entry},
     },
     verdict::Reason,
 };
@@ -34,9 +34,7 @@ pub fn route(parsed: &Parsed) -> Result<u32, Reason> {
     let dst = &parsed.flow.dst;
     // A plain u32 on every path (see `lookup_entry`).
     let entry = if parsed.flow.is_ipv6 {
-        FL_ROUTES_V6
-            .get(Key::new(128, *dst))
-            .map_or(EMPTY, |value| Entry::Value(*value).encode())
+        value_entry(FL_ROUTES_V6.get(Key::new(128, *dst)).copied())
     } else {
         lookup_entry(&Route4, &[dst[0], dst[1], dst[2], dst[3]])
     };

@@ -111,6 +111,14 @@ pub fn lookup<L: Levels + ?Sized, const N: usize>(levels: &L, addr: &[u8; N]) ->
     entry_value(lookup_entry(levels, addr))
 }
 
+/// The entry [`group`](super::group) takes for a route value found by
+/// another lookup (the IPv6 trie's): the value's final entry, or
+/// [`EMPTY`] for none.
+#[inline(always)]
+pub fn value_entry(value: Option<u32>) -> u32 {
+    value.map_or(EMPTY, |value| Entry::Value(value).encode())
+}
+
 /// The route value an entry [`lookup_entry`] ended on holds: a group id,
 /// [`LOCAL_ROUTE`], or `None` (no route; also a block pointer past the
 /// last byte, which is never written). Bit tests on the raw entry, for

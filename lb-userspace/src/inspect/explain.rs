@@ -13,7 +13,7 @@ use aya::maps::lpm_trie::Key;
 use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop};
 use lb_common::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
 use lb_common::packet::parse::{Parsed, parse};
-use lb_common::route;
+use lb_common::route::{self, table::value_entry};
 use lb_common::select::flowlet::{
     Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
     flowlet_rules, sprays, starts_on_ecmp, step,
@@ -160,7 +160,7 @@ pub fn explain(
         prefix: longest_prefix(maps, dst, value)?,
         value,
     });
-    let group_id = match route::group(flow, value) {
+    let group_id = match route::group(flow, value_entry(value)) {
         Ok(id) => id,
         Err(reason) => return Ok(e.ends(reason)),
     };
