@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use fabriclb::sonic::{Follower, NextHopCounters, Overlay, Publisher, Rows};
+use fabriclb::sonic::routes::{Hop, Via};
+use fabriclb::sonic::{ApplRoutes, Follower, NextHopCounters, Overlay, Publisher, Rows};
 use fabriclb::telemetry::counters_db::Address;
 use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
 use lb_common::select::hash::HashFields;
@@ -149,6 +150,91 @@ fn sonic_rows_are_read_and_followed_by_keyspace_notifications() {
     assert_eq!(
         rows.config["ARS_INTERFACE|Ethernet0"],
         Err("not a hash; SONiC keeps every row as one".to_string())
+    );
+}
+
+/// APPL_DB's route rows: read whole at start (more than a round trip's
+/// batch), then each changed row re-read on its notification (a burst of
+/// a thousand prefixes, as a BGP session going down rewrites them), a
+/// deleted row gone, a next-hop group followed, and a key of another type
+/// kept as what it is.
+#[test]
+fn appl_db_route_rows_are_read_and_followed_row_by_row() {
+    let dir = Scratch::new("sonic-routes");
+    let server = RedisServer::start_with(&dir, &["--port", "0", "--notify-keyspace-events", "AKE"]);
+    let mut appl_db = server.conn(0);
+    let prefix = |i: usize| format!("ROUTE_TABLE:10.{}.{}.0/24", i / 256, i % 256);
+    let routes = 1_500;
+    let mut pipe = redis::pipe();
+    for i in 0..routes {
+        pipe.cmd("HSET")
+            .arg(prefix(i))
+            .arg("nexthop")
+            .arg("198.18.1.2,198.18.2.2")
+            .arg("ifname")
+            .arg("Ethernet0,Ethernet4")
+            .arg("protocol")
+            .arg("bgp")
+            .ignore();
+    }
+    pipe.query::<()>(&mut appl_db).expect("routes written");
+
+    let rt = runtime();
+    let mut follower = Follower::start(address(&server)).expect("thread");
+    let rows = until(&rt, &mut follower, |_| true);
+    let read = ApplRoutes::from_rows(&rows);
+    assert_eq!(read.routes.len(), routes);
+    assert_eq!(read.refusals, []);
+
+    // Spine 2 leaves every route, one write per prefix.
+    let mut pipe = redis::pipe();
+    for i in 0..1_000 {
+        pipe.cmd("HSET")
+            .arg(prefix(i))
+            .arg("nexthop")
+            .arg("198.18.1.2")
+            .arg("ifname")
+            .arg("Ethernet0")
+            .ignore();
+    }
+    pipe.query::<()>(&mut appl_db).expect("routes rewritten");
+    let single = Via::Hops(vec![Hop {
+        gateway: Some("198.18.1.2".parse().expect("ip")),
+        ifname: "Ethernet0".into(),
+        weight: 1,
+    }]);
+    within(CHANGE_BOUND, &rt, &mut follower, |rows| {
+        let read = ApplRoutes::from_rows(rows);
+        read.routes.values().filter(|r| r.via == single).count() == 1_000
+    });
+
+    run(&mut appl_db, &["DEL", &prefix(0)]);
+    run(
+        &mut appl_db,
+        &[
+            "HSET",
+            "NEXTHOP_GROUP_TABLE:1",
+            "nexthop",
+            "198.18.1.2",
+            "ifname",
+            "Ethernet0",
+        ],
+    );
+    run(&mut appl_db, &["SET", "ROUTE_TABLE:10.200.0.0/16", "x"]);
+    let rows = within(CHANGE_BOUND, &rt, &mut follower, |rows| {
+        let read = ApplRoutes::from_rows(rows);
+        read.routes.len() == routes - 1
+            && read.groups.contains_key("1")
+            && !read.refusals.is_empty()
+    });
+    let refusals: Vec<String> = ApplRoutes::from_rows(&rows)
+        .refusals
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        refusals,
+        ["\"ROUTE_TABLE:10.200.0.0/16\": not a hash; SONiC keeps every row as one"]
     );
 }
 

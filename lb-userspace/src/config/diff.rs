@@ -5,7 +5,7 @@ use std::fmt;
 
 use lb_common::select::hash::HashFields;
 
-use super::schema::{Config, KernelRoutes, Prefix};
+use super::schema::{Config, Prefix, RouteSource};
 
 /// What differs between two configs, one line per change, for the log of
 /// a live reload.
@@ -81,12 +81,13 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
                 was.telemetry, group.telemetry
             ));
         }
-        if was.kernel_routes != group.kernel_routes {
-            let show = |k: Option<KernelRoutes>| k.map_or("none".into(), |k| k.to_string());
+        if was.route_source() != group.route_source() {
+            let show =
+                |s: Option<RouteSource>| s.map_or("its own next hops".into(), |s| s.to_string());
             out.push(format!(
-                "group {name:?}: kernel_routes {} -> {}",
-                show(was.kernel_routes),
-                show(group.kernel_routes)
+                "group {name:?}: {} -> {}",
+                show(was.route_source()),
+                show(group.route_source())
             ));
         }
         if was.weights != group.weights {

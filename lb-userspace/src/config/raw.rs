@@ -41,6 +41,13 @@ pub(super) struct RawGroup {
     pub(super) telemetry: Option<Spanned<String>>,
     pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
     pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,
+    pub(super) sonic_routes: Option<Spanned<RawSonicRoutes>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSonicRoutes {
+    pub(super) protocol: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

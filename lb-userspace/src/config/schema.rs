@@ -190,6 +190,99 @@ pub struct Group {
     /// Routes and next hops come from the kernel's routing table, not
     /// from the file.
     pub kernel_routes: Option<KernelRoutes>,
+    /// Routes and next hops come from SONiC's APPL_DB `ROUTE_TABLE`
+    /// (`run --sonic`), not from the file; never with `kernel_routes`.
+    pub sonic_routes: Option<SonicRoutes>,
+}
+
+impl Group {
+    /// Whether the group learns its routes and next hops (from the kernel
+    /// or from SONiC) instead of listing them: it is then a parent whose
+    /// learned groups carry the traffic, and never carries any itself.
+    pub fn learns_routes(&self) -> bool {
+        self.kernel_routes.is_some() || self.sonic_routes.is_some()
+    }
+
+    /// Where it learns them.
+    pub fn route_source(&self) -> Option<RouteSource> {
+        match (&self.kernel_routes, &self.sonic_routes) {
+            (Some(kernel), _) => Some(RouteSource::Kernel(*kernel)),
+            (None, Some(sonic)) => Some(RouteSource::Sonic(sonic.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
+/// `sonic_routes = { protocol = "bgp" }`: which of APPL_DB's routes (the
+/// default VRF's `ROUTE_TABLE:<prefix>` rows) a group follows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SonicRoutes {
+    /// The rows' `protocol` field (fpmsyncd writes the kernel's name of
+    /// the route's protocol: `bgp`, `static`, ...); `None` takes every row.
+    pub protocol: Option<String>,
+}
+
+impl SonicRoutes {
+    /// Whether a row whose `protocol` field is `protocol` is one of these.
+    pub fn matches(&self, protocol: Option<&str>) -> bool {
+        self.protocol.as_deref().is_none_or(|p| Some(p) == protocol)
+    }
+}
+
+impl fmt::Display for SonicRoutes {
+    /// `APPL_DB ROUTE_TABLE protocol bgp`, `APPL_DB ROUTE_TABLE`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("APPL_DB ROUTE_TABLE")?;
+        match &self.protocol {
+            Some(p) => write!(f, " protocol {p}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where a group learns its routes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteSource {
+    Kernel(KernelRoutes),
+    Sonic(SonicRoutes),
+}
+
+impl RouteSource {
+    /// Whether some route would feed both.
+    pub fn overlaps(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Kernel(a), Self::Kernel(b)) => a.overlaps(b),
+            (Self::Sonic(a), Self::Sonic(b)) => {
+                a.protocol.is_none() || b.protocol.is_none() || a.protocol == b.protocol
+            }
+            _ => false,
+        }
+    }
+
+    /// `the kernel's routes`, `SONiC's routes`.
+    pub fn whose(&self) -> &'static str {
+        match self {
+            Self::Kernel(_) => "the kernel's routes",
+            Self::Sonic(_) => "SONiC's routes",
+        }
+    }
+
+    /// The key that sets it.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Kernel(_) => "kernel_routes",
+            Self::Sonic(_) => "sonic_routes",
+        }
+    }
+}
+
+impl fmt::Display for RouteSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Kernel(k) => write!(f, "{} ({k})", self.whose()),
+            Self::Sonic(s) => write!(f, "{} ({s})", self.whose()),
+        }
+    }
 }
 
 /// `kernel_routes = { table = "main", protocol = "bgp" }`: which of the

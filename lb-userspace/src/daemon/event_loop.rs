@@ -23,6 +23,7 @@ use super::sonic::{self, Sonic};
 use super::state::Running;
 use super::telemetry::Telemetry;
 use crate::netlink::Netlink;
+use crate::sonic::ApplRoutes;
 use crate::telemetry::counters_db::Address;
 
 pub struct Options {
@@ -52,12 +53,13 @@ const STALENESS_CHECK: Duration = Duration::from_millis(10);
 
 pub async fn run(options: Options) -> Result<()> {
     let (file, version) = config_file::load(&options.config).await?;
-    let (sonic, file) = match &options.sonic {
+    sonic::needs_sonic(&file, options.sonic.is_some())?;
+    let (mut sonic, file, appl_routes) = match &options.sonic {
         Some(address) => {
-            let (sonic, file) = Sonic::start(address, file).await?;
-            (Some(sonic), file)
+            let (sonic, file, routes) = Sonic::start(address, file).await?;
+            (Some(sonic), file, routes)
         }
-        None => (None, file),
+        None => (None, file, ApplRoutes::default()),
     };
     // Before loading: a port in use fails the start with nothing to undo.
     let mut scrapes = Scrapes::listen(options.metrics_listen).await?;
@@ -66,7 +68,11 @@ pub async fn run(options: Options) -> Result<()> {
     let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
     // The kernel's routes before the tables: a restart takes over with
     // the routes the kernel has, not without them.
-    let (kernel, config) = KernelWatch::start(&file, &netlink).await?;
+    let (kernel, config) = KernelWatch::start(&file, appl_routes, &netlink).await?;
+    let config = match &mut sonic {
+        Some(sonic) => sonic.over_learned(config),
+        None => config,
+    };
 
     let mut ongoing = Ongoing::default();
     let link_events = link_events::subscribe();

@@ -64,10 +64,11 @@ impl Running {
                 old.flowlet_table_size, file.switch.flowlet_table_size
             );
         }
-        // The routes learned from the kernel stay, under the new file's
-        // groups.
+        super::sonic::needs_sonic(&file, self.sonic.is_some())?;
+        // The routes learned from the kernel and SONiC stay, under the new
+        // file's groups.
         let learned = self.kernel.follow(&file, netlink).await?;
-        let config = self.kernel.effective(&file);
+        let config = self.effective(&file);
         let snapshot = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&config, &mut self.ongoing);
         let view = std::mem::replace(&mut self.links.view, snapshot);

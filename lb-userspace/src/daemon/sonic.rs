@@ -1,20 +1,22 @@
 //! `run --sonic`: SONiC's settings laid over the config file and applied
 //! the way an edited file is (validated, built against the old ids,
-//! written as diffs, rolled back on failure, logged with its changes); the
-//! next hops' counters published to COUNTERS_DB at the metrics tick.
+//! written as diffs, rolled back on failure, logged with its changes);
+//! APPL_DB's routes handed to the groups that follow them
+//! (`super::kernel_routes`); the next hops' counters published to
+//! COUNTERS_DB at the metrics tick.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use tracing::{error, info, warn};
 
 use super::metrics_file::nexthop_samples;
 use super::state::Running;
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::dataplane::Dataplane;
 use crate::netlink::Netlink;
-use crate::sonic::{Follower, NextHopCounters, Overlay, Publisher, Refusal, Rows};
+use crate::sonic::{ApplRoutes, Follower, NextHopCounters, Overlay, Publisher, Refusal, Rows};
 use crate::telemetry::counters_db::Address;
 
 /// How long the start waits for SONiC's rows before it programs the file's
@@ -27,36 +29,46 @@ pub(super) struct Sonic {
     overlay: Overlay,
     /// The config file's, which the overlay lies over.
     base: Config,
+    /// APPL_DB's route rows refused, as last read.
+    route_refusals: Vec<Refusal>,
     /// What is refused now, each said once while it lasts.
     refused: BTreeSet<Refusal>,
+    /// What is refused of the learned groups' ARS objects now, alike.
+    refused_learned: BTreeSet<Refusal>,
 }
 
 impl Sonic {
     /// Starts following SONiC's Redis at `address`: the config to start
-    /// on is `base` with what it holds over it.
-    pub(super) async fn start(address: &Address, base: Config) -> Result<(Self, Config)> {
+    /// on is `base` with what it holds over it; APPL_DB's routes as read.
+    pub(super) async fn start(
+        address: &Address,
+        base: Config,
+    ) -> Result<(Self, Config, ApplRoutes)> {
         let mut follower = Follower::start(address.clone()).context("starting the SONiC thread")?;
         let publisher = Publisher::start(address.clone()).context("starting the SONiC thread")?;
-        let overlay = match tokio::time::timeout(FIRST_READ, follower.next()).await {
-            Ok(rows) => Overlay::from_rows(&rows),
+        let rows = match tokio::time::timeout(FIRST_READ, follower.next()).await {
+            Ok(rows) => rows,
             Err(_) => {
                 warn!(
                     %address,
                     "sonic: nothing read within {FIRST_READ:?}; starting on the config file \
-                     alone, SONiC's settings apply once read"
+                     alone, SONiC's settings and routes apply once read"
                 );
-                Overlay::default()
+                Rows::default()
             }
         };
+        let mut routes = ApplRoutes::from_rows(&rows);
         let mut sonic = Self {
             follower,
             publisher,
-            overlay,
+            overlay: Overlay::from_rows(&rows),
             base: base.clone(),
+            route_refusals: std::mem::take(&mut routes.refusals),
             refused: BTreeSet::new(),
+            refused_learned: BTreeSet::new(),
         };
         let config = sonic.over(base);
-        Ok((sonic, config))
+        Ok((sonic, config, routes))
     }
 
     /// The config file's `base` with SONiC's settings over it; what they
@@ -68,6 +80,7 @@ impl Sonic {
             .overlay
             .refusals
             .iter()
+            .chain(&self.route_refusals)
             .cloned()
             .chain(refusals)
             .collect();
@@ -76,6 +89,36 @@ impl Sonic {
         }
         self.refused = now;
         config
+    }
+
+    /// `config`, the effective one (the learned groups in place of the
+    /// groups that learn them), with SONiC's settings laid over again: a
+    /// learned group takes the ARS object its learned next hops lead to,
+    /// as SONiC gives one to a next-hop group. The file's groups come out
+    /// as [`Self::over`] made them.
+    pub(super) fn over_learned(&mut self, config: Config) -> Config {
+        let (config, refusals) = self.overlay.apply(&config);
+        let now: BTreeSet<Refusal> = refusals
+            .into_iter()
+            .filter(|r| !self.refused.contains(r))
+            .collect();
+        for refusal in now.difference(&self.refused_learned) {
+            warn!("sonic: ignored {refusal}");
+        }
+        self.refused_learned = now;
+        config
+    }
+}
+
+/// A group that follows APPL_DB's routes needs `--sonic` to read them.
+pub(super) fn needs_sonic(config: &Config, sonic: bool) -> Result<()> {
+    match config.groups.iter().find(|g| g.sonic_routes.is_some()) {
+        Some(group) if !sonic => bail!(
+            "group {:?} follows SONiC's routes (sonic_routes), which only `fabriclb run \
+             --sonic <Redis>` reads",
+            group.name
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -88,17 +131,55 @@ pub(super) async fn next(sonic: &mut Option<Sonic>) -> Rows {
 }
 
 impl Running {
+    /// What the tables are built from: `file` with the learned groups in
+    /// place, and under `--sonic` their ARS objects.
+    pub(super) fn effective(&mut self, file: &Config) -> Config {
+        let config = self.kernel.effective(file);
+        match &mut self.sonic {
+            Some(sonic) => sonic.over_learned(config),
+            None => config,
+        }
+    }
+
     /// SONiC's rows changed: the file's config with them over it is
-    /// applied as a reload.
+    /// applied as a reload; if the file's groups stay as they were, the
+    /// groups learned from APPL_DB's routes (or from the kernel's) are
+    /// learned again, with the ARS objects their next hops lead to.
     pub(super) async fn sonic_rows(&mut self, rows: Rows, netlink: &Netlink, dp: &mut Dataplane) {
         let Some(sonic) = &mut self.sonic else {
             return;
         };
+        let mut routes = ApplRoutes::from_rows(&rows);
+        sonic.route_refusals = std::mem::take(&mut routes.refusals);
         sonic.overlay = Overlay::from_rows(&rows);
         let config = sonic.over(sonic.base.clone());
-        info!("sonic: SONiC's settings changed: reloading");
-        if let Err(e) = self.apply(config, netlink, dp).await {
-            error!("SONiC's settings refused, the running config stays: {e:#}");
+        let routes_changed = self.kernel.take_appl(routes);
+        if config != self.file {
+            info!("sonic: SONiC's settings changed: reloading");
+            if let Err(e) = self.apply(config, netlink, dp).await {
+                error!("SONiC's settings refused, the running config stays: {e:#}");
+            }
+        } else {
+            // The file's groups stay: APPL_DB's routes, or the ARS objects
+            // their learned groups take, may have changed.
+            let old = self.config.clone();
+            match self.relearn(netlink, dp).await {
+                Ok(true) if routes_changed => info!(
+                    groups = self.tables.groups.len(),
+                    routes = self.tables.routes.len(),
+                    "APPL_DB routes in the maps"
+                ),
+                Ok(true) => {
+                    info!("sonic: SONiC's settings for the learned groups changed");
+                    let changes = config::changes(&old, &self.config);
+                    for change in &changes {
+                        info!("config change: {change}");
+                    }
+                    info!(changes = changes.len(), "config reloaded");
+                }
+                Ok(false) => {}
+                Err(e) => error!("SONiC's rows refused, the running tables stay: {e:#}"),
+            }
         }
     }
 

@@ -1,13 +1,17 @@
 //! The thread that reads SONiC's rows and follows them: subscribed to
 //! CONFIG_DB's and APPL_DB's keyspace notifications for the keys it reads
 //! (SONiC runs Redis with `notify-keyspace-events AKE`), on a connection of
-//! its own, reading everything again at each; a Redis without them is
-//! said once and re-read every [`REREAD`]. A lost Redis is said once per
-//! outage, retried with backoff, and read whole once back.
+//! its own. Notifications are gathered into bursts (a BGP session going
+//! down rewrites one route row per prefix), ended by [`QUIET`] without
+//! one or [`MAX_WAIT`] after the first; a burst re-reads the route rows it
+//! names, and everything else whole if it names any other key. A Redis
+//! without notifications is said once and re-read every [`REREAD`]. A
+//! lost Redis is said once per outage, retried with backoff, and read
+//! whole once back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Connection, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
 use tokio::sync::watch;
@@ -23,6 +27,12 @@ pub const REREAD: Duration = Duration::from_secs(10);
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 /// A connect, or a command's reply, that takes longer fails.
 const TIMEOUT: Duration = Duration::from_secs(2);
+/// A burst of notifications ends after this long without one...
+const QUIET: Duration = Duration::from_millis(2);
+/// ...or this long after its first: the bound on a change's wait.
+const MAX_WAIT: Duration = Duration::from_millis(10);
+/// Route rows read per round trip.
+const BATCH: usize = 1_000;
 
 /// What the notifications are subscribed by: every key fabriclb reads.
 fn patterns() -> Vec<String> {
@@ -33,7 +43,19 @@ fn patterns() -> Vec<String> {
     for table in rows::ARS_TABLES {
         patterns.push(format!("__keyspace@{CONFIG_DB}__:{table}|*"));
     }
+    for table in rows::ROUTE_TABLES {
+        patterns.push(format!("__keyspace@{APPL_DB}__:{table}*"));
+    }
     patterns
+}
+
+/// The APPL_DB route row a notification's channel names, if any.
+fn route_key(channel: &str) -> Option<&str> {
+    let key = channel.strip_prefix(&format!("__keyspace@{APPL_DB}__:"))?;
+    rows::ROUTE_TABLES
+        .iter()
+        .any(|table| key.starts_with(table))
+        .then_some(key)
 }
 
 /// Whether `notify-keyspace-events` flags send a keyspace notification
@@ -136,10 +158,47 @@ impl Follow {
         let mut pubsub = subscribed.as_pubsub();
         // Subscribed before the read: no change slips between the two.
         pubsub.psubscribe(patterns())?;
-        self.send(read(&mut config, &mut appl)?);
+        let mut current = read(&mut config, &mut appl)?;
+        self.send(current.clone());
         loop {
-            pubsub.get_message()?;
-            self.send(read(&mut config, &mut appl)?);
+            let first = pubsub.get_message()?;
+            let started = Instant::now();
+            let mut routes = BTreeSet::new();
+            let mut others = false;
+            let mut note = |channel: &str| match route_key(channel) {
+                Some(key) => {
+                    routes.insert(key.to_owned());
+                }
+                None => others = true,
+            };
+            note(first.get_channel_name());
+            loop {
+                let left = MAX_WAIT.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                pubsub.set_read_timeout(Some(QUIET.min(left)))?;
+                match pubsub.get_message() {
+                    Ok(message) => note(message.get_channel_name()),
+                    Err(e) if e.is_timeout() => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            pubsub.set_read_timeout(None)?;
+            if others {
+                let whole = read_settings(&mut config, &mut appl)?;
+                current.config = whole.config;
+                current.appl.retain(|key, _| route_key_of(key));
+                current.appl.extend(whole.appl);
+            }
+            let keys: Vec<String> = routes.into_iter().collect();
+            for (key, row) in keys.iter().zip(hashes(&mut appl, &keys)?) {
+                match row {
+                    Some(row) => current.appl.insert(key.clone(), row),
+                    None => current.appl.remove(key),
+                };
+            }
+            self.send(current.clone());
         }
     }
 
@@ -177,10 +236,62 @@ fn flags(connection: &mut Connection) -> String {
         .unwrap_or_default()
 }
 
-/// Every row fabriclb reads. CONFIG_DB's ARS tables are found with `KEYS
-/// TABLE|*`: they hold a handful of rows, and are read only when one of
-/// them changes.
+/// Whether an APPL_DB key is a route row.
+fn route_key_of(key: &str) -> bool {
+    rows::ROUTE_TABLES
+        .iter()
+        .any(|table| key.starts_with(table))
+}
+
+/// Every row fabriclb reads. APPL_DB's route tables, which hold a
+/// fabric's routes, are found with `SCAN` (it does not hold the server
+/// up as `KEYS` would) and read a batch per round trip.
 pub fn read(config: &mut Connection, appl: &mut Connection) -> RedisResult<Rows> {
+    let mut rows = read_settings(config, appl)?;
+    for table in rows::ROUTE_TABLES {
+        let keys: Vec<String> = {
+            let iter = redis::cmd("SCAN")
+                .cursor_arg(0)
+                .arg("MATCH")
+                .arg(format!("{table}*"))
+                .arg("COUNT")
+                .arg(BATCH)
+                .clone()
+                .iter::<String>(appl)?;
+            iter.collect::<RedisResult<Vec<String>>>()?
+        };
+        let read = hashes(appl, &keys)?;
+        for (key, row) in keys.into_iter().zip(read) {
+            if let Some(row) = row {
+                rows.appl.insert(key, row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// `keys`' rows, in order (`None` for one gone), a batch per round trip.
+fn hashes(connection: &mut Connection, keys: &[String]) -> RedisResult<Vec<Option<Row>>> {
+    let mut rows = Vec::with_capacity(keys.len());
+    for batch in keys.chunks(BATCH) {
+        let mut pipe = redis::pipe();
+        for key in batch {
+            pipe.cmd("HGETALL").arg(key);
+        }
+        // A key of another type fails its own command only.
+        let read: Vec<RedisResult<BTreeMap<String, String>>> =
+            pipe.ignore_errors().query(connection)?;
+        for reply in read {
+            rows.push(row(reply)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows of the settings: CONFIG_DB's `SWITCH_HASH|GLOBAL` and ARS
+/// tables, APPL_DB's switch row. The ARS tables are found with `KEYS
+/// TABLE|*`: they hold a handful of rows.
+fn read_settings(config: &mut Connection, appl: &mut Connection) -> RedisResult<Rows> {
     let mut keys = vec![rows::SWITCH_HASH.to_owned()];
     for table in rows::ARS_TABLES {
         let found: Vec<String> = redis::cmd("KEYS").arg(format!("{table}|*")).query(config)?;
@@ -200,10 +311,15 @@ pub fn read(config: &mut Connection, appl: &mut Connection) -> RedisResult<Rows>
 
 /// `key`'s fields; `None` when it does not exist.
 fn hash(connection: &mut Connection, key: &str) -> RedisResult<Option<Row>> {
-    match redis::cmd("HGETALL")
+    row(redis::cmd("HGETALL")
         .arg(key)
-        .query::<BTreeMap<String, String>>(connection)
-    {
+        .query::<BTreeMap<String, String>>(connection))
+}
+
+/// An `HGETALL`'s reply as a row: `None` for a key that does not exist, a
+/// refusal for a key of another type.
+fn row(reply: RedisResult<BTreeMap<String, String>>) -> RedisResult<Option<Row>> {
+    match reply {
         Ok(fields) if fields.is_empty() => Ok(None),
         Ok(fields) => Ok(Some(Ok(fields))),
         Err(e) if e.code() == Some("WRONGTYPE") => {

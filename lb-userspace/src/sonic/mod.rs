@@ -48,11 +48,13 @@
 pub mod follow;
 pub mod overlay;
 pub mod publish;
+pub mod routes;
 pub mod rows;
 
 pub use follow::Follower;
 pub use overlay::{Overlay, Refusal};
 pub use publish::{NextHopCounters, Publisher};
+pub use routes::ApplRoutes;
 pub use rows::Rows;
 
 /// SONiC's database numbers (`database_config.json`).

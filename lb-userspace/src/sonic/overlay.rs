@@ -618,8 +618,9 @@ impl Ars {
                 },
             })
             .collect();
-        // A group that follows the kernel lists no next hops here: it
-        // learns them later, and takes no ARS object.
+        // A group that learns its routes lists no next hops: it takes no
+        // ARS object, its learned groups do when the daemon lays the
+        // overlay over them.
         let Some(&(_, first)) = lead.first() else {
             return Ok(None);
         };

@@ -12,6 +12,12 @@ pub const ARS_PROFILE: &str = "ARS_PROFILE";
 pub const ARS_OBJECT: &str = "ARS_OBJECT";
 pub const ARS_INTERFACE: &str = "ARS_INTERFACE";
 pub const ARS_NEXTHOP: &str = "ARS_NEXTHOP";
+/// APPL_DB's routes and next-hop groups (`schema.h`'s
+/// `APP_ROUTE_TABLE_NAME`, `APP_NEXTHOP_GROUP_TABLE_NAME`), with their
+/// separator: `ROUTE_TABLE:<prefix>`.
+pub const ROUTE_TABLE: &str = "ROUTE_TABLE:";
+pub const NEXTHOP_GROUP_TABLE: &str = "NEXTHOP_GROUP_TABLE:";
+pub const ROUTE_TABLES: [&str; 2] = [ROUTE_TABLE, NEXTHOP_GROUP_TABLE];
 /// The tables read whole, by `KEYS <table>|*`.
 pub const ARS_TABLES: [&str; 4] = [ARS_PROFILE, ARS_OBJECT, ARS_INTERFACE, ARS_NEXTHOP];
 
@@ -25,7 +31,8 @@ pub type Row = Result<BTreeMap<String, String>, String>;
 pub struct Rows {
     /// CONFIG_DB: `SWITCH_HASH|GLOBAL` and every `ARS_*|...`.
     pub config: BTreeMap<String, Row>,
-    /// APPL_DB: `SWITCH_TABLE:switch`.
+    /// APPL_DB: `SWITCH_TABLE:switch`, every `ROUTE_TABLE:...` and
+    /// `NEXTHOP_GROUP_TABLE:...`.
     pub appl: BTreeMap<String, Row>,
 }
 

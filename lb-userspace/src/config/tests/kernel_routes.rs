@@ -1,4 +1,5 @@
-//! `kernel_routes`: groups that follow the kernel's routing table.
+//! `kernel_routes` and `sonic_routes`: groups that follow the kernel's
+//! routing table or SONiC's APPL_DB routes.
 
 use super::{NEXT_HOPS, SWITCH, err, ok, warnings, with_groups};
 use crate::config::{KernelRoutes, RT_TABLE_MAIN};
@@ -78,7 +79,7 @@ fn a_group_has_next_hops_or_kernel_routes() {
     assert_eq!(
         err(&followed("mode = \"ecmp\"", "")),
         "configs/x.toml:3:1: group \"uplinks\" has no next_hops; list them, or set \
-         kernel_routes to follow the kernel's routes"
+         kernel_routes (or sonic_routes) to follow the kernel's routes (or SONiC's)"
     );
 }
 
@@ -104,9 +105,9 @@ fn two_groups_cannot_follow_the_same_routes() {
     let second = "[[group]]\nname = \"more\"\nkernel_routes = { table = 254 }\n";
     assert_eq!(
         err(&followed(BGP, second)),
-        "configs/x.toml:8:17: group \"more\" follows kernel routes (table main) that group \
-         \"uplinks\" follows too (table main protocol bgp, at line 5, column 17); a kernel \
-         route can feed one group only"
+        "configs/x.toml:8:17: group \"more\" follows the kernel's routes (table main) that \
+         group \"uplinks\" follows too (the kernel's routes (table main protocol bgp), at line \
+         5, column 17); a route can feed one group only"
     );
     let other = "[[group]]\nname = \"more\"\nkernel_routes = { protocol = \"ospf\" }\n";
     assert_eq!(ok(&followed(BGP, other)).groups.len(), 2);
@@ -127,8 +128,8 @@ fn a_route_cannot_point_at_a_kernel_group_nor_a_group_take_its_learned_names() {
     text += &format!("[[group]]\nname = \"uplinks\"\n{BGP}\n");
     assert_eq!(
         err(&text),
-        "configs/x.toml:4:8: group name \"uplinks#2\" is taken: group \"uplinks\" follows \
-         the kernel's routes and names the groups it learns uplinks#1, uplinks#2, ..."
+        "configs/x.toml:4:8: group name \"uplinks#2\" is taken: group \"uplinks\" learns \
+         its routes and names the groups it learns uplinks#1, uplinks#2, ..."
     );
     // Without a kernel group of that name, the name means what it always did.
     let plain = with_groups(
@@ -145,4 +146,52 @@ fn without_a_kernel_group_a_route_is_still_required() {
         err(&text),
         "configs/x.toml:1:1: no [[route]] defined; at least one route is required"
     );
+}
+
+const SONIC: &str = "sonic_routes = { protocol = \"bgp\" }";
+
+#[test]
+fn a_group_follows_sonic_routes_alone() {
+    let bgp = ok(&followed(SONIC, ""));
+    assert_eq!(
+        bgp.groups[0]
+            .sonic_routes
+            .as_ref()
+            .and_then(|s| s.protocol.as_deref()),
+        Some("bgp")
+    );
+    assert_eq!(bgp.groups[0].kernel_routes, None);
+    let any = ok(&followed("sonic_routes = {}", ""));
+    assert_eq!(
+        any.groups[0]
+            .sonic_routes
+            .as_ref()
+            .map(|s| s.protocol.clone()),
+        Some(None)
+    );
+    assert_eq!(
+        err(&followed(SONIC, BGP)),
+        "configs/x.toml:5:16: group \"uplinks\" follows the kernel's routes (kernel_routes): \
+         it cannot follow SONiC's (sonic_routes) too"
+    );
+    assert_eq!(
+        err(&followed(SONIC, NEXT_HOPS)),
+        "configs/x.toml:6:13: group \"uplinks\" follows SONiC's routes (sonic_routes), \
+         whose next hops it learns: next_hops cannot be set too"
+    );
+    assert_eq!(
+        err(&followed("sonic_routes = { protocol = \"b g p\" }", "")),
+        "configs/x.toml:5:29: group \"uplinks\" sonic_routes protocol \"b g p\" is not a \
+         protocol name as APPL_DB's ROUTE_TABLE rows carry it (e.g. \"bgp\")"
+    );
+    let second = "[[group]]\nname = \"more\"\nsonic_routes = {}\n";
+    assert_eq!(
+        err(&followed(SONIC, second)),
+        "configs/x.toml:8:16: group \"more\" follows SONiC's routes (APPL_DB ROUTE_TABLE) \
+         that group \"uplinks\" follows too (SONiC's routes (APPL_DB ROUTE_TABLE protocol \
+         bgp), at line 5, column 16); a route can feed one group only"
+    );
+    // The kernel's and APPL_DB's are different routes.
+    let kernel = format!("[[group]]\nname = \"more\"\n{BGP}\n");
+    assert_eq!(ok(&followed(SONIC, &kernel)).groups.len(), 2);
 }

@@ -78,6 +78,7 @@ group = "spines"
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
+                sonic_routes: None,
                 next_hops: vec![
                     NextHopSpec {
                         interface: "eth1".into(),
@@ -112,6 +113,7 @@ group = "spines"
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
+                sonic_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth1".into(),
                     addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -127,6 +129,7 @@ group = "spines"
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
+                sonic_routes: None,
                 next_hops: vec![NextHopSpec {
                     interface: "eth4".into(),
                     addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),

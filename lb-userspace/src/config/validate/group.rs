@@ -6,7 +6,7 @@ use lb_common::limits::{MAX_EGRESS_PORTS, MAX_GROUPS, MAX_NEXTHOPS, MAX_NEXTHOPS
 use lb_common::select::hash::HashFields;
 use toml::Spanned;
 
-use super::kernel_routes::Followed;
+use super::route_source::Followed;
 use super::telemetry::PathKeys;
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
@@ -16,7 +16,7 @@ use crate::config::schema::{
 };
 
 impl Ctx<'_> {
-    /// The groups, and those of them that follow the kernel.
+    /// The groups, and those of them that learn their routes.
     pub(super) fn groups(
         &self,
         raw: Vec<Spanned<RawGroup>>,
@@ -77,19 +77,27 @@ impl Ctx<'_> {
                 "valid values",
             )?;
 
-            let kernel_span = group.kernel_routes.as_ref().map(Spanned::span);
             let kernel_routes = group
                 .kernel_routes
-                .map(|k| self.kernel_routes(&name, k))
+                .map(|k| Ok((k.span(), self.kernel_routes(&name, k)?)))
                 .transpose()?;
-            let list = self.next_hops_or_kernel(
+            let sonic_routes = group
+                .sonic_routes
+                .map(|s| Ok((s.span(), self.sonic_routes(&name, s)?)))
+                .transpose()?;
+            let learns = self.route_source(
+                &name,
+                kernel_routes.clone().map(|(span, k)| (k, span)),
+                sonic_routes.clone().map(|(span, s)| (s, span)),
+            )?;
+            let list = self.next_hops_or_learned(
                 &name,
                 group_span,
                 group.next_hops,
-                kernel_routes.as_ref(),
+                learns.as_ref().map(|(source, _)| source),
             )?;
-            if let (Some(routes), Some(span)) = (kernel_routes, kernel_span) {
-                self.kernel_telemetry(&name, &group.telemetry)?;
+            if let Some((routes, span)) = learns {
+                self.learned_telemetry(&name, &routes, &group.telemetry)?;
                 followed.push(Followed {
                     name: name.clone(),
                     routes,
@@ -160,7 +168,8 @@ impl Ctx<'_> {
                 telemetry,
                 next_hops,
                 weights: Vec::new(),
-                kernel_routes,
+                kernel_routes: kernel_routes.map(|(_, k)| k),
+                sonic_routes: sonic_routes.map(|(_, s)| s),
             });
         }
         Ok((groups, followed))

@@ -4,9 +4,9 @@
 //! table's own rules live in its module.
 
 mod group;
-mod kernel_routes;
 mod next_hop;
 mod route;
+mod route_source;
 mod switch;
 mod telemetry;
 

@@ -105,7 +105,7 @@ impl Ctx<'_> {
             routed[route.group] = true;
         }
         for ((group, span), routed) in groups.iter().zip(name_spans).zip(routed) {
-            if !routed && group.kernel_routes.is_none() {
+            if !routed && !group.learns_routes() {
                 self.warn(
                     span.clone(),
                     format!("group {:?} is used by no route", group.name),

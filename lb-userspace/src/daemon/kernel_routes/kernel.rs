@@ -15,13 +15,22 @@ use crate::netlink::{Gateway, KernelRoute, NextHopObject, RouteEvent, RouteKey, 
 /// equal sets share a group.
 pub(super) type NextHopSet = Vec<(NextHopSpec, u32)>;
 
-/// Why a kernel route is not learned: its packets go to the kernel.
+/// Why a kernel (or APPL_DB) route is not learned: its packets go to the
+/// kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Skip {
     /// A route straight onto a link, no gateway (a connected subnet).
     NoGateway,
     /// A next hop's interface is not an Ethernet port of this box.
     NotAPort(u32),
+    /// An APPL_DB next hop's interface, by name, is not one either.
+    NoSuchPort(String),
+    /// An APPL_DB route's `nexthop_group` names no `NEXTHOP_GROUP_TABLE`
+    /// row (or one refused).
+    NoNextHopGroup(String),
+    /// An APPL_DB route through something else than IP next hops: the
+    /// field that says so.
+    NotIp(String),
     /// Blackhole, unreachable, prohibit, ...: the kernel's to handle.
     NotUnicast,
     /// Through a next-hop object that is unknown, a blackhole, or a group
@@ -45,6 +54,16 @@ impl fmt::Display for Skip {
                     "interface {ifindex} is not an Ethernet port (or is gone)"
                 )
             }
+            Self::NoSuchPort(name) => {
+                write!(f, "interface {name:?} is not an Ethernet port of this box")
+            }
+            Self::NoNextHopGroup(id) => {
+                write!(f, "no usable NEXTHOP_GROUP_TABLE row {id:?}")
+            }
+            Self::NotIp(field) => write!(
+                f,
+                "{field} is set: fabriclb forwards over plain IP next hops only"
+            ),
             Self::NotUnicast => f.write_str("not a unicast route (blackhole, unreachable, ...)"),
             Self::Object(id) => write!(
                 f,

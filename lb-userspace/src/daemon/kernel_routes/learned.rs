@@ -56,7 +56,7 @@ struct Budget {
 
 impl Budget {
     fn of(config: &Config) -> Self {
-        let own = config.groups.iter().filter(|g| g.kernel_routes.is_none());
+        let own = config.groups.iter().filter(|g| !g.learns_routes());
         let (groups, nexthops) =
             own.fold((0, 0), |(g, n), group| (g + 1, n + group.next_hops.len()));
         Self {
@@ -81,7 +81,7 @@ impl Learned {
         let mut groups = Vec::new();
         let mut skipped = BTreeMap::new();
         let mut splits = Vec::new();
-        for parent in config.groups.iter().filter(|g| g.kernel_routes.is_some()) {
+        for parent in config.groups.iter().filter(|g| g.learns_routes()) {
             let Some(routes) = selected.get(&parent.name) else {
                 continue;
             };
@@ -218,8 +218,8 @@ impl Learned {
         let mut index = Vec::with_capacity(config.groups.len());
         out.groups.clear();
         for group in &config.groups {
-            index.push(group.kernel_routes.is_none().then_some(out.groups.len()));
-            if group.kernel_routes.is_none() {
+            index.push((!group.learns_routes()).then_some(out.groups.len()));
+            if !group.learns_routes() {
                 out.groups.push(group.clone());
             }
         }
@@ -242,6 +242,7 @@ impl Learned {
                 next_hops,
                 weights: if equal { Vec::new() } else { weights },
                 kernel_routes: None,
+                sonic_routes: None,
                 ..parent.clone()
             });
             out.routes

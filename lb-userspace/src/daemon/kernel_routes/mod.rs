@@ -1,9 +1,12 @@
-//! Groups that follow the kernel (`kernel_routes`): the kernel's routes
-//! of a table and protocol, learned from a dump at start and route and
-//! next-hop events after it ([`kernel`]), become fabriclb routes and
-//! groups ([`learned`]), written to the maps a burst at a time. Lost
-//! events or a failed stream make the daemon dump again.
+//! Groups that learn their routes: the kernel's routes of a table and
+//! protocol (`kernel_routes`), learned from a dump at start and route and
+//! next-hop events after it ([`kernel`]), and APPL_DB's routes under `run
+//! --sonic` (`sonic_routes`, [`appl_db`], as the SONiC thread last read
+//! them), become fabriclb routes and groups ([`learned`]), written to the
+//! maps a burst at a time. Lost events or a failed stream make the daemon
+//! dump the kernel's again.
 
+mod appl_db;
 mod kernel;
 mod learned;
 #[cfg(test)]
@@ -21,6 +24,7 @@ use super::state::Running;
 use crate::config::{Config, KernelRoutes};
 use crate::dataplane::Dataplane;
 use crate::netlink::{Netlink, RouteEvent, RouteEvents};
+use crate::sonic::ApplRoutes;
 use kernel::KernelTable;
 use learned::{Learned, Report};
 
@@ -31,13 +35,16 @@ const QUIET: Duration = Duration::from_millis(2);
 /// on an event's wait before its write.
 const MAX_WAIT: Duration = Duration::from_millis(10);
 
-/// The kernel's routes as the groups that follow them see them.
+/// The kernel's and APPL_DB's routes as the groups that follow them see
+/// them.
 #[derive(Default)]
 pub(super) struct KernelWatch {
     /// `None` while no group follows the kernel, or after the stream
     /// failed (the refresh subscribes again).
     events: Option<RouteEvents>,
     table: KernelTable,
+    /// APPL_DB's routes as last read (none without `--sonic`).
+    appl: ApplRoutes,
     learned: Learned,
     /// The first event not yet written: when it came, and when the burst
     /// it is part of is written.
@@ -48,6 +55,10 @@ pub(super) struct KernelWatch {
 
 fn follows(config: &Config) -> bool {
     config.groups.iter().any(|g| g.kernel_routes.is_some())
+}
+
+fn learns(config: &Config) -> bool {
+    config.groups.iter().any(|g| g.learns_routes())
 }
 
 /// The kernel routes `config`'s groups follow.
@@ -61,10 +72,17 @@ fn filters(config: &Config) -> Vec<KernelRoutes> {
 
 impl KernelWatch {
     /// Follows the kernel's routes if a group of `file` does: subscribes,
-    /// then dumps, and learns. `file` with what was learned is what the
-    /// tables are built from.
-    pub(super) async fn start(file: &Config, netlink: &Netlink) -> Result<(Self, Config)> {
-        let mut watch = Self::default();
+    /// then dumps, and learns (APPL_DB's routes from `appl`). `file` with
+    /// what was learned is what the tables are built from.
+    pub(super) async fn start(
+        file: &Config,
+        appl: ApplRoutes,
+        netlink: &Netlink,
+    ) -> Result<(Self, Config)> {
+        let mut watch = Self {
+            appl,
+            ..Self::default()
+        };
         watch.follow(file, netlink).await?;
         let config = watch.effective(file);
         Ok((watch, config))
@@ -80,11 +98,18 @@ impl KernelWatch {
     /// then learns anew for `file`; logs what changed.
     pub(super) async fn follow(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
         if !follows(file) {
-            *self = Self::default();
+            *self = Self {
+                appl: std::mem::take(&mut self.appl),
+                learned: std::mem::take(&mut self.learned),
+                ..Self::default()
+            };
+        }
+        if !learns(file) {
+            self.learned = Learned::default();
             return Ok(Report::default());
         }
         let filters = filters(file);
-        if self.events.is_none() || self.stale || self.table.filters != filters {
+        if follows(file) && (self.events.is_none() || self.stale || self.table.filters != filters) {
             if self.events.is_none() {
                 let events = RouteEvents::subscribe().context("following the kernel's routes")?;
                 self.events = Some(events);
@@ -108,12 +133,27 @@ impl KernelWatch {
     async fn learn(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
         let ports = netlink.ports().await.context("reading the ports")?;
         let port = |ifindex| ports.get(&ifindex).cloned();
+        let is_port = |name: &str| ports.values().any(|p| p == name);
         let selected: BTreeMap<_, _> = file
             .groups
             .iter()
-            .filter_map(|g| Some((g.name.clone(), self.table.select(&g.kernel_routes?, &port))))
+            .filter_map(|g| {
+                let routes = match (&g.kernel_routes, &g.sonic_routes) {
+                    (Some(kernel), _) => self.table.select(kernel, &port),
+                    (None, Some(sonic)) => appl_db::select(&self.appl, sonic, &is_port),
+                    (None, None) => return None,
+                };
+                Some((g.name.clone(), routes))
+            })
             .collect();
         Ok(self.learned.update(file, &selected))
+    }
+
+    /// APPL_DB's routes as just read; returns whether they changed.
+    pub(super) fn take_appl(&mut self, routes: ApplRoutes) -> bool {
+        let changed = self.appl != routes;
+        self.appl = routes;
+        changed
     }
 
     /// The events that have arrived; never returns while there is no
@@ -193,13 +233,13 @@ pub fn with_kernel_routes(file: &Config) -> Result<Config> {
 
 fn log(report: &Report) {
     for (prefix, skip) in &report.skipped {
-        warn!(%prefix, reason = %skip, "kernel route not learned: its packets go to the kernel");
+        warn!(%prefix, reason = %skip, "route not learned: its packets go to the kernel");
     }
     for prefix in &report.unskipped {
-        info!(%prefix, "kernel route no longer skipped");
+        info!(%prefix, "route no longer skipped");
     }
     for line in &report.groups {
-        info!("kernel routes: {line}");
+        info!("learned routes: {line}");
     }
 }
 
@@ -238,7 +278,7 @@ impl Running {
 
     /// Learns again, and moves the tables to what was learned; returns
     /// whether they changed.
-    async fn relearn(&mut self, netlink: &Netlink, dp: &mut Dataplane) -> Result<bool> {
+    pub(super) async fn relearn(&mut self, netlink: &Netlink, dp: &mut Dataplane) -> Result<bool> {
         let file = self.file.clone();
         let report = if self.kernel.stale {
             self.kernel.follow(&file, netlink).await?
@@ -247,7 +287,7 @@ impl Running {
             log(&report);
             report
         };
-        let config = self.kernel.effective(&file);
+        let config = self.effective(&file);
         if config == self.config {
             return Ok(false);
         }

@@ -1,20 +1,23 @@
-//! `kernel_routes` in a `[[group]]`: which of the kernel's routes the
-//! group follows, and what cannot go with it.
+//! `kernel_routes` and `sonic_routes` in a `[[group]]`: which of the
+//! kernel's or SONiC's routes the group follows, and what cannot go with
+//! it.
 
 use std::ops::Range;
 
 use toml::Spanned;
 
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
-use crate::config::raw::{NameOrNumber, RawKernelRoutes};
+use crate::config::raw::{NameOrNumber, RawKernelRoutes, RawSonicRoutes};
 use crate::config::schema::{
-    Group, KernelRoutes, RT_PROTOS, RT_TABLE_MAIN, RT_TABLES, Route, TelemetrySource,
+    Group, KernelRoutes, RT_PROTOS, RT_TABLE_MAIN, RT_TABLES, Route, RouteSource, SonicRoutes,
+    TelemetrySource,
 };
 
-/// A kernel-following group as validation saw it: where its keys are.
+/// A group that learns its routes as validation saw it: where its keys
+/// are.
 pub(super) struct Followed {
     pub(super) name: String,
-    pub(super) routes: KernelRoutes,
+    pub(super) routes: RouteSource,
     pub(super) span: Range<usize>,
 }
 
@@ -44,6 +47,51 @@ impl Ctx<'_> {
             .map(|p| self.name_or_number(&p, &RT_PROTOS, 0..=u8::MAX, "route protocol"))
             .transpose()?;
         Ok(KernelRoutes { table, protocol })
+    }
+
+    pub(super) fn sonic_routes(
+        &self,
+        group: &str,
+        raw: Spanned<RawSonicRoutes>,
+    ) -> Result<SonicRoutes, ConfigError> {
+        let protocol = match raw.into_inner().protocol {
+            None => None,
+            Some(p) if !p.get_ref().is_empty() && !p.get_ref().contains([',', ' ']) => {
+                Some(p.into_inner())
+            }
+            Some(p) => {
+                return Err(self.error(
+                    p.span(),
+                    format!(
+                        "group {group:?} sonic_routes protocol {:?} is not a protocol name as \
+                         APPL_DB's ROUTE_TABLE rows carry it (e.g. \"bgp\")",
+                        p.get_ref()
+                    ),
+                ));
+            }
+        };
+        Ok(SonicRoutes { protocol })
+    }
+
+    /// At most one of `kernel_routes` and `sonic_routes`.
+    pub(super) fn route_source(
+        &self,
+        group: &str,
+        kernel: Option<(KernelRoutes, Range<usize>)>,
+        sonic: Option<(SonicRoutes, Range<usize>)>,
+    ) -> Result<Option<(RouteSource, Range<usize>)>, ConfigError> {
+        match (kernel, sonic) {
+            (Some(_), Some((_, span))) => Err(self.error(
+                span,
+                format!(
+                    "group {group:?} follows the kernel's routes (kernel_routes): it cannot \
+                     follow SONiC's (sonic_routes) too"
+                ),
+            )),
+            (Some((k, span)), None) => Ok(Some((RouteSource::Kernel(k), span))),
+            (None, Some((s, span))) => Ok(Some((RouteSource::Sonic(s), span))),
+            (None, None) => Ok(None),
+        }
     }
 
     fn name_or_number<T>(
@@ -76,7 +124,7 @@ impl Ctx<'_> {
         }
     }
 
-    /// What a group that follows the kernel cannot have: its own next
+    /// What a group that learns its routes cannot have: its own next
     /// hops, telemetry that needs a setting per next hop, a filter that
     /// overlaps another such group's, a name another's learned groups take.
     pub(super) fn followed_alone(
@@ -93,8 +141,8 @@ impl Ctx<'_> {
                 return Err(self.error(
                     group.span.clone(),
                     format!(
-                        "group {:?} follows kernel routes ({}) that group {:?} follows too \
-                         ({}, at {}); a kernel route can feed one group only",
+                        "group {:?} follows {} that group {:?} follows too ({}, at {}); a \
+                         route can feed one group only",
                         group.name,
                         group.routes,
                         first.name,
@@ -115,8 +163,8 @@ impl Ctx<'_> {
                 return Err(self.error(
                     span.clone(),
                     format!(
-                        "group name {:?} is taken: group {parent:?} follows the kernel's \
-                         routes and names the groups it learns {parent}#1, {parent}#2, ...",
+                        "group name {:?} is taken: group {parent:?} learns its routes \
+                         and names the groups it learns {parent}#1, {parent}#2, ...",
                         g.name
                     ),
                 ));
@@ -125,40 +173,45 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Next hops, or the kernel's routes: a group has one or the other.
-    pub(super) fn next_hops_or_kernel<T>(
+    /// Next hops, or learned routes: a group has one or the other.
+    pub(super) fn next_hops_or_learned<T>(
         &self,
         group: &str,
         group_span: Range<usize>,
         next_hops: Option<Spanned<Vec<T>>>,
-        kernel: Option<&KernelRoutes>,
+        learns: Option<&RouteSource>,
     ) -> Result<Option<Spanned<Vec<T>>>, ConfigError> {
-        match (next_hops, kernel) {
-            (Some(list), Some(_)) => Err(self.error(
+        match (next_hops, learns) {
+            (Some(list), Some(source)) => Err(self.error(
                 list.span(),
                 format!(
-                    "group {group:?} follows the kernel's routes (kernel_routes), whose \
-                     next hops it learns: next_hops cannot be set too"
+                    "group {group:?} follows {} ({}), whose next hops it learns: \
+                     next_hops cannot be set too",
+                    source.whose(),
+                    source.key()
                 ),
             )),
             (None, None) => Err(self.error(
                 group_span,
                 format!(
                     "group {group:?} has no next_hops; list them, or set kernel_routes \
-                     to follow the kernel's routes"
+                     (or sonic_routes) to follow the kernel's routes (or SONiC's)"
                 ),
             )),
             (list, _) => Ok(list),
         }
     }
 
-    /// A kernel-following group's telemetry: `linux` only, the one source
-    /// that needs nothing per next hop.
-    pub(super) fn kernel_telemetry(
+    /// A learning group's telemetry: `linux` only, the one source that
+    /// needs nothing per next hop.
+    pub(super) fn learned_telemetry(
         &self,
         group: &str,
-        source: &Option<Spanned<String>>,
+        source: &RouteSource,
+        telemetry: &Option<Spanned<String>>,
     ) -> Result<(), ConfigError> {
+        let source_routes = source.whose();
+        let source = telemetry;
         let Some(source) = source else {
             return Ok(());
         };
@@ -168,13 +221,13 @@ impl Ctx<'_> {
         Err(self.error(
             source.span(),
             format!(
-                "group {group:?} follows the kernel's routes: its next hops are learned, \
+                "group {group:?} follows {source_routes}: its next hops are learned, \
                  so only telemetry = \"linux\" (each next hop's own egress queue) applies"
             ),
         ))
     }
 
-    /// A `[[route]]` cannot point at a group that follows the kernel.
+    /// A `[[route]]` cannot point at a group that learns its routes.
     pub(super) fn route_to_followed(
         &self,
         route: &Route,
@@ -182,13 +235,12 @@ impl Ctx<'_> {
         span: Range<usize>,
     ) -> Result<(), ConfigError> {
         let group = &groups[route.group];
-        match group.kernel_routes {
+        match group.route_source() {
             None => Ok(()),
-            Some(k) => Err(self.error(
+            Some(source) => Err(self.error(
                 span,
                 format!(
-                    "group {:?} follows the kernel's routes ({k}); a [[route]] cannot \
-                     point at it",
+                    "group {:?} follows {source}; a [[route]] cannot point at it",
                     group.name
                 ),
             )),
