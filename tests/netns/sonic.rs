@@ -5,9 +5,10 @@
 //! changes the data plane live, an invalid row is refused with its key,
 //! the counters land in COUNTERS_DB, and nothing is lost.
 
-use fabriclb::sonic::NextHopCounters;
+use fabriclb::sonic::{APPL_DB, NextHopCounters};
 use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
 use fabriclb::testbed::scenario::sonic::{self, FIVE_TUPLE, WITH_QP, shares};
+use fabriclb::testbed::{Routing, Shape, read_metric};
 
 use crate::bed::{Bed, assert_delivered, fabriclb, steady, wait_for};
 
@@ -147,16 +148,29 @@ fn sonic_config_db_drives_the_leaf_live() {
     assert_delivered(&report);
 }
 
-/// `--scenario sonic` in full: each change's mode and spread, nothing
+/// `--scenario sonic` in full: each change's mode and spread (the
+/// withdrawn spine carries nothing until it is back; the group learned
+/// from APPL_DB takes the ARS object of its next hops' ports), nothing
 /// lost beyond what the testbed's links dropped.
 #[test]
-fn scenario_sonic_changes_the_data_plane_from_config_db_alone() {
+fn scenario_sonic_changes_the_data_plane_from_sonics_redis_alone() {
     let scenario = sonic::scenario(sonic::SECONDS);
     let bed = Bed::shaped("Q", scenario.shape.clone());
     let run = sonic::measure(&bed.testbed, fabriclb(), bed.workdir(), &scenario).expect("scenario");
     eprintln!("{run:#?}");
     let modes: Vec<&str> = run.changes.iter().map(|c| c.group_mode.as_str()).collect();
-    assert_eq!(modes, ["ecmp", "ecmp", "per-packet", "flowlet", "ecmp"]);
+    assert_eq!(
+        modes,
+        [
+            "ecmp",
+            "ecmp",
+            "ecmp",
+            "ecmp",
+            "per-packet",
+            "flowlet",
+            "ecmp"
+        ]
+    );
     let spines = |i: usize| {
         run.changes[i]
             .spine_shares
@@ -166,5 +180,128 @@ fn scenario_sonic_changes_the_data_plane_from_config_db_alone() {
     };
     assert!(spines(0) <= 2, "{:?}", run.changes[0]);
     assert_eq!(spines(1), 4, "{:?}", run.changes[1]);
+    assert_eq!(spines(2), 3, "{:?}", run.changes[2]);
+    assert_eq!(run.changes[2].spine_shares[3], 0.0, "{:?}", run.changes[2]);
+    assert_eq!(spines(3), 4, "{:?}", run.changes[3]);
     assert_eq!(run.lost, run.link_lost, "{run:?}");
+}
+
+/// A group that follows APPL_DB's BGP routes (`sonic_routes`), on a leaf
+/// whose config lists no next hop and no route: the route row over two
+/// spines is learned at start, rows fabriclb cannot take are said with
+/// their key and why (an invalid one, a blackhole), a third spine added to
+/// the row takes traffic once the daemon says the row is in the maps, and
+/// the row deleted leaves the packets to the kernel's own route until it
+/// is back. Nothing is lost.
+#[test]
+fn sonic_routes_follow_appl_db_route_rows() {
+    let bed = Bed::shaped(
+        "R",
+        Shape {
+            hosts: 2,
+            spines: 3,
+            routing: Routing::AppDb,
+            ..Shape::default()
+        },
+    );
+    let dir = Scratch::new("netns-sonic-routes");
+    let server = RedisServer::start_with(&dir, &["--port", "0", "--notify-keyspace-events", "AKE"]);
+    let mut appl_db = server.conn(APPL_DB);
+    let write = |db: &mut redis::Connection, args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(db, &args);
+    };
+    write(&mut appl_db, bed.testbed.appl_db_route(&[1, 2]));
+    run(
+        &mut appl_db,
+        &[
+            "HSET",
+            "ROUTE_TABLE:10.99.0.0/16",
+            "nexthop",
+            "198.18.1.2,198.18.2.2",
+            "ifname",
+            "s1",
+            "protocol",
+            "bgp",
+        ],
+    );
+    run(
+        &mut appl_db,
+        &[
+            "HSET",
+            "ROUTE_TABLE:10.98.0.0/16",
+            "blackhole",
+            "true",
+            "protocol",
+            "bgp",
+        ],
+    );
+    let address = format!("unix:{}", server.socket.display());
+    let collective = fabriclb::testbed::Collective {
+        messages: 16_000,
+        ..steady(2)
+    };
+    let result = bed.collective_with(&collective, &["--sonic", &address], |daemon| {
+        let log = daemon.log()?;
+        for said in [
+            "route not learned: its packets go to the kernel prefix=10.98.0.0/16 reason=not a \
+             unicast route",
+            "learned routes: group spines#1: learned: s1 198.18.1.2, s2 198.18.2.2, 1 routes",
+            "sonic: ignored \"ROUTE_TABLE:10.99.0.0/16\" field \"nexthop\": 2 addresses for 1 \
+             interfaces in ifname: the lists go in pairs",
+        ] {
+            anyhow::ensure!(log.contains(said), "expected {said:?}:\n{log}");
+        }
+        let (two, _) = shares(&bed.testbed, daemon)?;
+        anyhow::ensure!(
+            two[0] > 0.0 && two[1] > 0.0 && two[2] == 0.0,
+            "over s1 and s2: {two:?}"
+        );
+
+        write(&mut appl_db, bed.testbed.appl_db_route(&[1, 2, 3]));
+        let log = daemon.wait_for_log("APPL_DB routes in the maps")?;
+        let change = "learned routes: group spines#1: next hops changed (was s1 198.18.1.2, s2 \
+                      198.18.2.2): s1 198.18.1.2, s2 198.18.2.2, s3 198.18.3.2, 1 routes";
+        anyhow::ensure!(log.contains(change), "expected {change:?}:\n{log}");
+        let (three, _) = shares(&bed.testbed, daemon)?;
+        anyhow::ensure!(three.iter().all(|&s| s > 0.0), "over all three: {three:?}");
+
+        run(&mut appl_db, &["DEL", "ROUTE_TABLE:198.19.0.0/16"]);
+        daemon.wait_for_log("group spines#1: gone (no route has its next hops)")?;
+        let no_route = || {
+            read_metric(
+                &daemon.metrics()?,
+                "fabriclb_packets_total",
+                "reason=\"no_route\"",
+            )
+        };
+        let before = no_route()?;
+        wait_for("packets with no route, to the kernel", || {
+            let now = no_route()?;
+            Ok((now > before + 1_000).then_some(()))
+        })?;
+        // Back, for the run's closing count of the group.
+        write(&mut appl_db, bed.testbed.appl_db_route(&[1, 2, 3]));
+        daemon.wait_for_log("APPL_DB routes in the maps")?;
+        bed.fresh_counters(daemon)?;
+        Ok((two, three, no_route()?))
+    });
+    let (report, (two, three, kernel)) = result.expect("run driven from APPL_DB");
+    eprintln!(
+        "shares over two spines {two:.2?}, three {three:.2?}; {kernel} packets to the kernel \
+         while the row was gone; sent {}, received {}; {}",
+        report.sent_packets, report.received.packets, report.drops
+    );
+    let lost = report.drops.lost();
+    assert_eq!(
+        report.received.packets,
+        report.sent_packets - lost,
+        "{report:?}"
+    );
+    // What fabriclb did not forward while the row was gone, the kernel did.
+    assert_eq!(
+        report.leaf.forwarded + kernel,
+        report.sent_packets - report.drops.lost_in("h"),
+        "{report:?}"
+    );
 }

@@ -10,7 +10,8 @@ use super::Testbed;
 use crate::config::Mode;
 use crate::metrics;
 
-/// One spine as the leaf's fabriclb counted it.
+/// One spine as the leaf's fabriclb counted it: all zero while no group
+/// has it as a next hop (a route learned without it).
 #[derive(Clone, Debug, Default)]
 pub struct SpineCount {
     pub label: String,
@@ -69,6 +70,12 @@ impl LeafCounters {
                 let filter = format!("nexthop=\"{label}\"");
                 let read = |metric| read_metric(text, metric, &filter);
                 let interface = label.split(' ').next().unwrap_or_default();
+                if !text.contains(&filter) {
+                    return Ok(SpineCount {
+                        label: label.clone(),
+                        ..SpineCount::default()
+                    });
+                }
                 let mut tx_errors = 0;
                 for cause in ["refused", "dropped"] {
                     tx_errors += read_metric(

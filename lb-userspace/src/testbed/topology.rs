@@ -59,6 +59,10 @@ pub enum Routing {
     Static,
     /// BGP ([`super::frr`]): the same routes, learned from FRR.
     Bgp,
+    /// Static as the kernel's, and the leaf's fabriclb takes its route over
+    /// the spines from SONiC's APPL_DB (`sonic_routes`, `run --sonic`):
+    /// the rows [`Testbed::appl_db_route`] writes.
+    AppDb,
 }
 
 impl Shape {
@@ -261,7 +265,7 @@ impl Testbed {
             addr(&spine, SHAPED_DEVICE, &format!("198.19.{j}.1/24"))?;
             addr(&fleaf, &sj, &format!("198.19.{j}.2/24"))?;
             sysctl(&fleaf, &format!("net/ipv4/conf/{sj}/rp_filter"), "0")?;
-            if self.shape.routing == Routing::Static {
+            if self.shape.routing != Routing::Bgp {
                 static_spine_routes(&spine, j)?;
             }
             if let Some(mbit) = self.shape.spine_rate_mbit(j) {
@@ -273,7 +277,7 @@ impl Testbed {
         // hashed on the five-tuple (fib_multipath_hash_policy 1).
         sysctl(&leaf, "net/ipv4/fib_multipath_hash_policy", "1")?;
         match self.shape.routing {
-            Routing::Static => static_leaf_routes(&leaf, &fleaf, spines),
+            Routing::Static | Routing::AppDb => static_leaf_routes(&leaf, &fleaf, spines),
             Routing::Bgp => {
                 let routers = Routers::start(&self.name, hosts, spines, |role| self.ns(role))?;
                 self.routers = Some(routers);
@@ -303,10 +307,17 @@ impl Testbed {
             text.push_str(line.trim());
             text.push('\n');
         }
-        if self.shape.routing == Routing::Bgp {
+        match self.shape.routing {
             // The spines and the receivers' routes are BGP's.
-            text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
-            return text;
+            Routing::Bgp => {
+                text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
+                return text;
+            }
+            Routing::AppDb => {
+                text.push_str("sonic_routes = { protocol = \"bgp\" }\n");
+                return text;
+            }
+            Routing::Static => {}
         }
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {
@@ -387,13 +398,34 @@ impl Testbed {
     }
 
     /// The name of the leaf's group over the spines in fabriclb's metrics:
-    /// the one its config declares, or with BGP the first (and only) one
-    /// it learns from the kernel's routes.
+    /// the one its config declares, or with BGP or APPL_DB the first (and
+    /// only) one it learns from their routes.
     pub fn spine_group(&self) -> &'static str {
         match self.shape.routing {
             Routing::Static => "spines",
-            Routing::Bgp => "spines#1",
+            Routing::Bgp | Routing::AppDb => "spines#1",
         }
+    }
+
+    /// The command that writes the receivers' route over `spines` (1-based)
+    /// into APPL_DB as fpmsyncd writes a BGP route: `ROUTE_TABLE:<prefix>`
+    /// with the `nexthop` and `ifname` lists and `protocol`.
+    pub fn appl_db_route(&self, spines: &[usize]) -> Vec<String> {
+        let list = |f: &dyn Fn(usize) -> String| {
+            spines.iter().map(|&j| f(j)).collect::<Vec<_>>().join(",")
+        };
+        [
+            "HSET",
+            "ROUTE_TABLE:198.19.0.0/16",
+            "nexthop",
+            &list(&|j| spine_addr(j).to_string()),
+            "ifname",
+            &list(&|j| format!("s{j}")),
+            "protocol",
+            "bgp",
+        ]
+        .map(str::to_owned)
+        .to_vec()
     }
 
     /// Label of spine `j`'s next hop in fabriclb's metrics.

@@ -1,8 +1,10 @@
 //! `--scenario sonic`: the leaf driven only from a Redis holding SONiC's
-//! rows (`run --sonic`): the config file names the spine group and its
-//! next hops and nothing else; CONFIG_DB's `SWITCH_HASH|GLOBAL` and ARS
+//! rows (`run --sonic`): the config file names the spine group, which
+//! follows APPL_DB's BGP routes, and nothing else; APPL_DB's
+//! `ROUTE_TABLE` row (a spine withdrawn and back, as fpmsyncd rewrites it
+//! when a BGP session drops) and CONFIG_DB's `SWITCH_HASH|GLOBAL` and ARS
 //! tables are changed under steady collective traffic, and each change's
-//! per-spine shares are measured after the daemon logged its reload.
+//! per-spine shares are measured after the daemon logged it applied.
 //! Every packet sent is counted: a change must lose none.
 
 use std::path::Path;
@@ -12,80 +14,132 @@ use anyhow::{Context, Result, ensure};
 use serde::Serialize;
 
 use super::{Scenario, restart};
+use crate::sonic::{APPL_DB, CONFIG_DB};
 use crate::testbed::redis::{RedisServer, Scratch, command};
 use crate::testbed::{
-    Collective, Daemon, Leaf, LeafCounters, PATIENCE, Testbed, run_collective_with,
+    Collective, Daemon, Leaf, LeafCounters, PATIENCE, Routing, Testbed, run_collective_with,
 };
 
 /// How long the full scenario's senders send.
-pub const SECONDS: u32 = 12;
+pub const SECONDS: u32 = 20;
 
 /// `ecmp_hash@` lists (`sonic-hash.yang` names).
 pub const FIVE_TUPLE: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT";
 pub const WITH_QP: &str = "SRC_IP,DST_IP,IP_PROTOCOL,L4_SRC_PORT,L4_DST_PORT,RDMA_BTH_DEST_QP";
 
-/// The changes made in CONFIG_DB, in order, each a list of commands.
-const STEPS: [(&str, &[&[&str]]); 5] = [
-    (
-        "ecmp_hash@ five-tuple (before start)",
-        &[&["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", FIVE_TUPLE]],
-    ),
-    (
-        "ecmp_hash@ with RDMA_BTH_DEST_QP",
-        &[&["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", WITH_QP]],
-    ),
-    (
-        "ARS per_packet_quality on s1..s4",
-        &[
-            &[
-                "HSET",
-                "ARS_PROFILE|default",
-                "algorithm",
-                "ewma",
-                "default_ars_object",
-                "ars",
+/// What the daemon logs once a CONFIG_DB change, or an APPL_DB route
+/// change, is in the maps.
+const RELOADED: &str = "config reloaded";
+const ROUTED: &str = "APPL_DB routes in the maps";
+
+/// One change: its name, the commands that make it (database, arguments)
+/// and the log line that says it applied.
+struct Step {
+    change: &'static str,
+    commands: Vec<(i64, Vec<String>)>,
+    applied: &'static str,
+}
+
+fn config_db(args: &[&str]) -> (i64, Vec<String>) {
+    (CONFIG_DB, args.iter().map(|a| a.to_string()).collect())
+}
+
+/// The changes made in SONiC's Redis, in order: the first before the
+/// daemon starts.
+fn steps(bed: &Testbed) -> Vec<Step> {
+    let spines: Vec<usize> = (1..=bed.shape().spines).collect();
+    let route = |spines: &[usize]| (APPL_DB, bed.appl_db_route(spines));
+    let ars_interfaces = spines.iter().map(|j| {
+        let key = format!("ARS_INTERFACE|s{j}");
+        config_db(&["HSET", &key, "scaling_factor", "1"])
+    });
+    vec![
+        Step {
+            change: "BGP route, ecmp_hash@ five-tuple (start)",
+            commands: vec![
+                route(&spines),
+                config_db(&["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", FIVE_TUPLE]),
             ],
-            &[
+            applied: "",
+        },
+        Step {
+            change: "ecmp_hash@ with RDMA_BTH_DEST_QP",
+            commands: vec![config_db(&[
+                "HSET",
+                "SWITCH_HASH|GLOBAL",
+                "ecmp_hash@",
+                WITH_QP,
+            ])],
+            applied: RELOADED,
+        },
+        Step {
+            change: "ROUTE_TABLE: last spine withdrawn",
+            commands: vec![route(&spines[..spines.len() - 1])],
+            applied: ROUTED,
+        },
+        Step {
+            change: "ROUTE_TABLE: last spine back",
+            commands: vec![route(&spines)],
+            applied: ROUTED,
+        },
+        Step {
+            change: "ARS per_packet_quality on every spine",
+            commands: [
+                config_db(&[
+                    "HSET",
+                    "ARS_PROFILE|default",
+                    "algorithm",
+                    "ewma",
+                    "default_ars_object",
+                    "ars",
+                ]),
+                config_db(&[
+                    "HSET",
+                    "ARS_OBJECT|ars",
+                    "assign_mode",
+                    "per_packet_quality",
+                ]),
+            ]
+            .into_iter()
+            .chain(ars_interfaces)
+            .collect(),
+            applied: RELOADED,
+        },
+        Step {
+            change: "ARS per_flowlet_quality",
+            commands: vec![config_db(&[
                 "HSET",
                 "ARS_OBJECT|ars",
                 "assign_mode",
-                "per_packet_quality",
-            ],
-            &["HSET", "ARS_INTERFACE|s1", "scaling_factor", "1"],
-            &["HSET", "ARS_INTERFACE|s2", "scaling_factor", "1"],
-            &["HSET", "ARS_INTERFACE|s3", "scaling_factor", "1"],
-            &["HSET", "ARS_INTERFACE|s4", "scaling_factor", "1"],
-        ],
-    ),
-    (
-        "ARS per_flowlet_quality",
-        &[&[
-            "HSET",
-            "ARS_OBJECT|ars",
-            "assign_mode",
-            "per_flowlet_quality",
-        ]],
-    ),
-    (
-        "ARS_PROFILE deleted: the file's ecmp",
-        &[&["DEL", "ARS_PROFILE|default"]],
-    ),
-];
+                "per_flowlet_quality",
+            ])],
+            applied: RELOADED,
+        },
+        Step {
+            change: "ARS_PROFILE deleted: the file's ecmp",
+            commands: vec![config_db(&["DEL", "ARS_PROFILE|default"])],
+            applied: RELOADED,
+        },
+    ]
+}
 
 /// Packets forwarded over which each step's shares are measured.
 const WINDOW: u64 = 4_000;
 
 /// The restart scenario's fabric and steady workload: 2 senders, 16 QPs
 /// on one UDP source port per connection, so that the five-tuple and the
-/// destination QP spread it differently.
+/// destination QP spread it differently; the leaf's route over the spines
+/// is APPL_DB's.
 pub fn scenario(seconds: u32) -> Scenario {
-    Scenario {
+    let mut scenario = Scenario {
         name: "sonic",
         ..restart::scenario(seconds)
-    }
+    };
+    scenario.shape.routing = Routing::AppDb;
+    scenario
 }
 
-/// As the other scenarios write it: one run (driven from CONFIG_DB).
+/// As the other scenarios write it: one run (driven from SONiC's Redis).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SonicReport {
     pub scenario: &'static str,
@@ -104,7 +158,7 @@ pub struct SonicRun {
     pub changes: Vec<Change>,
 }
 
-/// One change in CONFIG_DB and the data plane after it.
+/// One change in CONFIG_DB or APPL_DB and the data plane after it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Change {
     pub change: &'static str,
@@ -112,8 +166,9 @@ pub struct Change {
     pub group_mode: String,
     /// Each spine's share of the bytes over the window after it.
     pub spine_shares: Vec<f64>,
-    /// From the write to the daemon's `config reloaded` (0 for the first,
-    /// read at start).
+    /// From the write to the daemon's log that it applied (`config
+    /// reloaded`, `APPL_DB routes in the maps`; 0 for the first, read at
+    /// start).
     pub applied_after_ms: u128,
 }
 
@@ -162,7 +217,18 @@ pub fn measure(
 ) -> Result<SonicRun> {
     let dir = Scratch::new("scenario-sonic");
     let server = RedisServer::start_with(&dir, &["--port", "0", "--notify-keyspace-events", "AKE"]);
-    let mut config_db = server.try_conn(4)?;
+    let mut dbs = [
+        (APPL_DB, server.try_conn(APPL_DB)?),
+        (CONFIG_DB, server.try_conn(CONFIG_DB)?),
+    ];
+    let mut write = |step: &Step| {
+        for (db, args) in &step.commands {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if let Some((_, connection)) = dbs.iter_mut().find(|(n, _)| n == db) {
+                command(connection, &args);
+            }
+        }
+    };
     let address = format!("unix:{}", server.socket.display());
     let collective = Collective {
         leaf: Leaf::Fabriclb {
@@ -170,10 +236,9 @@ pub fn measure(
         },
         ..scenario.collective.clone()
     };
+    let steps = steps(bed);
     let mut changes = Vec::new();
-    for command_args in STEPS[0].1 {
-        command(&mut config_db, command_args);
-    }
+    write(&steps[0]);
     let (report, ()) = run_collective_with(
         bed,
         fabriclb,
@@ -182,13 +247,11 @@ pub fn measure(
         &["--sonic", &address],
         |daemon| {
             let daemon = daemon.context("no fabriclb on the leaf")?;
-            for (i, (change, commands)) in STEPS.iter().enumerate() {
+            for (i, step) in steps.iter().enumerate() {
                 let written = Instant::now();
                 if i > 0 {
-                    for command_args in *commands {
-                        command(&mut config_db, command_args);
-                    }
-                    daemon.wait_for_log("config reloaded")?;
+                    write(step);
+                    daemon.wait_for_log(step.applied)?;
                 }
                 let applied_after_ms = if i > 0 {
                     written.elapsed().as_millis()
@@ -197,7 +260,7 @@ pub fn measure(
                 };
                 let (spine_shares, counters) = shares(bed, daemon)?;
                 changes.push(Change {
-                    change,
+                    change: step.change,
                     group_mode: counters.mode,
                     spine_shares,
                     applied_after_ms,
@@ -207,7 +270,7 @@ pub fn measure(
         },
     )?;
     Ok(SonicRun {
-        mode: "driven by CONFIG_DB",
+        mode: "driven by SONiC's Redis",
         sent: report.sent_packets,
         received: report.received.packets,
         lost: report.sent_packets - report.received.packets,
@@ -225,7 +288,8 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
     })
     .context("scenario sonic")?;
     println!(
-        "sonic: {}; the leaf's hashing and mode set only in CONFIG_DB",
+        "sonic: {}; the leaf's route, hashing and mode set only in SONiC's APPL_DB and \
+         CONFIG_DB",
         scenario.workload
     );
     println!("{:<40} {:<11} spine shares", "change", "group mode");
