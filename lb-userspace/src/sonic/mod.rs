@@ -14,9 +14,12 @@
 //! | CONFIG_DB | `ARS_PROFILE\|<name>` | `ars_nhg_path_selector_mode` (`global`, `interface`, `nexthop`), `default_ars_object` | which ARS object a group takes | `sonic-ars.yang` |
 //! | CONFIG_DB | `ARS_OBJECT\|<name>` | `assign_mode` (`per_flowlet_quality`, `per_packet_quality`), `flowlet_idle_time` | the group's `mode` (`flowlet`, `per-packet`) and `flowlet_gap_us` | `sonic-ars.yang` |
 //! | CONFIG_DB | `ARS_INTERFACE\|<port>`, `ARS_NEXTHOP\|default\|<ip>` | `ars_obj_name` | the ARS object of next hops on that port, or to that IP | `sonic-ars.yang` |
+//! | APPL_DB | `ROUTE_TABLE:<prefix>` (the default VRF's) | `nexthop`, `ifname`, `weight`, `nexthop_group`, `blackhole`, `protocol` | the routes of groups with `sonic_routes` | `swss-schema.md`, `routeorch.cpp` |
+//! | APPL_DB | `NEXTHOP_GROUP_TABLE:<id>` | `nexthop`, `ifname`, `weight` | a route's next hops by `nexthop_group` | `nhgorch.cpp` |
 //!
 //! A group takes an ARS object the way SONiC gives one to a next-hop
-//! group: by its members. In `interface` mode (SONiC's default) each next
+//! group: by its members (a group learned from routes by its learned next
+//! hops, the daemon laying the overlay over them too). In `interface` mode (SONiC's default) each next
 //! hop's egress interface is looked up in `ARS_INTERFACE` (SONiC names a
 //! port's netdev after the port, `Ethernet0`), in `nexthop` mode its IP in
 //! `ARS_NEXTHOP`, in `global` mode every group takes `default_ars_object`.
@@ -42,6 +45,7 @@
 //! next hops: keys of next hops gone are deleted.
 //!
 //! [`rows`] is what is read, [`overlay`] what it means for a config (pure),
+//! [`routes`] APPL_DB's routes read into prefixes and next hops (pure),
 //! [`follow`] the thread that reads and follows Redis, [`publish`] the
 //! thread that writes the counters.
 

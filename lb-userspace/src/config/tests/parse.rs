@@ -298,6 +298,16 @@ fn frr_example_follows_bgp_routes() {
     assert_eq!(frr.groups[frr.routes[0].group].name, "storage");
 }
 
+/// The SONiC example follows APPL_DB's BGP routes and nothing else.
+#[test]
+fn sonic_example_follows_appl_db_bgp_routes() {
+    let sonic = example("sonic-leaf.toml");
+    let routes = sonic.groups[0].sonic_routes.as_ref().expect("follows APPL_DB");
+    assert_eq!(routes.to_string(), "APPL_DB ROUTE_TABLE protocol bgp");
+    assert_eq!(sonic.groups.len(), 1);
+    assert_eq!(sonic.routes, []);
+}
+
 /// The adaptive example says what the defaults are, and they are.
 #[test]
 fn adaptive_example_spells_out_the_defaults() {
