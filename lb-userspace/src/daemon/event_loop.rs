@@ -18,7 +18,7 @@ use super::kernel_routes::{self, KernelWatch};
 use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
-use super::metrics_file::{render_metrics, write_metrics};
+use super::metrics_file::{MetricsTick, render_metrics};
 use super::sonic::{self, Sonic};
 use super::state::Running;
 use super::telemetry::Telemetry;
@@ -109,7 +109,8 @@ pub async fn run(options: Options) -> Result<()> {
     }
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.drop_privileges(&mut dp);
-    write_metrics(&options, &dp, &running);
+    let mut metrics = MetricsTick::default();
+    metrics.run(&options, &dp, &running);
     info!(
         config = %options.config.display(),
         groups = running.config.groups.len(),
@@ -162,8 +163,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.reattach_ingress(&mut dp);
             }
             _ = metrics_tick.tick() => {
-                write_metrics(&options, &dp, &running);
-                running.sonic_publish(&dp);
+                metrics.run(&options, &dp, &running);
             }
             scrape = scrapes.next() => {
                 // A client that went away has nobody to answer.
@@ -171,7 +171,7 @@ pub async fn run(options: Options) -> Result<()> {
             }
         }
     }
-    write_metrics(&options, &dp, &running);
+    metrics.run(&options, &dp, &running);
     // A restarted or upgraded daemon takes over without a gap; `fabriclb
     // stop --detach` removes the program for good.
     info!(

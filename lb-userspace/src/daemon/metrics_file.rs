@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lb_common::abi::NEXTHOP_USABLE;
 use lb_common::abi::tx_errors::TxErrors;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::Options;
 use super::state::Running;
@@ -15,20 +15,54 @@ use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, PathSample};
 
-pub(super) fn write_metrics(options: &Options, dp: &Dataplane, running: &Running) {
-    let Some(path) = &options.metrics_file else {
-        return;
-    };
-    let result =
-        render_metrics(dp, running).and_then(|text| Ok(metrics::write_atomically(path, &text)?));
-    if let Err(e) = result {
-        warn!(path = %path.display(), "writing metrics: {e:#}");
+/// The metrics tick: the textfile written and the counters offered to
+/// SONiC from one read of the maps; a failure said when it starts (or
+/// changes) and when it ends, not at every tick.
+#[derive(Default)]
+pub(super) struct MetricsTick {
+    failing: Option<String>,
+}
+
+impl MetricsTick {
+    pub(super) fn run(&mut self, options: &Options, dp: &Dataplane, running: &Running) {
+        let result = nexthop_samples(dp, running).and_then(|nexthops| {
+            if let Some(path) = &options.metrics_file {
+                let text = render_with(dp, running, &nexthops)?;
+                metrics::write_atomically(path, &text)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            running.sonic_publish(&nexthops);
+            Ok(())
+        });
+        match result {
+            Err(e) => {
+                let said = format!("{e:#}");
+                if self.failing.as_ref() != Some(&said) {
+                    warn!("metrics: {said}; said again only if it changes");
+                    self.failing = Some(said);
+                }
+            }
+            Ok(()) => {
+                if self.failing.take().is_some() {
+                    info!("metrics: written again");
+                }
+            }
+        }
     }
 }
 
 /// The exposition of the data plane's counters now, as the textfile and
 /// the HTTP endpoint serve it.
 pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String> {
+    render_with(dp, running, &nexthop_samples(dp, running)?)
+}
+
+/// [`render_metrics`] with the next hops' samples already read.
+fn render_with(
+    dp: &Dataplane,
+    running: &Running,
+    nexthops: &[NextHopSample<'_>],
+) -> Result<String> {
     let tables = &running.tables;
     let verdicts = dp.verdict_counts()?;
     let mut groups = Vec::new();
@@ -39,7 +73,6 @@ pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String
             stats: dp.group_stats(group.id)?,
         });
     }
-    let nexthops = nexthop_samples(dp, running)?;
     let egress = match dp.tx_errors() {
         Some(counted) => Some(egress(tables, &counted?)),
         None => None,
@@ -47,7 +80,7 @@ pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String
     Ok(metrics::render(
         &verdicts,
         &groups,
-        &nexthops,
+        nexthops,
         egress.as_deref(),
     ))
 }

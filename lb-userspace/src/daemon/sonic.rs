@@ -11,10 +11,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use tracing::{error, info, warn};
 
-use super::metrics_file::nexthop_samples;
 use super::state::Running;
 use crate::config::{self, Config};
 use crate::dataplane::Dataplane;
+use crate::metrics::NextHopSample;
 use crate::netlink::Netlink;
 use crate::sonic::{ApplRoutes, Follower, NextHopCounters, Overlay, Publisher, Refusal, Rows};
 use crate::telemetry::counters_db::Address;
@@ -184,26 +184,23 @@ impl Running {
     }
 
     /// Offers the next hops' counters for COUNTERS_DB.
-    pub(super) fn sonic_publish(&self, dp: &Dataplane) {
+    pub(super) fn sonic_publish(&self, samples: &[NextHopSample<'_>]) {
         let Some(sonic) = &self.sonic else {
             return;
         };
-        match nexthop_samples(dp, self) {
-            Ok(samples) => sonic.publisher.offer(
-                samples
-                    .into_iter()
-                    .map(|s| NextHopCounters {
-                        name: NextHopCounters::name(s.group, &s.label),
-                        packets: s.stats.packets,
-                        bytes: s.stats.bytes,
-                        sprayed_packets: s.stats.sprayed,
-                        quality: s.quality,
-                        quality_band: s.path.map(|p| p.band),
-                        usable: s.usable,
-                    })
-                    .collect(),
-            ),
-            Err(e) => warn!("sonic: reading the counters to publish: {e:#}"),
-        }
+        sonic.publisher.offer(
+            samples
+                .iter()
+                .map(|s| NextHopCounters {
+                    name: NextHopCounters::name(s.group, &s.label),
+                    packets: s.stats.packets,
+                    bytes: s.stats.bytes,
+                    sprayed_packets: s.stats.sprayed,
+                    quality: s.quality,
+                    quality_band: s.path.as_ref().map(|p| p.band),
+                    usable: s.usable,
+                })
+                .collect(),
+        );
     }
 }

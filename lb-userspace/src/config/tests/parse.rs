@@ -302,7 +302,10 @@ fn frr_example_follows_bgp_routes() {
 #[test]
 fn sonic_example_follows_appl_db_bgp_routes() {
     let sonic = example("sonic-leaf.toml");
-    let routes = sonic.groups[0].sonic_routes.as_ref().expect("follows APPL_DB");
+    let routes = sonic.groups[0]
+        .sonic_routes
+        .as_ref()
+        .expect("follows APPL_DB");
     assert_eq!(routes.to_string(), "APPL_DB ROUTE_TABLE protocol bgp");
     assert_eq!(sonic.groups.len(), 1);
     assert_eq!(sonic.routes, []);
