@@ -30,6 +30,7 @@ use lb_common::{
 
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
+use former::Former;
 use route_table::Layout;
 
 /// One group: its id, settings, next-hop ids (config order) and the
@@ -49,6 +50,8 @@ pub struct GroupTable {
     pub spray: Vec<u32>,
     /// While `entry.draining`: when the drain ends.
     pub drain_until: Option<Instant>,
+    /// Next hops that left the set, and their homes then.
+    pub former: Former,
 }
 
 /// How many flowlet gaps a group switched to ECMP drains for. A flow that
@@ -245,6 +248,7 @@ impl Tables {
                 || vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 |o| o.home.clone(),
             );
+            let former = former::remember(old.copied(), &group.next_hops, &members, &mut home);
             weights::rebalance_weighted(&mut home, &members, &group.weights);
             let mut table = GroupTable {
                 id,
@@ -260,6 +264,7 @@ impl Tables {
                 home,
                 spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 drain_until,
+                former,
             };
             table.rebalance(&nexthops, &quality);
             groups.push(table);
@@ -596,6 +601,7 @@ impl GroupTable {
 }
 
 mod adopt;
+mod former;
 #[cfg(test)]
 mod local_tests;
 pub mod route_table;

@@ -268,6 +268,42 @@ fn a_split_burst_moves_no_flow_but_spine_4s() {
     );
 }
 
+/// Spine 4 leaves every route (its BGP session drops) and comes back:
+/// going, only its buckets move; back, it takes exactly those again, so
+/// every bucket is where it was before and no other flow moved twice.
+#[test]
+fn a_spine_back_takes_back_its_own_buckets() {
+    let mut table = table();
+    let prefixes = over_four_spines(&mut table, 4);
+    let mut learned = Learned::default();
+    let (_, start) = learn(&mut learned, &table);
+    let t0 = Tables::build(&start, None, usable).expect("tables");
+    for p in &prefixes {
+        table.apply(route(p, BGP, via(&[1, 2, 3])));
+    }
+    let (_, without) = learn(&mut learned, &table);
+    let t1 = Tables::build(&without, Some(&t0), usable).expect("tables");
+    let spine4 = Some("s4 198.18.4.2".to_string());
+    let before = bucket_specs(&t0, "uplinks#1");
+    let gone = bucket_specs(&t1, "uplinks#1");
+    let moved = before.iter().zip(&gone).filter(|(b, g)| b != g).count();
+    assert_eq!(moved, before.iter().filter(|b| **b == spine4).count());
+    for (b, g) in before.iter().zip(&gone) {
+        assert!(b == g || *b == spine4, "{b:?} -> {g:?}");
+    }
+    for p in &prefixes {
+        table.apply(route(p, BGP, via(&[1, 2, 3, 4])));
+    }
+    let (_, back) = learn(&mut learned, &table);
+    let t2 = Tables::build(&back, Some(&t1), usable).expect("tables");
+    let after = bucket_specs(&t2, "uplinks#1");
+    let elsewhere = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+    assert_eq!(
+        elsewhere, 0,
+        "buckets not where they were before spine 4 left"
+    );
+}
+
 #[test]
 fn next_hop_objects_and_their_groups() {
     let mut table = table();

@@ -96,6 +96,8 @@ impl Tables {
                 // The deadline of a drain the last daemon started is not
                 // in the maps: the drain ends now.
                 drain_until: (entry.draining != MODE_ECMP).then(Instant::now),
+                // Nor which next hops left before the restart.
+                former: Vec::new(),
             });
         }
 
