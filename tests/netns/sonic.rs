@@ -10,7 +10,10 @@ use fabriclb::testbed::redis::{RedisServer, Scratch, command as run};
 use fabriclb::testbed::scenario::sonic::{self, FIVE_TUPLE, WITH_QP, shares};
 use fabriclb::testbed::{Routing, Shape, read_metric};
 
+use fabriclb::testbed::bpffs::Bpffs;
+
 use crate::bed::{Bed, assert_delivered, fabriclb, steady, wait_for};
+use crate::inspect::in_leaf;
 
 /// Two senders, 16 QPs each on one UDP source port per connection: the
 /// five-tuple puts each connection on one spine (two at most carry
@@ -241,7 +244,13 @@ fn sonic_routes_follow_appl_db_route_rows() {
         messages: 16_000,
         ..steady(2)
     };
-    let result = bed.collective_with(&collective, &["--sonic", &address], |daemon| {
+    let bpffs = Bpffs::mount("netns-sonic-routes").expect("bpffs");
+    let pins = bpffs.path().to_str().expect("path").to_owned();
+    let config = dir.0.join("leaf.toml");
+    std::fs::write(&config, bed.config("")).expect("config");
+    let config = config.to_str().expect("path").to_owned();
+    let args = ["--sonic", &address, "--bpffs", &pins, "--instance", "leaf"];
+    let result = bed.collective_with(&collective, &args, |daemon| {
         let log = daemon.log()?;
         for said in [
             "route not learned: its packets go to the kernel prefix=10.98.0.0/16 reason=not a \
@@ -265,6 +274,18 @@ fn sonic_routes_follow_appl_db_route_rows() {
         anyhow::ensure!(log.contains(change), "expected {change:?}:\n{log}");
         let (three, _) = shares(&bed.testbed, daemon)?;
         anyhow::ensure!(three.iter().all(|&s| s > 0.0), "over all three: {three:?}");
+        // `status --sonic` names the learned group as the daemon does.
+        let status = ["status", "--json", "--config", &config, "--sonic", &address];
+        let json: serde_json::Value = serde_json::from_str(&in_leaf(&bed, &bpffs, &status))?;
+        let group = &json["groups"][0];
+        anyhow::ensure!(group["name"] == "spines#1", "{json}");
+        let names: Vec<&str> = (0..3)
+            .filter_map(|j| group["next_hops"][j]["name"].as_str())
+            .collect();
+        anyhow::ensure!(
+            names == ["s1 198.18.1.2", "s2 198.18.2.2", "s3 198.18.3.2"],
+            "{json}"
+        );
 
         run(&mut appl_db, &["DEL", "ROUTE_TABLE:198.19.0.0/16"]);
         daemon.wait_for_log("group spines#1: gone (no route has its next hops)")?;

@@ -6,15 +6,15 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use fabriclb::inspect::{self, describe::Description, explain};
 
+use super::names::NameArgs;
 use super::pins::PinArgs;
 
 #[derive(clap::Args)]
 pub struct ExplainArgs {
     #[command(flatten)]
     pins: PinArgs,
-    /// The config the daemon runs, for the names of groups and next hops.
-    #[arg(long, short)]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    names: NameArgs,
     /// Explain every frame of this capture (classic pcap, Ethernet).
     #[arg(long, conflicts_with = "packet")]
     pcap: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         None => vec![Description::parse(&args.packet.join(" "))?.frame()],
     };
     let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
-    let names = super::status::names(args.config.as_deref(), &maps)?;
+    let names = args.names.names(&maps)?;
     for note in &names.notes {
         println!("note: {note}");
     }

@@ -4,6 +4,7 @@
 mod check_config;
 mod explain;
 mod generate;
+mod names;
 mod pins;
 mod run;
 mod status;

@@ -28,5 +28,5 @@ mod telemetry;
 
 pub use event_loop::{Options, run};
 pub use http::{ListenError, parse_listen};
-pub use kernel_routes::with_kernel_routes;
 pub use privileges::{PrivilegeError, require_at_start};
+pub use sonic::effective_config;

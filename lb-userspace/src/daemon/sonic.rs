@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use tracing::{error, info, warn};
 
+use super::kernel_routes::with_learned_routes;
 use super::state::Running;
 use crate::config::{self, Config};
 use crate::dataplane::Dataplane;
@@ -108,6 +109,22 @@ impl Sonic {
         self.refused_learned = now;
         config
     }
+}
+
+/// The config a daemon starting now on `file` builds its tables from:
+/// with `sonic`, SONiC's rows read once and laid over it as `run --sonic`
+/// lays them; the learned groups in place. For the names `status` and
+/// `explain` give.
+pub fn effective_config(file: &Config, sonic: Option<&Address>) -> Result<Config> {
+    let Some(address) = sonic else {
+        return with_learned_routes(file, ApplRoutes::default());
+    };
+    let rows = crate::sonic::follow::read_once(address)
+        .with_context(|| format!("reading SONiC's rows from {address}"))?;
+    let overlay = Overlay::from_rows(&rows);
+    let (base, _) = overlay.apply(file);
+    let learned = with_learned_routes(&base, ApplRoutes::from_rows(&rows))?;
+    Ok(overlay.apply(&learned).0)
 }
 
 /// A group that follows APPL_DB's routes needs `--sonic` to read them.

@@ -236,6 +236,14 @@ fn flags(connection: &mut Connection) -> String {
         .unwrap_or_default()
 }
 
+/// Every row fabriclb reads, once, on connections of its own.
+pub fn read_once(address: &Address) -> RedisResult<Rows> {
+    read(
+        &mut connect(address, CONFIG_DB)?,
+        &mut connect(address, APPL_DB)?,
+    )
+}
+
 /// Whether an APPL_DB key is a route row.
 fn route_key_of(key: &str) -> bool {
     rows::ROUTE_TABLES

@@ -209,11 +209,12 @@ pub(super) async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// `file` with what its groups that follow the kernel learn from the
-/// kernel's routes now, numbered as a daemon starting now numbers them:
-/// the names `status` and `explain` give a daemon's learned groups.
-pub fn with_kernel_routes(file: &Config) -> Result<Config> {
-    if !follows(file) {
+/// `file` with what its groups that learn their routes learn from the
+/// kernel's routes now and from `appl` (APPL_DB's), numbered as a daemon
+/// starting now numbers them: the names `status` and `explain` give a
+/// daemon's learned groups.
+pub fn with_learned_routes(file: &Config, appl: ApplRoutes) -> Result<Config> {
+    if !learns(file) {
         return Ok(file.clone());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -222,10 +223,13 @@ pub fn with_kernel_routes(file: &Config) -> Result<Config> {
     runtime.block_on(async {
         let netlink = Netlink::connect()?;
         let mut watch = KernelWatch {
-            events: Some(RouteEvents::subscribe()?),
+            appl,
             ..KernelWatch::default()
         };
-        watch.table = KernelTable::from_dump(filters(file), watch.dump().await?);
+        if follows(file) {
+            watch.events = Some(RouteEvents::subscribe()?);
+            watch.table = KernelTable::from_dump(filters(file), watch.dump().await?);
+        }
         watch.learn(file, &netlink).await?;
         Ok(watch.effective(file))
     })
