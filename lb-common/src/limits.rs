@@ -10,6 +10,12 @@ pub const MAX_LOCAL_ROUTES: u32 = 1024;
 /// than /24, one more for its fourth, so every config and local address
 /// fits.
 pub const ROUTE4_POOL_BLOCKS: u32 = 2 * (MAX_ROUTES + MAX_LOCAL_ROUTES);
+/// Blocks in the IPv6 route table's pool. An IPv6 prefix may need a block
+/// for each byte past its second, so no pool of sensible size fits every
+/// config: this one fits a block per route and local address beside the
+/// running table's, ample for a fabric's prefixes under a few common
+/// ones; a table that does not fit leaves the IPv6 routes to the trie.
+pub const ROUTE6_POOL_BLOCKS: u32 = MAX_ROUTES + MAX_LOCAL_ROUTES;
 pub const MAX_GROUPS: u32 = 64;
 pub const MAX_NEXTHOPS: u32 = 1024;
 pub const MAX_NEXTHOPS_PER_GROUP: usize = 64;

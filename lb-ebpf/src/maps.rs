@@ -12,7 +12,7 @@ use lb_common::{
     },
     limits::{
         BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
-        MAX_NEXTHOPS, MAX_ROUTES, ROUTE4_POOL_BLOCKS,
+        MAX_NEXTHOPS, MAX_ROUTES, ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
     },
     packet::parse::Parsed,
     route::table::{BLOCK_ENTRIES, FIRST_ENTRIES},
@@ -35,10 +35,17 @@ pub static FL_ROUTE4_FIRST: Array<u32> = Array::with_max_entries(FIRST_ENTRIES, 
 pub static FL_ROUTE4_POOL: Array<u32> =
     Array::with_max_entries(ROUTE4_POOL_BLOCKS * BLOCK_ENTRIES, 0);
 /// IPv6 destination prefix -> group id, or `LOCAL_ROUTE` for the box's
-/// own addresses.
+/// own addresses: read where [`FL_ROUTE6_FIRST`] holds `IN_TRIE`.
 #[map]
 pub static FL_ROUTES_V6: LpmTrie<[u8; 16], u32> =
     LpmTrie::with_max_entries(MAX_ROUTES + MAX_LOCAL_ROUTES, 0);
+/// IPv6 route table, first level, as [`FL_ROUTE4_FIRST`].
+#[map]
+pub static FL_ROUTE6_FIRST: Array<u32> = Array::with_max_entries(FIRST_ENTRIES, 0);
+/// IPv6 route table, blocks, as [`FL_ROUTE4_POOL`].
+#[map]
+pub static FL_ROUTE6_POOL: Array<u32> =
+    Array::with_max_entries(ROUTE6_POOL_BLOCKS * BLOCK_ENTRIES, 0);
 /// Group id -> the group's mode, hash settings and members.
 #[map]
 pub static FL_GROUPS: Array<GroupEntry> = Array::with_max_entries(MAX_GROUPS, 0);

@@ -1,31 +1,33 @@
 //! Stage 2: the destination's group, by longest prefix; the box's own
-//! destinations go to the kernel (`lb_common::route`). IPv4 reads the
-//! fixed-stride table (at most three array reads whatever the table's
-//! size), IPv6 the LPM trie.
+//! destinations go to the kernel (`lb_common::route`). Both families read
+//! their fixed-stride table (IPv4 at most three array reads, IPv6 one per
+//! byte the longest prefix reaches, whatever the table's size); IPv6
+//! routes that did not fit their table's pool are the LPM trie's.
 
-use aya_ebpf::maps::lpm_trie::Key;
+use aya_ebpf::maps::{Array, lpm_trie::Key};
 use lb_common::{
     packet::parse::Parsed,
     route::{
         group,
-        table::{Levels, lookup_entry, value_entry},
+        table::{Levels, lookup_entry, or_trie},
     },
     verdict::Reason,
 };
 
-use crate::maps::{FL_ROUTE4_FIRST, FL_ROUTE4_POOL, FL_ROUTES_V6};
+use crate::maps::{FL_ROUTE4_FIRST, FL_ROUTE4_POOL, FL_ROUTE6_FIRST, FL_ROUTE6_POOL, FL_ROUTES_V6};
 
-struct Route4;
+/// A family's table: its first level and pool.
+struct Table(&'static Array<u32>, &'static Array<u32>);
 
-impl Levels for Route4 {
+impl Levels for Table {
     #[inline(always)]
     fn first(&self, index: u32) -> Option<u32> {
-        FL_ROUTE4_FIRST.get(index).copied()
+        self.0.get(index).copied()
     }
 
     #[inline(always)]
     fn pool(&self, index: u32) -> Option<u32> {
-        FL_ROUTE4_POOL.get(index).copied()
+        self.1.get(index).copied()
     }
 }
 
@@ -34,9 +36,11 @@ pub fn route(parsed: &Parsed) -> Result<u32, Reason> {
     let dst = &parsed.flow.dst;
     // A plain u32 on every path (see `lookup_entry`).
     let entry = if parsed.flow.is_ipv6 {
-        value_entry(FL_ROUTES_V6.get(Key::new(128, *dst)).copied())
+        let raw = lookup_entry(&Table(&FL_ROUTE6_FIRST, &FL_ROUTE6_POOL), dst);
+        or_trie(raw, || FL_ROUTES_V6.get(Key::new(128, *dst)).copied())
     } else {
-        lookup_entry(&Route4, &[dst[0], dst[1], dst[2], dst[3]])
+        let table = Table(&FL_ROUTE4_FIRST, &FL_ROUTE4_POOL);
+        lookup_entry(&table, &[dst[0], dst[1], dst[2], dst[3]])
     };
     group(&parsed.flow, entry)
 }

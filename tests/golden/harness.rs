@@ -6,6 +6,7 @@
 use aya::programs::{TestRun, TestRunOptions};
 use fabriclb::{
     config,
+    dataplane::tables::route_table::{Family, Level},
     dataplane::tables::{self, Tables},
     dataplane::{Dataplane, DataplaneError},
 };
@@ -24,6 +25,9 @@ use crate::expected;
 use crate::fixtures::Fixture;
 use crate::packets::PEER_MAC;
 use crate::switch::{self, GROUPS, LB_MAC};
+
+/// The production object, for a harness with maps sized otherwise.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 pub struct Harness {
     pub dp: Dataplane,
@@ -54,14 +58,33 @@ impl Harness {
 
     /// Loads the program and programs it with the config `toml`.
     pub fn with_config(toml: &str) -> Self {
+        let dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
+        Self::programmed(dp, toml)
+    }
+
+    /// [`Harness::with_config`] with the production object's maps sized as
+    /// `max_entries` says.
+    pub fn with_sized_maps(toml: &str, max_entries: &[(&str, u32)]) -> Self {
+        let dp = Dataplane::load_sized(OBJECT, max_entries).expect("load XDP program (needs root)");
+        Self::programmed(dp, toml)
+    }
+
+    fn programmed(mut dp: Dataplane, toml: &str) -> Self {
         let config = config::parse(toml, "golden.toml".as_ref()).expect("golden config");
         let tables = Tables::build(&config, None, |spec| {
             tables::static_nexthop(spec, 1, LB_MAC)
         })
         .expect("tables");
-        let mut dp = Dataplane::load(FLOWLET_TABLE_DEFAULT).expect("load XDP program (needs root)");
         tables.write(&mut dp, None).expect("program maps");
         Self { dp, tables }
+    }
+
+    /// Raw first-level entry `index` of `family`'s route table.
+    pub fn route_first(&self, family: Family, index: u32) -> u32 {
+        self.dp
+            .route_entry(family, Level::First, index)
+            .expect("read")
+            .expect("in range")
     }
 
     /// A harness for tests of per-CPU state: see [`pin_to_one_cpu`].

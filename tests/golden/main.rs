@@ -22,6 +22,7 @@ mod harness;
 mod packets;
 mod pins;
 mod rollback;
+mod route_table;
 mod status;
 mod switch;
 

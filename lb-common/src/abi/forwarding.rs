@@ -16,8 +16,15 @@ pub const ROUTE4_FIRST: &str = "FL_ROUTE4_FIRST";
 /// Array: the IPv4 route table's blocks, `block * BLOCK_ENTRIES + byte`
 /// -> raw entry (`u32`); [`crate::limits::ROUTE4_POOL_BLOCKS`] blocks.
 pub const ROUTE4_POOL: &str = "FL_ROUTE4_POOL";
-/// LPM trie: IPv6 destination prefix -> group id (`u32`).
+/// LPM trie: IPv6 destination prefix -> group id (`u32`), as configured:
+/// what the data plane reads where [`ROUTE6_FIRST`] says
+/// [`crate::route::table::IN_TRIE`] (routes that did not fit the pool).
 pub const ROUTES_V6: &str = "FL_ROUTES_V6";
+/// Array: the IPv6 route table's first level, as [`ROUTE4_FIRST`].
+pub const ROUTE6_FIRST: &str = "FL_ROUTE6_FIRST";
+/// Array: the IPv6 route table's blocks, as [`ROUTE4_POOL`];
+/// [`crate::limits::ROUTE6_POOL_BLOCKS`] blocks.
+pub const ROUTE6_POOL: &str = "FL_ROUTE6_POOL";
 /// Array: group id -> [`GroupEntry`].
 pub const GROUPS: &str = "FL_GROUPS";
 /// Array: `group * BUCKETS_PER_GROUP + bucket` -> next-hop id (`u32`).

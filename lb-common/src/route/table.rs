@@ -6,7 +6,10 @@
 //! A first level of [`FIRST_ENTRIES`] entries indexed by the address's
 //! first two bytes, then one [`BLOCK_ENTRIES`]-entry block per further
 //! byte, from a pool of blocks: an IPv4 address takes at most three
-//! reads. Each entry is final (the value of the longest prefix covering
+//! reads, an IPv6 address one per byte its longest prefix reaches past
+//! the second (a /64: seven). IPv6 tables whose blocks do not fit their
+//! pool hold [`IN_TRIE`] in every first-level entry: the data plane then
+//! asks the LPM trie ([`or_trie`]). Each entry is final (the value of the longest prefix covering
 //! every address below it, or none) or the index of the block for the
 //! next byte. Userspace expands prefixes to these strides (controlled
 //! prefix expansion) and writes a block whole before the entry pointing
@@ -27,6 +30,9 @@ const NEXT: u32 = 1 << 31;
 const VALUE: u32 = 1 << 30;
 /// [`LOCAL_ROUTE`]'s final entry: the value bits all set.
 const LOCAL: u32 = NEXT - 1;
+/// A first-level entry of a table whose routes did not fit its pool: the
+/// route is the trie's. Neither mark: [`Entry::decode`] reads it as empty.
+pub const IN_TRIE: u32 = 1;
 
 /// One decoded table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +123,18 @@ pub fn lookup<L: Levels + ?Sized, const N: usize>(levels: &L, addr: &[u8; N]) ->
 #[inline(always)]
 pub fn value_entry(value: Option<u32>) -> u32 {
     value.map_or(EMPTY, |value| Entry::Value(value).encode())
+}
+
+/// The entry a walk that ended on `raw` stands for: `raw` itself, or,
+/// where the table left the routes to the trie ([`IN_TRIE`]), the trie's
+/// value for the address, which `trie` looks up.
+#[inline(always)]
+pub fn or_trie(raw: u32, trie: impl FnOnce() -> Option<u32>) -> u32 {
+    if raw == IN_TRIE {
+        value_entry(trie())
+    } else {
+        raw
+    }
 }
 
 /// The route value an entry [`lookup_entry`] ended on holds: a group id,

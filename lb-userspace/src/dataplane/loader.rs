@@ -553,6 +553,8 @@ mod tests {
             names::ROUTE4_FIRST,
             names::ROUTE4_POOL,
             names::ROUTES_V6,
+            names::ROUTE6_FIRST,
+            names::ROUTE6_POOL,
             names::GROUPS,
             names::BUCKETS,
             names::NEXTHOPS,

@@ -31,7 +31,8 @@ use lb_common::{
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
 use former::Former;
-use route_table::Layout;
+use route_table::{Family, Layout};
+use tracing::{info, warn};
 
 /// One group: its id, settings, next-hop ids (config order) and the
 /// bucket and spray tables over them.
@@ -80,6 +81,8 @@ pub struct Tables {
     next_generation: u32,
     /// The IPv4 route table as placed in the maps.
     route4: Placed,
+    /// The IPv6 route table as placed in the maps, or left to the trie.
+    route6: Placed,
 }
 
 /// A compiled route table as placed in the maps: fixed at the tables'
@@ -282,6 +285,7 @@ impl Tables {
             local: previous.map(|p| p.local.clone()).unwrap_or_default(),
             next_generation,
             route4: Placed::default(),
+            route6: Placed::default(),
         })
     }
 
@@ -296,6 +300,7 @@ impl Tables {
         if local != self.local {
             self.local = local;
             self.route4 = Placed::default();
+            self.route6 = Placed::default();
         }
         addrs.len() - self.local.len()
     }
@@ -481,7 +486,8 @@ impl Tables {
                 dp.set_route(addr, len, *value)?;
             }
         }
-        self.write_route4(dp, previous)?;
+        self.write_route_table(dp, previous, Family::V4)?;
+        self.write_route_table(dp, previous, Family::V6)?;
         let Some(previous) = previous else {
             return Ok(());
         };
@@ -507,37 +513,76 @@ impl Tables {
 }
 
 impl Tables {
-    /// Writes the IPv4 route table: placed against `previous`'s the first
-    /// time, then as placed (a rollback writes the old tables back over
-    /// the new ones as the old ones had them).
-    fn write_route4(
+    /// `family`'s route table as placed.
+    fn placed(&self, family: Family) -> &Placed {
+        match family {
+            Family::V4 => &self.route4,
+            Family::V6 => &self.route6,
+        }
+    }
+
+    /// The routes and local addresses of the family of `N`-byte addresses.
+    fn family_routes<const N: usize>(&self) -> BTreeMap<([u8; N], u8), u32> {
+        self.trie_entries()
+            .into_iter()
+            .filter_map(|((addr, len), value)| {
+                let octets: [u8; N] = match addr {
+                    IpAddr::V4(a) => a.octets().as_slice().try_into().ok()?,
+                    IpAddr::V6(a) => a.octets().as_slice().try_into().ok()?,
+                };
+                Some(((octets, len), value))
+            })
+            .collect()
+    }
+
+    /// Writes `family`'s route table: placed against `previous`'s the
+    /// first time, then as placed (a rollback writes the old tables back
+    /// over the new ones as the old ones had them). An IPv6 table that
+    /// does not fit its pool beside the running one leaves the routes to
+    /// the trie (written before this), said once, until a later table
+    /// fits; an IPv4 table always fits.
+    fn write_route_table(
         &self,
         dp: &mut Dataplane,
         previous: Option<&Tables>,
+        family: Family,
     ) -> Result<(), DataplaneError> {
-        let old = previous.and_then(|p| p.route4.0.get()).map(|l| &**l);
-        let layout = match self.route4.0.get() {
+        let old = previous
+            .and_then(|p| p.placed(family).0.get())
+            .map(|l| &**l);
+        let placed = self.placed(family);
+        let layout = match placed.0.get() {
             // Tables not placed never wrote an entry of the table: undoing
             // them (these tables were the maps' before) writes none.
             Some(_) if previous.is_some() && old.is_none() => return Ok(()),
             Some(layout) => layout.clone(),
             None => {
-                let routes = self
-                    .trie_entries()
-                    .into_iter()
-                    .filter_map(|((addr, len), value)| match addr {
-                        IpAddr::V4(a) => Some(((a.octets(), len), value)),
-                        IpAddr::V6(_) => None,
-                    })
-                    .collect();
-                let room = dp.route4_pool_blocks()?;
-                let layout =
-                    Layout::compile(&routes, old, room).map_err(DataplaneError::RouteTable)?;
-                self.route4.0.get_or_init(|| Arc::new(layout)).clone()
+                let room = dp.route_pool_blocks(family)?;
+                let compiled = match family {
+                    Family::V4 => Layout::compile(&self.family_routes::<4>(), old, room),
+                    Family::V6 => Layout::compile(&self.family_routes::<16>(), old, room),
+                };
+                let layout = match compiled {
+                    Ok(layout) => layout,
+                    Err(full) if family == Family::V6 => {
+                        if !old.is_some_and(Layout::is_in_trie) {
+                            warn!(
+                                "{full}: the IPv6 routes are looked up in the trie (slower) \
+                                 until a later change fits the table"
+                            );
+                        }
+                        Layout::in_trie()
+                    }
+                    Err(full) => return Err(DataplaneError::RouteTable(full)),
+                };
+                placed.0.get_or_init(|| Arc::new(layout)).clone()
             }
         };
+        if old.is_some_and(Layout::is_in_trie) && !layout.is_in_trie() {
+            info!("the IPv6 routes fit their table again");
+        }
         for (level, index, raw) in layout.writes(old) {
-            dp.set_route4_entry(level, index, raw)?;
+            dp.set_route_entry(family, level, index, raw)?;
         }
         Ok(())
     }

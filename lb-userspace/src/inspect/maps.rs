@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
-use lb_common::route::table::{Levels, lookup};
+use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
 
+use crate::dataplane::tables::route_table::Family;
 use crate::dataplane::{Maps, pins::PinDir, said};
 
 #[derive(Debug, thiserror::Error)]
@@ -132,24 +133,31 @@ impl MapSet {
     /// the data plane's lookup finds it: the same lookup, over the same
     /// maps.
     pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
-        match <[u8; 4]>::try_from(dst) {
+        let maps = &self.typed;
+        let raw = match <[u8; 4]>::try_from(dst) {
             Ok(v4) => {
-                let levels = Route4 {
-                    maps: &self.typed,
-                    failed: Cell::new(None),
-                };
-                let value = lookup(&levels, &v4);
-                levels.failed.into_inner().map_or(Ok(value), Err)
+                let levels = Table::new(&maps.route4_first, &maps.route4_pool, Family::V4);
+                let raw = lookup_entry(&levels, &v4);
+                levels.checked(raw)?
             }
             Err(_) => {
                 let mut v6 = [0; 16];
                 v6.copy_from_slice(&dst[..16]);
-                absent_is_none(
-                    self.typed.routes_v6.get(&Key::new(128, v6), 0),
-                    names::ROUTES_V6,
-                )
+                let levels = Table::new(&maps.route6_first, &maps.route6_pool, Family::V6);
+                let raw = lookup_entry(&levels, &v6);
+                let raw = levels.checked(raw)?;
+                let mut failed = None;
+                let raw = or_trie(raw, || {
+                    absent_is_none(maps.routes_v6.get(&Key::new(128, v6), 0), names::ROUTES_V6)
+                        .unwrap_or_else(|e| {
+                            failed = Some(e);
+                            None
+                        })
+                });
+                failed.map_or(Ok(raw), Err)?
             }
-        }
+        };
+        Ok(entry_value(raw))
     }
 
     /// Each CPU's load epoch, as its next forwarded packet of `len` bytes
@@ -197,29 +205,49 @@ impl MapSet {
 
 /// A lookup whose key is not there (or is out of an array's range) is an
 /// answer, not an error.
-/// The IPv4 route table's maps as the program reads them; a read that
-/// fails otherwise than out of range is kept to be reported.
-struct Route4<'a> {
-    maps: &'a Maps,
+/// A route table's maps as the program reads them; a read that fails
+/// otherwise than out of range is kept to be reported.
+struct Table<'a> {
+    first: &'a Array<MapData, u32>,
+    pool: &'a Array<MapData, u32>,
+    names: (&'static str, &'static str),
     failed: Cell<Option<InspectError>>,
 }
 
-impl Route4<'_> {
+impl<'a> Table<'a> {
+    fn new(first: &'a Array<MapData, u32>, pool: &'a Array<MapData, u32>, family: Family) -> Self {
+        let names = match family {
+            Family::V4 => (names::ROUTE4_FIRST, names::ROUTE4_POOL),
+            Family::V6 => (names::ROUTE6_FIRST, names::ROUTE6_POOL),
+        };
+        Self {
+            first,
+            pool,
+            names,
+            failed: Cell::new(None),
+        }
+    }
+
     fn read(&self, map: &Array<MapData, u32>, name: &'static str, index: u32) -> Option<u32> {
         absent_is_none(map.get(&index, 0), name).unwrap_or_else(|e| {
             self.failed.set(Some(e));
             None
         })
     }
+
+    /// `raw`, or the failed read the walk met.
+    fn checked(self, raw: u32) -> Result<u32> {
+        self.failed.into_inner().map_or(Ok(raw), Err)
+    }
 }
 
-impl Levels for Route4<'_> {
+impl Levels for Table<'_> {
     fn first(&self, index: u32) -> Option<u32> {
-        self.read(&self.maps.route4_first, names::ROUTE4_FIRST, index)
+        self.read(self.first, self.names.0, index)
     }
 
     fn pool(&self, index: u32) -> Option<u32> {
-        self.read(&self.maps.route4_pool, names::ROUTE4_POOL, index)
+        self.read(self.pool, self.names.1, index)
     }
 }
 

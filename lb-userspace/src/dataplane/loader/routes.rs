@@ -1,17 +1,18 @@
-//! The route maps: the IPv4 fixed-stride table the program reads, and the
-//! LPM tries (IPv6's the program reads, IPv4's the record of prefixes).
+//! The route maps: each family's fixed-stride table the program reads, and
+//! the LPM tries (IPv4's the record of prefixes, IPv6's read where its
+//! table says `IN_TRIE`).
 
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
-use aya::maps::{IterableMap, MapError, lpm_trie::Key};
+use aya::maps::{Array, IterableMap, MapData, MapError, lpm_trie::Key};
 use aya::programs::ProgramError;
 use aya::sys::SyscallError;
 use lb_common::abi as names;
 use lb_common::route::table::BLOCK_ENTRIES;
 
 use super::{Dataplane, DataplaneError, Result, already_gone, map_err};
-use crate::dataplane::tables::route_table::Level;
+use crate::dataplane::tables::route_table::{Family, Level};
 
 /// `bpf(2)`'s command binding a map to a loaded program (Linux 5.10+).
 const BPF_PROG_BIND_MAP: libc::c_long = 35;
@@ -108,40 +109,62 @@ impl Dataplane {
         }
     }
 
-    /// Blocks the IPv4 table's pool has room for.
-    pub fn route4_pool_blocks(&self) -> Result<u32> {
-        let info = IterableMap::map(&self.maps.route4_pool)
+    /// Blocks `family`'s table's pool has room for.
+    pub fn route_pool_blocks(&self, family: Family) -> Result<u32> {
+        let (pool, _) = self.route_table(family);
+        let info = IterableMap::map(pool)
             .info()
-            .map_err(map_err(names::ROUTE4_POOL))?;
+            .map_err(map_err(level_name(family, Level::Pool)))?;
         Ok(info.max_entries() / BLOCK_ENTRIES)
     }
 
-    /// Writes one raw entry of the IPv4 table.
-    pub fn set_route4_entry(&mut self, level: Level, index: u32, raw: u32) -> Result<()> {
-        match level {
-            Level::First => self.maps.route4_first.set(index, raw, 0),
-            Level::Pool => self.maps.route4_pool.set(index, raw, 0),
-        }
-        .map_err(map_err(level_name(level)))
+    /// Writes one raw entry of `family`'s table.
+    pub fn set_route_entry(
+        &mut self,
+        family: Family,
+        level: Level,
+        index: u32,
+        raw: u32,
+    ) -> Result<()> {
+        let maps = &mut self.maps;
+        let map = match (family, level) {
+            (Family::V4, Level::First) => &mut maps.route4_first,
+            (Family::V4, Level::Pool) => &mut maps.route4_pool,
+            (Family::V6, Level::First) => &mut maps.route6_first,
+            (Family::V6, Level::Pool) => &mut maps.route6_pool,
+        };
+        map.set(index, raw, 0)
+            .map_err(map_err(level_name(family, level)))
     }
 
-    /// One raw entry of the IPv4 table; `None` past the map's end.
-    pub fn route4_entry(&self, level: Level, index: u32) -> Result<Option<u32>> {
+    /// One raw entry of `family`'s table; `None` past the map's end.
+    pub fn route_entry(&self, family: Family, level: Level, index: u32) -> Result<Option<u32>> {
+        let (pool, first) = self.route_table(family);
         let got = match level {
-            Level::First => self.maps.route4_first.get(&index, 0),
-            Level::Pool => self.maps.route4_pool.get(&index, 0),
+            Level::First => first.get(&index, 0),
+            Level::Pool => pool.get(&index, 0),
         };
         match got {
             Ok(raw) => Ok(Some(raw)),
             Err(MapError::OutOfBounds { .. }) => Ok(None),
-            Err(e) => Err(map_err(level_name(level))(e)),
+            Err(e) => Err(map_err(level_name(family, level))(e)),
+        }
+    }
+
+    /// `family`'s pool and first level.
+    fn route_table(&self, family: Family) -> (&Array<MapData, u32>, &Array<MapData, u32>) {
+        match family {
+            Family::V4 => (&self.maps.route4_pool, &self.maps.route4_first),
+            Family::V6 => (&self.maps.route6_pool, &self.maps.route6_first),
         }
     }
 }
 
-fn level_name(level: Level) -> &'static str {
-    match level {
-        Level::First => names::ROUTE4_FIRST,
-        Level::Pool => names::ROUTE4_POOL,
+fn level_name(family: Family, level: Level) -> &'static str {
+    match (family, level) {
+        (Family::V4, Level::First) => names::ROUTE4_FIRST,
+        (Family::V4, Level::Pool) => names::ROUTE4_POOL,
+        (Family::V6, Level::First) => names::ROUTE6_FIRST,
+        (Family::V6, Level::Pool) => names::ROUTE6_POOL,
     }
 }

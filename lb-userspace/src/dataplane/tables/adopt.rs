@@ -22,7 +22,8 @@ use lb_common::abi::{self as names, GroupEntry, NextHop};
 use lb_common::limits::{BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS};
 use lb_common::select::flowlet::MODE_ECMP;
 
-use super::{GroupTable, Placed, Tables, host_len, route_table::Layout};
+use super::route_table::{Family, Layout};
+use super::{GroupTable, Placed, Tables, host_len};
 use crate::config::Prefix;
 use crate::dataplane::loader::map_err;
 use crate::dataplane::{Dataplane, DataplaneError};
@@ -120,7 +121,10 @@ impl Tables {
                 routes.push((Prefix { addr, len }, value));
             }
         }
-        let route4 = Layout::read_back::<4, _>(|level, index| dp.route4_entry(level, index))?;
+        let route4 =
+            Layout::read_back::<4, _>(|level, index| dp.route_entry(Family::V4, level, index))?;
+        let route6 =
+            Layout::read_back::<16, _>(|level, index| dp.route_entry(Family::V6, level, index))?;
         Ok(Tables {
             nexthops,
             quality,
@@ -129,6 +133,7 @@ impl Tables {
             local,
             next_generation,
             route4: Placed(Arc::new(route4).into()),
+            route6: Placed(Arc::new(route6).into()),
         })
     }
 }
@@ -214,10 +219,16 @@ mod tests {
 
     impl lb_common::route::table::Levels for Table<'_> {
         fn first(&self, index: u32) -> Option<u32> {
-            self.0.route4_entry(Level::First, index).ok().flatten()
+            self.0
+                .route_entry(Family::V4, Level::First, index)
+                .ok()
+                .flatten()
         }
         fn pool(&self, index: u32) -> Option<u32> {
-            self.0.route4_entry(Level::Pool, index).ok().flatten()
+            self.0
+                .route_entry(Family::V4, Level::Pool, index)
+                .ok()
+                .flatten()
         }
     }
 

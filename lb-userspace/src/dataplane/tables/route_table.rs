@@ -17,12 +17,28 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lb_common::route::table::{
-    BLOCK_ENTRIES, EMPTY, Entry, FIRST_ENTRIES, first_index, pool_index,
+    BLOCK_ENTRIES, EMPTY, Entry, FIRST_ENTRIES, IN_TRIE, first_index, pool_index,
 };
 
 const BLOCK: usize = BLOCK_ENTRIES as usize;
 
-/// Which map a raw entry goes to.
+/// Which family's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::V4 => "IPv4",
+            Self::V6 => "IPv6",
+        })
+    }
+}
+
+/// Which map of a table a raw entry goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     First,
@@ -32,10 +48,11 @@ pub enum Level {
 /// The pool cannot hold the table beside the one the maps hold now.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "the IPv4 route table needs {needed} blocks, counting those the running one uses \
+    "the {family} route table needs {needed} blocks, counting those the running one uses \
      until it is replaced, and its pool has {room}"
 )]
 pub struct PoolFull {
+    pub family: Family,
     pub needed: usize,
     pub room: u32,
 }
@@ -129,6 +146,20 @@ impl Layout {
         }
     }
 
+    /// A table that leaves every route to the trie: [`IN_TRIE`] in each
+    /// first-level entry, no block.
+    pub fn in_trie() -> Self {
+        Self {
+            first: vec![IN_TRIE; FIRST_ENTRIES as usize],
+            blocks: BTreeMap::new(),
+        }
+    }
+
+    /// Whether this table leaves its routes to the trie.
+    pub fn is_in_trie(&self) -> bool {
+        self.first.first() == Some(&IN_TRIE)
+    }
+
     /// `routes` (address, prefix length -> value), longest match first,
     /// placed so that `previous`'s paths keep their blocks and new ones
     /// take blocks it does not use, among the pool's `room`.
@@ -137,6 +168,7 @@ impl Layout {
         previous: Option<&Layout>,
         room: u32,
     ) -> Result<Self, PoolFull> {
+        let family = if N == 4 { Family::V4 } else { Family::V6 };
         let mut draft = Draft {
             first: vec![Slot::Final(None); FIRST_ENTRIES as usize],
             blocks: BTreeMap::new(),
@@ -162,6 +194,7 @@ impl Layout {
             let i = match kept.get(path.as_slice()) {
                 Some(&i) => i,
                 None => free.next().ok_or(PoolFull {
+                    family,
                     needed: draft.blocks.len() + taken.len()
                         - draft
                             .blocks

@@ -1,10 +1,12 @@
 use std::collections::BTreeMap;
 
 use lb_common::limits::LOCAL_ROUTE;
-use lb_common::route::table::{BLOCK_ENTRIES, EMPTY, FIRST_ENTRIES, Levels, lookup};
+use lb_common::route::table::{
+    BLOCK_ENTRIES, EMPTY, FIRST_ENTRIES, IN_TRIE, Levels, lookup, lookup_entry, or_trie,
+};
 use proptest::prelude::*;
 
-use super::{Layout, Level, PoolFull};
+use super::{Family, Layout, Level, PoolFull};
 
 type Routes = BTreeMap<([u8; 4], u8), u32>;
 
@@ -142,7 +144,14 @@ fn a_table_the_pool_cannot_hold_beside_the_running_one_is_refused() {
         "the IPv4 route table needs 3 blocks, counting those the running one uses \
          until it is replaced, and its pool has 2"
     );
-    assert!(matches!(err, PoolFull { needed: 3, room: 2 }));
+    assert!(matches!(
+        err,
+        PoolFull {
+            family: Family::V4,
+            needed: 3,
+            room: 2
+        }
+    ));
     Layout::compile(&hosts(1), Some(&two), 3).expect("room for both");
 }
 
@@ -234,4 +243,69 @@ proptest! {
             prop_assert_eq!(lookup(&memory, &dst), naive(&old, dst), "{:?}", dst);
         }
     }
+}
+
+/// IPv6: a fabric's /48s and /64s under one /32, a /128 local address
+/// inside one of them, the default route; each address takes the longest
+/// prefix, one read per byte the prefix reaches. A table that does not
+/// fit its pool is refused as IPv6's, and the table that leaves the
+/// routes to the trie sends every address there.
+#[test]
+fn ipv6_prefixes_match_longest_first_and_a_table_left_to_the_trie_asks_it() {
+    let v6 = |groups: [u16; 8]| {
+        let mut a = [0u8; 16];
+        for (i, g) in groups.iter().enumerate() {
+            a[2 * i..2 * i + 2].copy_from_slice(&g.to_be_bytes());
+        }
+        a
+    };
+    let routes: BTreeMap<([u8; 16], u8), u32> = [
+        ((v6([0; 8]), 0), 9),
+        ((v6([0x2001, 0xdb8, 1, 0, 0, 0, 0, 0]), 48), 1),
+        ((v6([0x2001, 0xdb8, 1, 0x200, 0, 0, 0, 0]), 64), 2),
+        (
+            (v6([0x2001, 0xdb8, 1, 0x200, 0, 0, 0, 7]), 128),
+            LOCAL_ROUTE,
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let layout = Layout::compile(&routes, None, ROOM).expect("fits");
+    let memory = written(&layout);
+    for (dst, value) in [
+        (v6([0x2001, 0xdb8, 1, 0x200, 0, 0, 0, 7]), Some(LOCAL_ROUTE)),
+        (v6([0x2001, 0xdb8, 1, 0x200, 0, 0, 0, 8]), Some(2)),
+        (v6([0x2001, 0xdb8, 1, 0x201, 0, 0, 0, 7]), Some(1)),
+        (v6([0x2001, 0xdb8, 2, 0, 0, 0, 0, 1]), Some(9)),
+    ] {
+        assert_eq!(lookup(&memory, &dst), value, "{dst:?}");
+    }
+    // The /128 needs a block per byte past the second: fourteen.
+    let err = Layout::compile(&routes, None, 13).unwrap_err();
+    assert_eq!(err.family, Family::V6);
+    assert!(
+        err.to_string()
+            .starts_with("the IPv6 route table needs 14 blocks"),
+        "{err}"
+    );
+
+    let trie = Layout::in_trie();
+    assert!(trie.is_in_trie() && !layout.is_in_trie());
+    let mut memory = written(&layout);
+    for write in trie.writes(Some(&layout)) {
+        memory.apply(write);
+    }
+    let dst = v6([0x2001, 0xdb8, 1, 0x200, 0, 0, 0, 8]);
+    let raw = lookup_entry(&memory, &dst);
+    assert_eq!(raw, IN_TRIE);
+    assert_eq!(
+        lb_common::route::table::entry_value(or_trie(raw, || Some(5))),
+        Some(5)
+    );
+    assert_eq!(or_trie(raw, || None), EMPTY);
+    // And back: the table written over the trie's answers again.
+    for write in layout.writes(Some(&trie)) {
+        memory.apply(write);
+    }
+    assert_eq!(lookup(&memory, &dst), Some(2));
 }
