@@ -46,3 +46,19 @@ impl Rows {
         })
     }
 }
+
+#[cfg(test)]
+impl Rows {
+    /// Rows with APPL_DB's `entries` (key, fields), for tests.
+    pub(crate) fn appl_of(entries: &[(&str, &[(&str, &str)])]) -> Self {
+        let mut rows = Self::default();
+        for (key, fields) in entries {
+            let fields = fields
+                .iter()
+                .map(|(f, v)| (f.to_string(), v.to_string()))
+                .collect();
+            rows.appl.insert(key.to_string(), Ok(fields));
+        }
+        rows
+    }
+}

@@ -2,20 +2,10 @@
 //! `weight` lists, `protocol`, `blackhole` only when `true`; host routes
 //! without their length) and as `nhgorch.cpp` reads next-hop groups.
 
-use std::collections::BTreeMap;
-
 use super::*;
 
 fn rows(entries: &[(&str, &[(&str, &str)])]) -> Rows {
-    let mut rows = Rows::default();
-    for (key, fields) in entries {
-        let fields: BTreeMap<String, String> = fields
-            .iter()
-            .map(|(f, v)| (f.to_string(), v.to_string()))
-            .collect();
-        rows.appl.insert(key.to_string(), Ok(fields));
-    }
-    rows
+    Rows::appl_of(entries)
 }
 
 fn prefix(text: &str) -> Prefix {

@@ -19,15 +19,7 @@ fn file() -> Config {
 }
 
 fn rows(entries: &[(&str, &[(&str, &str)])]) -> ApplRoutes {
-    let mut rows = Rows::default();
-    for (key, fields) in entries {
-        let fields = fields
-            .iter()
-            .map(|(f, v)| (f.to_string(), v.to_string()))
-            .collect();
-        rows.appl.insert(key.to_string(), Ok(fields));
-    }
-    ApplRoutes::from_rows(&rows)
+    ApplRoutes::from_rows(&Rows::appl_of(entries))
 }
 
 fn prefix(s: &str) -> Prefix {
