@@ -17,6 +17,8 @@ pub const ROUTE4_POOL_BLOCKS: u32 = 2 * (MAX_ROUTES + MAX_LOCAL_ROUTES);
 /// ones; a table that does not fit leaves the IPv6 routes to the trie.
 pub const ROUTE6_POOL_BLOCKS: u32 = MAX_ROUTES + MAX_LOCAL_ROUTES;
 pub const MAX_GROUPS: u32 = 64;
+/// Traffic-engineering overrides a group may have.
+pub const MAX_OVERRIDES_PER_GROUP: u32 = 16;
 pub const MAX_NEXTHOPS: u32 = 1024;
 pub const MAX_NEXTHOPS_PER_GROUP: usize = 64;
 pub const MAX_EGRESS_PORTS: u32 = 256;

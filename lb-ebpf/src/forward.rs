@@ -77,8 +77,13 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
         return Ok(());
     }
     let len = (ctx.data_end() - ctx.data()) as u64;
+    let pin = if group.override_count != 0 {
+        select::pin::pinned(group_id, group, &parsed.flow, ctx.ingress_ifindex() as u32)
+    } else {
+        None
+    };
     let mut choice = Choice::ecmp(ecmp_id);
-    select::next_hop(group_id, group, hash, len, parsed, &mut choice)?;
+    select::next_hop(group_id, group, hash, len, parsed, pin, &mut choice)?;
     let nh = FL_NEXTHOPS.get(choice.nh_id).ok_or(Reason::NoNextHop)?;
     if nh.flags & NEXTHOP_USABLE == 0 {
         return Err(Reason::NoNextHop);
@@ -99,5 +104,10 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
         return Ok(());
     }
     count::forwarded(&choice, len);
+    if let Some(pin) = pin
+        && choice.nh_id == select::member(group, pin.slot)
+    {
+        select::pin::count(pin.index, len, false);
+    }
     Ok(())
 }

@@ -7,12 +7,12 @@ use aya_ebpf::{
 };
 use lb_common::{
     abi::{
-        GroupEntry, GroupStats, NextHop, NextHopStats,
+        GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
         BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
-        MAX_NEXTHOPS, MAX_ROUTES, ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
+        MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, MAX_ROUTES, ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
     },
     packet::parse::Parsed,
     route::table::{BLOCK_ENTRIES, FIRST_ENTRIES},
@@ -46,6 +46,15 @@ pub static FL_ROUTE6_FIRST: Array<u32> = Array::with_max_entries(FIRST_ENTRIES, 
 #[map]
 pub static FL_ROUTE6_POOL: Array<u32> =
     Array::with_max_entries(ROUTE6_POOL_BLOCKS * BLOCK_ENTRIES, 0);
+/// Each group's traffic-engineering overrides, two halves of
+/// `MAX_OVERRIDES_PER_GROUP` per group (`lb_common::select::overrides`).
+#[map]
+pub static FL_OVERRIDES: Array<OverrideEntry> =
+    Array::with_max_entries(MAX_GROUPS * 2 * MAX_OVERRIDES_PER_GROUP, 0);
+/// Per-CPU counters of each override, indexed as [`FL_OVERRIDES`].
+#[map]
+pub static FL_OVR_STATS: PerCpuArray<OverrideStats> =
+    PerCpuArray::with_max_entries(MAX_GROUPS * 2 * MAX_OVERRIDES_PER_GROUP, 0);
 /// Group id -> the group's mode, hash settings and members.
 #[map]
 pub static FL_GROUPS: Array<GroupEntry> = Array::with_max_entries(MAX_GROUPS, 0);

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use lb_common::abi::tx_errors::TxErrors;
-use lb_common::abi::{GroupStats, NextHopStats};
+use lb_common::abi::{GroupStats, NextHopStats, OverrideStats};
 use lb_common::verdict::Reason;
 
 use crate::config::Mode;
@@ -17,6 +17,14 @@ pub struct GroupSample<'a> {
     /// The data plane's mode code.
     pub mode: u32,
     pub stats: GroupStats,
+}
+
+/// One override's counters.
+pub struct OverrideSample<'a> {
+    pub name: &'a str,
+    /// The group whose route carries its destination.
+    pub group: &'a str,
+    pub stats: OverrideStats,
 }
 
 /// One next hop's identity and counters.
@@ -63,6 +71,7 @@ pub fn render(
     verdicts: &[u64; Reason::COUNT as usize],
     groups: &[GroupSample<'_>],
     nexthops: &[NextHopSample<'_>],
+    overrides: &[OverrideSample<'_>],
     egress: Option<&[EgressSample]>,
 ) -> String {
     let mut out = String::new();
@@ -121,6 +130,37 @@ pub fn render(
                 "{metric}{{group=\"{}\"}} {}",
                 escape(g.name),
                 value(&g.stats)
+            );
+        }
+    }
+    type OverrideValue = fn(&OverrideStats) -> u64;
+    let per_override: [(&str, &str, OverrideValue); 3] = [
+        (
+            "fabriclb_override_packets_total",
+            "Packets an override matched and sent to its next hop.",
+            |s| s.packets,
+        ),
+        (
+            "fabriclb_override_bytes_total",
+            "Bytes an override matched and sent to its next hop (as received).",
+            |s| s.bytes,
+        ),
+        (
+            "fabriclb_override_fallbacks_total",
+            "Packets an override matched while its next hop was unusable: they took the \
+             group's own choice.",
+            |s| s.fallbacks,
+        ),
+    ];
+    for (metric, help, value) in per_override {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
+        for o in overrides {
+            let _ = writeln!(
+                out,
+                "{metric}{{override=\"{}\",group=\"{}\"}} {}",
+                escape(o.name),
+                escape(o.group),
+                value(&o.stats)
             );
         }
     }
@@ -413,7 +453,16 @@ mod tests {
                 },
             },
         ];
-        render(&verdicts, &groups, &nexthops, Some(&egress))
+        let overrides = [OverrideSample {
+            name: "pin-qp",
+            group: "spines",
+            stats: OverrideStats {
+                packets: 3,
+                bytes: 384,
+                fallbacks: 1,
+            },
+        }];
+        render(&verdicts, &groups, &nexthops, &overrides, Some(&egress))
     }
 
     /// The whole file, spelled out: dashboards and alerts match these
@@ -451,6 +500,15 @@ fabriclb_group_sprayed_packets_total{group="spines"} 0
 # HELP fabriclb_group_pinned_packets_total Packets that followed their flowlet (flowlet and per-packet modes).
 # TYPE fabriclb_group_pinned_packets_total counter
 fabriclb_group_pinned_packets_total{group="spines"} 7
+# HELP fabriclb_override_packets_total Packets an override matched and sent to its next hop.
+# TYPE fabriclb_override_packets_total counter
+fabriclb_override_packets_total{override="pin-qp",group="spines"} 3
+# HELP fabriclb_override_bytes_total Bytes an override matched and sent to its next hop (as received).
+# TYPE fabriclb_override_bytes_total counter
+fabriclb_override_bytes_total{override="pin-qp",group="spines"} 384
+# HELP fabriclb_override_fallbacks_total Packets an override matched while its next hop was unusable: they took the group's own choice.
+# TYPE fabriclb_override_fallbacks_total counter
+fabriclb_override_fallbacks_total{override="pin-qp",group="spines"} 1
 # HELP fabriclb_nexthop_packets_total Packets forwarded to the next hop.
 # TYPE fabriclb_nexthop_packets_total counter
 fabriclb_nexthop_packets_total{group="spines",nexthop="eth1 10.0.2.2",id="0"} 5
@@ -565,7 +623,7 @@ fabriclb_egress_tx_errors_total{interface="eth2",cause="dropped"} 9
             mode: Mode::Ecmp.code(),
             stats: GroupStats::default(),
         }];
-        let text = render(&verdicts, &groups, &[], None);
+        let text = render(&verdicts, &groups, &[], &[], None);
         assert!(
             text.contains("fabriclb_group_pinned_packets_total{group=\"a\\\"b\\\\c\\nd\"} 0\n"),
             "{text}"
@@ -576,9 +634,9 @@ fabriclb_egress_tx_errors_total{interface="eth2",cause="dropped"} 9
     #[test]
     fn tx_errors_not_counted_leave_the_family_out() {
         let verdicts = [0; Reason::COUNT as usize];
-        let text = render(&verdicts, &[], &[], None);
+        let text = render(&verdicts, &[], &[], &[], None);
         assert!(!text.contains("fabriclb_egress_tx_errors_total"), "{text}");
-        let text = render(&verdicts, &[], &[], Some(&[]));
+        let text = render(&verdicts, &[], &[], &[], Some(&[]));
         assert!(
             text.contains("# TYPE fabriclb_egress_tx_errors_total counter\n"),
             "{text}"

@@ -13,7 +13,7 @@ use lb_common::select::flowlet::{MODE_ECMP, MODE_FLOWLET, MODE_PER_PACKET};
 
 use crate::explain::now_ns;
 use crate::flowlet::{SHARED, SPLIT_X, flowlets, roce_packet, split_shared};
-use crate::harness::Harness;
+use crate::harness::{Harness, LOOPBACK};
 use crate::packets::PEER_MAC;
 use crate::pins::Pin;
 use crate::switch::{self, GAP_ONE_SECOND_US, Group, LB_MAC, SHORT_GAP_MS};
@@ -51,7 +51,7 @@ fn forward(
     let maps = MapSet::from_program(&info).expect("the program's maps");
     let (ip, l4) = packet;
     let frame = ip.frame(LB_MAC, PEER_MAC, &[], l4);
-    let e = explain(&maps, &frame, Some(0), now_ns()).expect("explain");
+    let e = explain(&maps, &frame, LOOPBACK, Some(0), now_ns()).expect("explain");
     let kind = e.dynamic.as_ref().map(|d| &d.kind);
     assert_eq!(
         matches!(kind, Some(Dynamic::Flowlet { draining: true, .. })),

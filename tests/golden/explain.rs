@@ -13,7 +13,7 @@ use fabriclb::inspect::{
 };
 use lb_common::{select::flowlet::FlowletStep, verdict::Reason};
 
-use crate::harness::{Harness, pin_to_one_cpu};
+use crate::harness::{Harness, LOOPBACK, pin_to_one_cpu};
 use crate::switch;
 
 /// A group whose flowlets end after a microsecond, so that every packet
@@ -178,7 +178,7 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
         let frame = Description::parse(&text).expect(&text).frame();
         let before = h.dp.verdict_counts().expect("verdicts");
         let now = now_ns();
-        let e = explain(&maps, &frame, Some(0), now).expect("explain");
+        let e = explain(&maps, &frame, LOOPBACK, Some(0), now).expect("explain");
         let (action, out) = h.run(&frame);
         let after = h.dp.verdict_counts().expect("verdicts");
         if at_the_gap(&e, now) {

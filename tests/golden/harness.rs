@@ -26,12 +26,15 @@ use crate::fixtures::Fixture;
 use crate::packets::PEER_MAC;
 use crate::switch::{self, GROUPS, LB_MAC};
 
+/// The ifindex a test run's packets come in on: the loopback's.
+pub const LOOPBACK: u32 = 1;
+
 /// The production object, for a harness with maps sized otherwise.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
 
 pub struct Harness {
     pub dp: Dataplane,
-    tables: Tables,
+    pub tables: Tables,
 }
 
 impl Harness {

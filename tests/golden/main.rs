@@ -19,6 +19,7 @@ mod explain;
 mod fixtures;
 mod flowlet;
 mod harness;
+mod overrides;
 mod packets;
 mod pins;
 mod rollback;

@@ -87,6 +87,12 @@ pub struct GroupEntry {
     /// (see [`crate::select::flowlet::drain`]); `MODE_ECMP` otherwise. It
     /// takes what was padding, so the entry's layout stays.
     pub draining: u32,
+    /// How many overrides the group has, in [`OVERRIDES`]'s half
+    /// `override_half` of its run ([`crate::select::overrides`]).
+    pub override_count: u32,
+    /// Which half of the group's run of [`OVERRIDES`] is in use: a changed
+    /// set is written whole into the other, then this flips.
+    pub override_half: u32,
     /// The group's next-hop ids, usable or not, in config order; flowlet
     /// state names them by index (slot).
     pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
@@ -104,9 +110,53 @@ impl Default for GroupEntry {
             flowlet_gap_ns: 0,
             member_count: 0,
             draining: 0,
+            override_count: 0,
+            override_half: 0,
             members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
         }
     }
+}
+
+/// Array: `(group * 2 + half) * MAX_OVERRIDES_PER_GROUP + i` ->
+/// [`OverrideEntry`]: each group's overrides, most specific first, in the
+/// half its entry names.
+pub const OVERRIDES: &str = "FL_OVERRIDES";
+/// Per-CPU array, indexed as [`OVERRIDES`] -> [`OverrideStats`]. Short:
+/// the kernel keeps 15 bytes of a map's name, which `explain` finds it by.
+pub const OVERRIDE_STATS: &str = "FL_OVR_STATS";
+
+/// A traffic-engineering override: packets it matches take the group's
+/// member `slot` instead of the group's own choice. Addresses are stored
+/// masked, with their masks; a zero mask (and `ingress` or `dest_qp` 0)
+/// matches anything.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OverrideEntry {
+    pub dst: [u8; 16],
+    pub dst_mask: [u8; 16],
+    pub src: [u8; 16],
+    pub src_mask: [u8; 16],
+    /// 1 for IPv6 prefixes.
+    pub is_ipv6: u32,
+    /// Ingress ifindex the packet must have come in on; 0 for any.
+    pub ingress: u32,
+    /// RoCEv2 destination QP it must carry; 0 for any (QP 0 is never a
+    /// RoCEv2 connection's).
+    pub dest_qp: u32,
+    /// The group member (index into `members`) it pins to.
+    pub slot: u32,
+}
+
+/// Per-CPU counters of one override.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OverrideStats {
+    /// Packets matched and sent to the pinned member.
+    pub packets: u64,
+    pub bytes: u64,
+    /// Packets matched while the pinned member was unusable: they took
+    /// the group's own choice.
+    pub fallbacks: u64,
 }
 
 /// Next-hop flag: selectable (configured, link up, MAC known).
@@ -160,6 +210,8 @@ mod pod {
     unsafe impl aya::Pod for super::NextHop {}
     unsafe impl aya::Pod for super::NextHopStats {}
     unsafe impl aya::Pod for super::GroupStats {}
+    unsafe impl aya::Pod for super::OverrideEntry {}
+    unsafe impl aya::Pod for super::OverrideStats {}
     unsafe impl aya::Pod for crate::select::flowlet::FlowletState {}
 }
 
@@ -171,8 +223,10 @@ mod tests {
     fn layouts_have_no_padding() {
         assert_eq!(
             core::mem::size_of::<GroupEntry>(),
-            40 + 4 * MAX_NEXTHOPS_PER_GROUP
+            48 + 4 * MAX_NEXTHOPS_PER_GROUP
         );
+        assert_eq!(core::mem::size_of::<OverrideEntry>(), 80);
+        assert_eq!(core::mem::size_of::<OverrideStats>(), 24);
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
         assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
         assert_eq!(core::mem::size_of::<GroupStats>(), 40);

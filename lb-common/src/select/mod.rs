@@ -5,5 +5,6 @@ pub mod buckets;
 pub mod flowlet;
 pub mod hash;
 pub mod load;
+pub mod overrides;
 pub mod placement;
 pub mod quality;

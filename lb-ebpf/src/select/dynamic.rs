@@ -5,7 +5,7 @@
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
     abi::GroupEntry,
-    limits::BUCKETS_PER_GROUP,
+    limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     select::{
         flowlet::{
             FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step,
@@ -31,11 +31,15 @@ pub(super) struct Packet {
     pub ecmp_id: u32,
     pub len: u64,
     pub sprayable: bool,
+    /// The member a matched override pins the flow to, usable;
+    /// `NO_NEXTHOP` for none.
+    pub pinned: u32,
 }
 
 /// Flowlet and per-packet modes: spray what may be sprayed, keep the rest
 /// on flowlets; a draining ECMP group ends each flowlet on its ECMP next
-/// hop. Never chooses a next hop that is down.
+/// hop. A pinned flow's packets all go to its member, its flowlets moving
+/// there at their next start. Never chooses a next hop that is down.
 // Not inlined: its own stack frame keeps `process` under 512 bytes. BPF
 // calls take at most five arguments, hence `Packet` and `out`.
 #[inline(never)]
@@ -46,6 +50,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         ecmp_id,
         len,
         sprayable,
+        pinned,
     } = *packet;
     let stats = FL_GROUP_STATS
         .get_ptr_mut(group_id)
@@ -58,6 +63,15 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     };
 
     let draining = group.mode == MODE_ECMP;
+    let is_pinned = pinned != NO_NEXTHOP;
+    if sprayable && is_pinned {
+        *out = Choice {
+            nh_id: member(group, pinned),
+            sprayed: false,
+            epoch: Some(epoch),
+        };
+        return Ok(());
+    }
     if sprayable && draining {
         *out = Choice::ecmp(ecmp_id);
         return Ok(());
@@ -105,11 +119,22 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     let slot = if draining {
         // ECMP's buckets hold members only; a bucket written before its
         // group entry stands in without flowlet state.
-        let Some(ecmp_slot) = slot_of(group, ecmp_id) else {
+        let target = if is_pinned {
+            Some(pinned)
+        } else {
+            slot_of(group, ecmp_id)
+        };
+        let Some(target) = target else {
             *out = Choice::ecmp(ecmp_id);
             return Ok(());
         };
-        drain(next, usable_slot, ecmp_slot)
+        drain(next, usable_slot, target)
+    } else if is_pinned {
+        // Onto the pin at a flowlet's start, never mid-burst.
+        match next {
+            FlowletStep::Continue(slot) if usable_slot(slot) => slot,
+            _ => pinned,
+        }
     } else {
         match placement(next, usable_slot, ecmp_start) {
             Placement::Slot(slot) => slot,

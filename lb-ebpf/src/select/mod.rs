@@ -4,6 +4,7 @@
 
 mod dynamic;
 mod members;
+pub mod pin;
 
 use lb_common::{
     abi::GroupEntry,
@@ -18,6 +19,9 @@ use lb_common::{
 
 use crate::maps::FL_BUCKETS;
 use dynamic::{Packet, dynamic};
+pub(crate) use members::member;
+use members::usable;
+use pin::Pin;
 
 /// The next hop a packet takes, and what to account for it.
 pub struct Choice {
@@ -55,8 +59,10 @@ pub fn bucket(group_id: u32, hash: u32) -> Result<u32, Reason> {
 
 /// The next hop a packet of `len` bytes takes, into `choice`, which holds
 /// ECMP's: kept in an ECMP group, the [`dynamic`] choice in the others
-/// and in an ECMP group still draining its flowlets.
-/// Never [`NO_NEXTHOP`].
+/// and in an ECMP group still draining its flowlets. A matched override
+/// (`pin`) whose member is usable takes its place: at once in an ECMP
+/// group, at the flow's next flowlet in the others; one whose member is
+/// not counts a fallback. Never [`NO_NEXTHOP`].
 // Fills `choice` in place: a returned `Result<Choice, _>` has LLVM lay out
 // `process` differently, 24 instructions longer.
 #[inline(always)]
@@ -66,8 +72,17 @@ pub fn next_hop(
     hash: u32,
     len: u64,
     parsed: &Parsed,
+    pin: Option<Pin>,
     choice: &mut Choice,
 ) -> Result<(), Reason> {
+    let pinned = match pin {
+        Some(pin) if usable(member(group, pin.slot)) => pin.slot,
+        Some(pin) => {
+            pin::count(pin.index, len, true);
+            NO_NEXTHOP
+        }
+        None => NO_NEXTHOP,
+    };
     let rules = flowlet_rules(group.mode, group.draining);
     if rules != MODE_ECMP {
         let packet = Packet {
@@ -76,8 +91,11 @@ pub fn next_hop(
             ecmp_id: choice.nh_id,
             len,
             sprayable: sprays(rules, group.spray, parsed.bth.as_ref()),
+            pinned,
         };
         dynamic(&packet, group, choice)?;
+    } else if pinned != NO_NEXTHOP {
+        choice.nh_id = member(group, pinned);
     }
     if choice.nh_id == NO_NEXTHOP {
         return Err(Reason::NoNextHop);

@@ -18,6 +18,10 @@ pub struct ExplainArgs {
     /// Explain every frame of this capture (classic pcap, Ethernet).
     #[arg(long, conflicts_with = "packet")]
     pcap: Option<PathBuf>,
+    /// The interface the packet comes in on, for overrides that name one
+    /// (without it they are taken as not matching, with a note).
+    #[arg(long)]
+    ingress: Option<String>,
     /// Whose per-CPU flowlet state, spray position and loads to use
     /// (default: the CPU holding the flow's latest flowlet state, else 0).
     #[arg(long)]
@@ -40,6 +44,11 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         }
         None => vec![Description::parse(&args.packet.join(" "))?.frame()],
     };
+    let ingress = match &args.ingress {
+        None => 0,
+        Some(name) => fabriclb::netlink::ifindex(name)
+            .with_context(|| format!("--ingress {name:?}: no such interface"))?,
+    };
     let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
     let names = args.names.names(&maps)?;
     for note in &names.notes {
@@ -51,7 +60,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         }
         let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
         let now = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
-        let explanation = explain::explain(&maps, frame, args.cpu, now)?;
+        let explanation = explain::explain(&maps, frame, ingress, args.cpu, now)?;
         print!("{}", explain::render(&explanation, &names));
     }
     Ok(())

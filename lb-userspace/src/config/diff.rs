@@ -126,6 +126,20 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             out.push(format!("route {} removed", route.prefix));
         }
     }
+    for entry in &new.overrides {
+        match old.overrides.iter().find(|o| o.name == entry.name) {
+            None => out.push(format!("override {:?} added: {entry}", entry.name)),
+            Some(was) if was != entry => {
+                out.push(format!("override {:?}: {was} -> {entry}", entry.name))
+            }
+            Some(_) => {}
+        }
+    }
+    for entry in &old.overrides {
+        if !new.overrides.iter().any(|o| o.name == entry.name) {
+            out.push(format!("override {:?} removed", entry.name));
+        }
+    }
     out
 }
 

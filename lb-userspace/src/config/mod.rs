@@ -63,9 +63,10 @@ pub use schema::{
     ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, FLOWLET_GAP_DEFAULT_US,
     FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group,
     GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN,
-    NextHopAddr, NextHopSpec, Prefix, RT_TABLE_MAIN, Route, RouteSource, SAMPLING_INTERVAL_MAX_US,
-    SAMPLING_INTERVAL_MIN_US, SonicRoutes, Spray, Switch, TelemetrySettings, TelemetrySource,
-    VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac, learned_group_name,
+    NextHopAddr, NextHopSpec, Override, Prefix, RT_TABLE_MAIN, Route, RouteSource,
+    SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, SonicRoutes, Spray, Switch,
+    TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
+    learned_group_name,
 };
 
 /// Reads and validates the config file at `path`.

@@ -18,6 +18,19 @@ pub(super) struct RawConfig {
     pub(super) group: Vec<Spanned<RawGroup>>,
     #[serde(default)]
     pub(super) route: Vec<Spanned<RawRoute>>,
+    #[serde(default, rename = "override")]
+    pub(super) overrides: Vec<Spanned<RawOverride>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOverride {
+    pub(super) name: Spanned<String>,
+    pub(super) dst: Spanned<String>,
+    pub(super) src: Option<Spanned<String>>,
+    pub(super) ingress: Option<Spanned<String>>,
+    pub(super) dest_qp: Option<Spanned<i64>>,
+    pub(super) next_hop: Spanned<RawNextHop>,
 }
 
 #[derive(Deserialize)]

@@ -51,6 +51,8 @@ pub struct Config {
     pub groups: Vec<Group>,
     /// In file order.
     pub routes: Vec<Route>,
+    /// `[[override]]`s, in file order.
+    pub overrides: Vec<Override>,
     /// What validation found suspicious, in file order within each table.
     /// Not part of what the config does: [`changes`](super::changes)
     /// ignores them.
@@ -210,6 +212,81 @@ impl Group {
             (None, Some(sonic)) => Some(RouteSource::Sonic(sonic.clone())),
             (None, None) => None,
         }
+    }
+}
+
+/// An `[[override]]`: packets it matches take `next_hop` of the group
+/// whose route carries `dst`, instead of that group's own choice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    /// Unique; its counters' label.
+    pub name: String,
+    pub dst: Prefix,
+    /// Same family as `dst`.
+    pub src: Option<Prefix>,
+    /// One of `switch.interfaces`.
+    pub ingress: Option<String>,
+    /// RoCEv2 destination QP, 1..=0xffffff.
+    pub dest_qp: Option<u32>,
+    pub next_hop: NextHopSpec,
+}
+
+impl Route {
+    /// The route of `routes` that carries `dst`: the longest whose prefix
+    /// covers it.
+    pub fn carrying(routes: &[Route], dst: Prefix) -> Option<&Route> {
+        routes
+            .iter()
+            .filter(|r| r.prefix.covers(dst))
+            .max_by_key(|r| r.prefix.len)
+    }
+}
+
+impl Prefix {
+    /// Whether every address of `other` is in this prefix.
+    pub fn covers(&self, other: Prefix) -> bool {
+        let bits = |a: IpAddr| match a {
+            IpAddr::V4(a) => (u128::from(u32::from(a)) << 96, 32),
+            IpAddr::V6(a) => (u128::from(a), 128),
+        };
+        let ((mine, max), (theirs, other_max)) = (bits(self.addr), bits(other.addr));
+        if max != other_max || self.len > other.len {
+            return false;
+        }
+        let mask = u128::MAX
+            .checked_shl(128 - u32::from(self.len))
+            .unwrap_or(0);
+        (mine ^ theirs) & mask == 0
+    }
+}
+
+impl fmt::Display for Override {
+    /// `198.19.1.0/24 from 10.1.0.0/16 in h1 qp 0x42 -> s2 198.18.2.2`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.dst)?;
+        if let Some(src) = self.src {
+            write!(f, " from {src}")?;
+        }
+        if let Some(ingress) = &self.ingress {
+            write!(f, " in {ingress}")?;
+        }
+        if let Some(qp) = self.dest_qp {
+            write!(f, " qp {qp:#x}")?;
+        }
+        write!(f, " -> {}", self.next_hop)
+    }
+}
+
+impl Override {
+    /// Most specific first: a QP, then the longer destination, then the
+    /// longer source, then an ingress interface.
+    pub fn specificity(&self) -> (bool, u8, u8, bool) {
+        (
+            self.dest_qp.is_some(),
+            self.dst.len,
+            self.src.map_or(0, |s| s.len),
+            self.ingress.is_some(),
+        )
     }
 }
 

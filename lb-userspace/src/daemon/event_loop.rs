@@ -19,6 +19,7 @@ use super::link_events::{self, LinkWatch};
 use super::links::{Ongoing, resolve_with_wait};
 use super::local::{self, Follower};
 use super::metrics_file::{MetricsTick, render_metrics};
+use super::reload;
 use super::sonic::{self, Sonic};
 use super::state::Running;
 use super::telemetry::Telemetry;
@@ -82,6 +83,7 @@ pub async fn run(options: Options) -> Result<()> {
     let follower = Follower::start(&netlink).await?;
     local::program(&follower, &mut tables);
     local::report_shadowed(None, &tables);
+    reload::report_override_skips(None, &tables);
     tables
         .write(&mut dp, held.as_ref())
         .context("programming the maps")?;

@@ -7,13 +7,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use lb_common::abi::NEXTHOP_USABLE;
 use lb_common::abi::tx_errors::TxErrors;
+use lb_common::select::overrides::override_index;
 use tracing::{info, warn};
 
 use super::Options;
 use super::state::Running;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
-use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, PathSample};
+use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, OverrideSample, PathSample};
 
 /// The metrics tick: the textfile written and the counters offered to
 /// SONiC from one read of the maps; a failure said when it starts (or
@@ -73,6 +74,17 @@ fn render_with(
             stats: dp.group_stats(group.id)?,
         });
     }
+    let mut overrides = Vec::new();
+    for group in &tables.groups {
+        for (i, (name, _)) in (0u32..).zip(&group.overrides) {
+            let index = override_index(group.id, group.entry.override_half, i);
+            overrides.push(OverrideSample {
+                name,
+                group: &group.name,
+                stats: dp.override_stats(index)?,
+            });
+        }
+    }
     let egress = match dp.tx_errors() {
         Some(counted) => Some(egress(tables, &counted?)),
         None => None,
@@ -81,6 +93,7 @@ fn render_with(
         &verdicts,
         &groups,
         nexthops,
+        &overrides,
         egress.as_deref(),
     ))
 }

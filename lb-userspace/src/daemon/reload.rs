@@ -16,6 +16,23 @@ use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::netlink::Netlink;
 
+/// Says each override that takes no effect in `after` and did in
+/// `before` (or each, at start), and each that takes effect again.
+pub(super) fn report_override_skips(before: Option<&Tables>, after: &Tables) {
+    for (name, why) in &after.override_skips {
+        let said =
+            before.is_some_and(|b| b.override_skips.iter().any(|(n, w)| n == name && w == why));
+        if !said {
+            warn!(override_name = name, "override takes no effect: {why}");
+        }
+    }
+    for (name, _) in before.map_or(&[][..], |b| &b.override_skips[..]) {
+        if !after.override_skips.iter().any(|(n, _)| n == name) {
+            info!(override_name = name, "override takes effect again");
+        }
+    }
+}
+
 impl Running {
     /// Reads the config again and, if it is valid, moves the data plane to
     /// it without detaching: maps are rewritten in place, entry by entry.
@@ -123,6 +140,7 @@ impl Running {
             }
             return Err(e).context("programming the maps");
         }
+        report_override_skips(Some(&self.tables), &tables);
         Ok(tables)
     }
 

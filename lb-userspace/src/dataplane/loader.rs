@@ -18,6 +18,7 @@ use super::Maps;
 use super::tables::route_table::PoolFull;
 use super::tx_errors::{self, TxCounting};
 
+mod overrides;
 mod pinning;
 mod routes;
 pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
@@ -556,6 +557,8 @@ mod tests {
             names::ROUTE6_FIRST,
             names::ROUTE6_POOL,
             names::GROUPS,
+            names::OVERRIDES,
+            names::OVERRIDE_STATS,
             names::BUCKETS,
             names::NEXTHOPS,
             names::DEVMAP,
@@ -572,6 +575,12 @@ mod tests {
             names::tx_errors::INGRESS_PORTS,
         ];
         assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
+        // The kernel keeps 15 bytes of a map's name; `explain` finds the
+        // forwarding program's maps by theirs (the tracepoints' it never
+        // opens).
+        for name in forwarding.iter().take_while(|&&n| n != names::SCRATCH) {
+            assert!(name.len() <= 15, "{name} is longer than the kernel keeps");
+        }
     }
 
     /// Each message names its subject and says its cause once, also where

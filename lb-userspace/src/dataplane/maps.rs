@@ -3,7 +3,9 @@
 //! `explain` open from an instance's pins or a program's map ids.
 
 use aya::maps::{Array, DevMapHash, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray};
-use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::abi::{
+    self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
+};
 use lb_common::select::flowlet::FlowletState;
 
 pub struct Maps {
@@ -14,6 +16,8 @@ pub struct Maps {
     pub route6_first: Array<MapData, u32>,
     pub route6_pool: Array<MapData, u32>,
     pub groups: Array<MapData, GroupEntry>,
+    pub overrides: Array<MapData, OverrideEntry>,
+    pub override_stats: PerCpuArray<MapData, OverrideStats>,
     pub buckets: Array<MapData, u32>,
     pub nexthops: Array<MapData, NextHop>,
     pub devmap: DevMapHash<MapData>,
@@ -48,6 +52,8 @@ impl Maps {
             route6_first: typed!(names::ROUTE6_FIRST),
             route6_pool: typed!(names::ROUTE6_POOL),
             groups: typed!(names::GROUPS),
+            overrides: typed!(names::OVERRIDES),
+            override_stats: typed!(names::OVERRIDE_STATS),
             buckets: typed!(names::BUCKETS),
             nexthops: typed!(names::NEXTHOPS),
             devmap: typed!(names::DEVMAP),

@@ -31,6 +31,8 @@ use lb_common::{
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
 use former::Former;
+use lb_common::select::overrides::override_index;
+use overrides::GroupOverrides;
 use route_table::{Family, Layout};
 use tracing::{info, warn};
 
@@ -53,6 +55,8 @@ pub struct GroupTable {
     pub drain_until: Option<Instant>,
     /// Next hops that left the set, and their homes then.
     pub former: Former,
+    /// The group's overrides in match order, in `entry.override_half`.
+    pub overrides: GroupOverrides,
 }
 
 /// How many flowlet gaps a group switched to ECMP drains for. A flow that
@@ -83,6 +87,8 @@ pub struct Tables {
     route4: Placed,
     /// The IPv6 route table as placed in the maps, or left to the trie.
     route6: Placed,
+    /// Overrides of the config that take no effect, and why.
+    pub override_skips: Vec<(String, String)>,
 }
 
 /// A compiled route table as placed in the maps: fixed at the tables'
@@ -213,7 +219,13 @@ impl Tables {
         let mut next_generation = previous.map_or(1, |p| p.next_generation);
         let mut ids = ids.into_iter();
         let mut groups = Vec::with_capacity(config.groups.len());
-        for (group, id) in config.groups.iter().zip(group_ids) {
+        let (mut group_overrides, override_skips) = overrides::resolve(config);
+        for ((group, id), overrides) in config
+            .groups
+            .iter()
+            .zip(group_ids)
+            .zip(group_overrides.drain(..))
+        {
             let members: Vec<u32> = ids.by_ref().take(group.next_hops.len()).collect();
             let old = old_groups.get(group.name.as_str());
             // Flowlet state made before a spell of ECMP must not steer
@@ -244,6 +256,8 @@ impl Tables {
             };
             let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
+            entry.override_count = overrides.len() as u32;
+            entry.override_half = overrides::half(old.copied(), &overrides);
             entry.members[..members.len()].copy_from_slice(&members);
             // Homes move only when members or weights do: a reload's or
             // the kernel's routes', not a link's.
@@ -268,6 +282,7 @@ impl Tables {
                 spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
                 drain_until,
                 former,
+                overrides,
             };
             table.rebalance(&nexthops, &quality);
             groups.push(table);
@@ -286,6 +301,7 @@ impl Tables {
             next_generation,
             route4: Placed::default(),
             route6: Placed::default(),
+            override_skips,
         })
     }
 
@@ -472,6 +488,18 @@ impl Tables {
             let old = old_group(group.id);
             dp.write_buckets(group.id, old.map(|g| g.buckets.as_slice()), &group.buckets)?;
             dp.write_spray(group.id, old.map(|g| g.spray.as_slice()), &group.spray)?;
+            let same_half = old.is_some_and(|old| {
+                old.entry.override_half == group.entry.override_half
+                    && old.overrides == group.overrides
+            });
+            if !same_half {
+                // The half the group entry does not name yet, whole, then
+                // the entry; its counters start again with it.
+                for (i, (_, entry)) in (0u32..).zip(&group.overrides) {
+                    let index = override_index(group.id, group.entry.override_half, i);
+                    dp.set_override(index, *entry)?;
+                }
+            }
             if old.map(|g| g.entry) != Some(group.entry) {
                 dp.set_group(group.id, group.entry)?;
             }
@@ -649,6 +677,7 @@ mod adopt;
 mod former;
 #[cfg(test)]
 mod local_tests;
+pub mod overrides;
 pub mod route_table;
 #[cfg(test)]
 mod tests;

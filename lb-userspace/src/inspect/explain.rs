@@ -11,14 +11,17 @@ use std::net::IpAddr;
 
 use aya::maps::lpm_trie::Key;
 use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop};
-use lb_common::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP};
-use lb_common::packet::parse::{Parsed, parse};
+use lb_common::limits::{
+    BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP,
+};
+use lb_common::packet::parse::{FlowFields, Parsed, parse};
 use lb_common::route::{self, table::value_entry};
 use lb_common::select::flowlet::{
     Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
     flowlet_rules, sprays, starts_on_ecmp, step,
 };
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
+use lb_common::select::overrides::{matches, override_index};
 use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
 
@@ -38,6 +41,11 @@ pub struct Explanation {
     pub route: Option<RouteMatch>,
     pub group: Option<(u32, GroupEntry)>,
     pub hash: Option<HashStep>,
+    /// The override the packet matched.
+    pub pin: Option<PinStep>,
+    /// The packet's ingress interface is unknown and the group has
+    /// overrides that name one: those were taken as not matching.
+    pub ingress_unknown: bool,
     pub dynamic: Option<DynamicStep>,
     /// The next hop chosen, whether or not it could take the packet.
     pub next_hop: Option<(u32, NextHop)>,
@@ -51,6 +59,16 @@ pub struct Explanation {
 pub struct RouteMatch {
     pub prefix: Option<(IpAddr, u8)>,
     pub value: Option<u32>,
+}
+
+/// A matched override: its index in the override table, the member it
+/// pins, and whether that one is usable (else the group's own choice
+/// stands, counted as a fallback).
+#[derive(Clone, Copy, Debug)]
+pub struct PinStep {
+    pub index: u32,
+    pub slot: u32,
+    pub usable: bool,
 }
 
 /// ECMP's choice: the hash input, its hash, the bucket and what it holds.
@@ -119,6 +137,8 @@ impl Explanation {
             route: None,
             group: None,
             hash: None,
+            pin: None,
+            ingress_unknown: false,
             dynamic: None,
             next_hop: None,
             port_missing: false,
@@ -131,12 +151,14 @@ impl Explanation {
     }
 }
 
-/// What the data plane does with `frame` on `cpu` at `now_ns`
-/// (CLOCK_MONOTONIC, the program's clock). Without a `cpu`, the one
+/// What the data plane does with `frame`, come in on interface `ingress`
+/// (an ifindex; 0 unknown), on `cpu` at `now_ns` (CLOCK_MONOTONIC, the
+/// program's clock). Without a `cpu`, the one
 /// holding the flow's most recent flowlet state, else CPU 0.
 pub fn explain(
     maps: &MapSet,
     frame: &[u8],
+    ingress: u32,
     cpu: Option<usize>,
     now_ns: u64,
 ) -> Result<Explanation> {
@@ -185,23 +207,38 @@ pub fn explain(
         ecmp,
     });
     let mut nh_id = ecmp;
+    let at = Choice {
+        maps,
+        group_id,
+        group: &group,
+        len: frame.len() as u64,
+    };
+    let (pin, ingress_unknown) = at.pinned(flow, ingress)?;
+    e.ingress_unknown = ingress_unknown;
+    if let Some((index, slot)) = pin {
+        e.pin = Some(PinStep {
+            index,
+            slot,
+            usable: at.usable(at.member(slot))?,
+        });
+    }
+    let pinned = e.pin.filter(|p| p.usable).map(|p| p.slot);
     let rules = flowlet_rules(group.mode, group.draining);
+    let sprayable = sprays(rules, group.spray, parsed.bth.as_ref());
     // What a draining group's old mode sprayed takes ECMP at once, as in
     // the program.
-    let drained_spray = group.mode == MODE_ECMP && sprays(rules, group.spray, parsed.bth.as_ref());
-    if rules != MODE_ECMP && !drained_spray {
-        let at = Choice {
-            maps,
-            group_id,
-            group: &group,
-            len: frame.len() as u64,
-        };
-        let (step, chosen) = at.dynamic(&parsed, hash, ecmp, cpu, now_ns)?;
+    let drained_spray = group.mode == MODE_ECMP && sprayable;
+    if rules != MODE_ECMP && sprayable && pinned.is_some() {
+        nh_id = pinned.map_or(NO_NEXTHOP, |slot| at.member(slot));
+    } else if rules != MODE_ECMP && !drained_spray {
+        let (step, chosen) = at.dynamic(&parsed, hash, ecmp, pinned, cpu, now_ns)?;
         e.dynamic = Some(step);
         match chosen {
             Some(id) => nh_id = id,
             None => return Ok(e.ends(Reason::NoNextHop)),
         }
+    } else if let (MODE_ECMP, Some(slot)) = (rules, pinned) {
+        nh_id = at.member(slot);
     }
     if nh_id == NO_NEXTHOP {
         return Ok(e.ends(Reason::NoNextHop));
@@ -261,6 +298,24 @@ struct Choice<'a> {
 }
 
 impl Choice<'_> {
+    /// The first of the group's overrides a packet of `flow` from
+    /// `ingress` matches, as its index and slot; and whether an override
+    /// naming an ingress was passed over for want of one.
+    fn pinned(&self, flow: &FlowFields, ingress: u32) -> Result<(Option<(u32, u32)>, bool)> {
+        let mut unknown = false;
+        for i in 0..self.group.override_count.min(MAX_OVERRIDES_PER_GROUP) {
+            let index = override_index(self.group_id, self.group.override_half, i);
+            let Some(entry) = self.maps.override_at(index)? else {
+                break;
+            };
+            unknown |= ingress == 0 && entry.ingress != 0;
+            if matches(&entry, flow, ingress) {
+                return Ok((Some((index, entry.slot)), unknown));
+            }
+        }
+        Ok((None, unknown))
+    }
+
     /// The next-hop id in `slot`, [`NO_NEXTHOP`] past the members.
     fn member(&self, slot: u32) -> u32 {
         if slot >= self.group.member_count {
@@ -301,6 +356,7 @@ impl Choice<'_> {
         parsed: &Parsed,
         hash: u32,
         ecmp: u32,
+        pinned: Option<u32>,
         cpu: Option<usize>,
         now_ns: u64,
     ) -> Result<(DynamicStep, Option<u32>)> {
@@ -388,9 +444,15 @@ impl Choice<'_> {
         let (slot, new_flowlet) = if draining {
             // No slot holds ECMP's next hop (a bucket written before its
             // group entry): the program takes that next hop, no state kept.
-            let ecmp_slot = members.iter().find(|m| m.id == ecmp).map(|m| m.slot);
-            let slot = ecmp_slot.map(|ecmp_slot| drain(next, usable_slot, ecmp_slot));
-            (slot, ecmp_slot)
+            let target = pinned.or_else(|| members.iter().find(|m| m.id == ecmp).map(|m| m.slot));
+            let slot = target.map(|target| drain(next, usable_slot, target));
+            (slot, target)
+        } else if let Some(pinned) = pinned {
+            let slot = match next {
+                FlowletStep::Continue(slot) if usable_slot(slot) => slot,
+                _ => pinned,
+            };
+            (Some(slot), Some(pinned))
         } else {
             (
                 place(next, ecmp_start),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
-use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry};
 use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
@@ -101,6 +101,11 @@ impl MapSet {
     /// Group `id`; `None` past the table, as the data plane's lookup.
     pub fn group_at(&self, id: u32) -> Result<Option<GroupEntry>> {
         absent_is_none(self.typed.groups.get(&id, 0), names::GROUPS)
+    }
+
+    /// Override `index`; `None` past the table, as the data plane's lookup.
+    pub fn override_at(&self, index: u32) -> Result<Option<OverrideEntry>> {
+        absent_is_none(self.typed.overrides.get(&index, 0), names::OVERRIDES)
     }
 
     /// Next hop `id`; `None` past the table, as the data plane's lookup.

@@ -293,6 +293,14 @@ pub fn solicit(interface: Option<&str>, ifindex: u32, ip: IpAddr) -> std::io::Re
     socket.send_to(&[], target).map(|_| ())
 }
 
+/// The index of interface `name` in this network namespace, if it exists.
+pub fn ifindex(name: &str) -> Option<u32> {
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    (index != 0).then_some(index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

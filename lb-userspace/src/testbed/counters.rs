@@ -205,7 +205,7 @@ mod tests {
                 dropped: 1,
             },
         }];
-        render(&verdicts, &groups, &nexthops, Some(&egress))
+        render(&verdicts, &groups, &nexthops, &[], Some(&egress))
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod group;
 mod kernel_routes;
 mod limits;
 mod next_hop;
+mod overrides;
 mod parse;
 mod route;
 mod schema;

@@ -60,6 +60,7 @@ prefix = "2001:db8:1::1/128"
 group = "spines"
 "#;
     let expected = Config {
+        overrides: Vec::new(),
         switch: Switch {
             hash_seed: 0x5eed_1234,
             interfaces: vec!["eth0".into(), "eth9".into()],

@@ -5,6 +5,7 @@
 
 mod group;
 mod next_hop;
+mod overrides;
 mod route;
 mod route_source;
 mod switch;
@@ -40,6 +41,7 @@ impl Ctx<'_> {
         self.followed_alone(&followed, &groups, &group_names)?;
         let routes = self.routes(raw.route, &groups, !followed.is_empty())?;
         self.unrouted_groups(&groups, &routes, &group_names);
+        let overrides = self.overrides(raw.overrides, &switch, &groups, &routes)?;
         self.unread_telemetry_tables(shared_tables.into_iter().flatten(), &groups);
         let mut warnings = self.take_warnings();
         warnings.sort_by_key(|w| (w.line, w.column));
@@ -49,6 +51,7 @@ impl Ctx<'_> {
             telemetry,
             groups,
             routes,
+            overrides,
             warnings,
         })
     }

@@ -48,6 +48,15 @@ impl Ctx<'_> {
     }
 
     fn prefix(&self, text: &Spanned<String>) -> Result<Prefix, ConfigError> {
+        let masked = self.plain_prefix(text)?;
+        if let Some(why) = never_taken(masked) {
+            return Err(self.error(text.span(), format!("route {masked} {why}")));
+        }
+        Ok(masked)
+    }
+
+    /// A prefix as written: address/length, no host bits set.
+    pub(super) fn plain_prefix(&self, text: &Spanned<String>) -> Result<Prefix, ConfigError> {
         let s = text.get_ref().as_str();
         let invalid = |why: String| self.error(text.span(), format!("invalid prefix {s:?}: {why}"));
         let Some((addr, len)) = s.split_once('/') else {
@@ -85,9 +94,6 @@ impl Ctx<'_> {
                 text.span(),
                 format!("prefix {s:?} has host bits set; did you mean \"{masked}\"?"),
             ));
-        }
-        if let Some(why) = never_taken(masked) {
-            return Err(self.error(text.span(), format!("route {masked} {why}")));
         }
         Ok(masked)
     }

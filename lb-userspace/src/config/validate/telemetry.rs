@@ -41,6 +41,11 @@ impl PathKeys {
             sonic_port: nh.sonic_port.take(),
         }
     }
+
+    /// Whether any of them is set.
+    pub(super) fn any(&self) -> bool {
+        self.url.is_some() || self.device.is_some() || self.sonic_port.is_some()
+    }
 }
 
 impl Ctx<'_> {

@@ -19,9 +19,13 @@ use std::time::Instant;
 
 use aya::maps::MapError;
 use lb_common::abi::{self as names, GroupEntry, NextHop};
-use lb_common::limits::{BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS};
+use lb_common::limits::{
+    BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP,
+};
 use lb_common::select::flowlet::MODE_ECMP;
+use lb_common::select::overrides::override_index;
 
+use super::overrides::GroupOverrides;
 use super::route_table::{Family, Layout};
 use super::{GroupTable, Placed, Tables, host_len};
 use crate::config::Prefix;
@@ -99,6 +103,7 @@ impl Tables {
                 drain_until: (entry.draining != MODE_ECMP).then(Instant::now),
                 // Nor which next hops left before the restart.
                 former: Vec::new(),
+                overrides: held_overrides(dp, id, &entry, same)?,
             });
         }
 
@@ -134,8 +139,30 @@ impl Tables {
             next_generation,
             route4: Placed(Arc::new(route4).into()),
             route6: Placed(Arc::new(route6).into()),
+            override_skips: Vec::new(),
         })
     }
+}
+
+/// The overrides group `id`'s entry names, as the maps hold them; named
+/// as `same` names them where they are its, so a daemon taking over keeps
+/// the half and its counters.
+fn held_overrides(
+    dp: &Dataplane,
+    id: u32,
+    entry: &GroupEntry,
+    same: Option<&GroupTable>,
+) -> Result<GroupOverrides, DataplaneError> {
+    let mut held = Vec::new();
+    for i in 0..entry.override_count.min(MAX_OVERRIDES_PER_GROUP) {
+        held.push(dp.override_entry(override_index(id, entry.override_half, i))?);
+    }
+    Ok(match same {
+        Some(g) if g.overrides.iter().map(|(_, e)| *e).eq(held.iter().copied()) => {
+            g.overrides.clone()
+        }
+        _ => held.into_iter().map(|e| (String::new(), e)).collect(),
+    })
 }
 
 #[cfg(test)]

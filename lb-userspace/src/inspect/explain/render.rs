@@ -307,6 +307,32 @@ pub fn render(e: &Explanation, names: &Names) -> String {
         )
         .unwrap();
     }
+    if e.ingress_unknown {
+        writeln!(
+            out,
+            "note: overrides that name an ingress interface were taken as not matching; \
+             give --ingress"
+        )
+        .unwrap();
+    }
+    if let Some(pin) = &e.pin {
+        let member = e.group.map_or(lb_common::limits::NO_NEXTHOP, |(_, g)| {
+            g.members[pin.slot as usize % g.members.len()]
+        });
+        let then = if pin.usable {
+            "its next hop takes the packet (a flowlet mode moves a flow there at its next flowlet)"
+        } else {
+            "its next hop is unusable: the group's own choice, counted as a fallback"
+        };
+        writeln!(
+            out,
+            "override: #{} pins slot {} ({}); {then}",
+            pin.index,
+            pin.slot,
+            nexthop_name(member, names)
+        )
+        .unwrap();
+    }
     if let Some(d) = &e.dynamic {
         let gap = e.group.map_or(0, |(_, g)| g.flowlet_gap_ns);
         dynamic_lines(d, gap, names, &mut out);
