@@ -3,9 +3,11 @@
 
 use lb_common::verdict::Reason;
 
+use lb_common::limits::NO_NEXTHOP;
+
 use crate::{
     maps::{FL_NH_STATS, FL_VERDICTS},
-    select::Choice,
+    select::{Choice, pin},
 };
 
 /// Counts the verdict `process` returns.
@@ -34,5 +36,8 @@ pub fn forwarded(choice: &Choice, len: u64) {
                 (*stats).load.add(epoch, len);
             }
         }
+    }
+    if choice.override_index != NO_NEXTHOP {
+        pin::count(choice.override_index, len, false);
     }
 }

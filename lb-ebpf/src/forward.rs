@@ -80,7 +80,7 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     let pin = if group.override_count != 0 {
         select::pin::pinned(group_id, group, &parsed.flow, ctx.ingress_ifindex() as u32)
     } else {
-        None
+        select::pin::Pin::NONE
     };
     let mut choice = Choice::ecmp(ecmp_id);
     select::next_hop(group_id, group, hash, len, parsed, pin, &mut choice)?;
@@ -104,10 +104,5 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
         return Ok(());
     }
     count::forwarded(&choice, len);
-    if let Some(pin) = pin
-        && choice.nh_id == select::member(group, pin.slot)
-    {
-        select::pin::count(pin.index, len, false);
-    }
     Ok(())
 }

@@ -69,6 +69,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
             nh_id: member(group, pinned),
             sprayed: false,
             epoch: Some(epoch),
+            override_index: NO_NEXTHOP,
         };
         return Ok(());
     }
@@ -94,6 +95,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
             nh_id,
             sprayed: true,
             epoch: Some(epoch),
+            override_index: NO_NEXTHOP,
         };
         return Ok(());
     }
@@ -145,6 +147,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         nh_id: member(group, slot),
         sprayed: false,
         epoch: Some(epoch),
+        override_index: NO_NEXTHOP,
     };
     // The flow's own load moves with it; a first flowlet has none yet.
     let (own, from) = match next {

@@ -29,6 +29,8 @@ pub struct Choice {
     pub sprayed: bool,
     /// This CPU's load epoch, when the group tracks recent load.
     pub epoch: Option<u64>,
+    /// The override that sent it there; `NO_NEXTHOP` for none.
+    pub override_index: u32,
 }
 
 impl Choice {
@@ -39,6 +41,7 @@ impl Choice {
             nh_id,
             sprayed: false,
             epoch: None,
+            override_index: NO_NEXTHOP,
         }
     }
 }
@@ -72,17 +75,17 @@ pub fn next_hop(
     hash: u32,
     len: u64,
     parsed: &Parsed,
-    pin: Option<Pin>,
+    pin: Pin,
     choice: &mut Choice,
 ) -> Result<(), Reason> {
-    let pinned = match pin {
-        Some(pin) if usable(member(group, pin.slot)) => pin.slot,
-        Some(pin) => {
+    let mut pinned = NO_NEXTHOP;
+    if pin.is_some() {
+        if usable(member(group, pin.slot)) {
+            pinned = pin.slot;
+        } else {
             pin::count(pin.index, len, true);
-            NO_NEXTHOP
         }
-        None => NO_NEXTHOP,
-    };
+    }
     let rules = flowlet_rules(group.mode, group.draining);
     if rules != MODE_ECMP {
         let packet = Packet {
@@ -96,6 +99,9 @@ pub fn next_hop(
         dynamic(&packet, group, choice)?;
     } else if pinned != NO_NEXTHOP {
         choice.nh_id = member(group, pinned);
+    }
+    if pinned != NO_NEXTHOP && choice.nh_id == member(group, pinned) {
+        choice.override_index = pin.index;
     }
     if choice.nh_id == NO_NEXTHOP {
         return Err(Reason::NoNextHop);

@@ -3,38 +3,56 @@
 
 use lb_common::{
     abi::GroupEntry,
-    limits::MAX_OVERRIDES_PER_GROUP,
+    limits::{MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP},
     packet::parse::FlowFields,
     select::overrides::{matches, override_index},
 };
 
 use crate::maps::{FL_OVERRIDES, FL_OVR_STATS};
 
-/// A matched override: its index (its counters') and the member it pins.
+/// A matched override: its index (its counters') and the member it pins;
+/// [`Pin::NONE`] for none. Plain integers on every path, not an `Option`:
+/// LLVM may copy an `Option`'s undefined payload before the branch that
+/// makes it unused, which the verifier refuses (see
+/// `lb_common::route::table::lookup_entry`).
 #[derive(Clone, Copy)]
 pub struct Pin {
     pub index: u32,
     pub slot: u32,
 }
 
+impl Pin {
+    pub const NONE: Self = Self {
+        index: NO_NEXTHOP,
+        slot: NO_NEXTHOP,
+    };
+
+    #[inline(always)]
+    pub fn is_some(self) -> bool {
+        self.index != NO_NEXTHOP
+    }
+}
+
 /// The first of `group`'s overrides a packet of `flow` from `ingress`
 /// matches; the daemon writes them most specific first.
 #[inline(always)]
-pub fn pinned(group_id: u32, group: &GroupEntry, flow: &FlowFields, ingress: u32) -> Option<Pin> {
+pub fn pinned(group_id: u32, group: &GroupEntry, flow: &FlowFields, ingress: u32) -> Pin {
     for i in 0..MAX_OVERRIDES_PER_GROUP {
         if i >= group.override_count {
             break;
         }
         let index = override_index(group_id, group.override_half, i);
-        let entry = FL_OVERRIDES.get(index)?;
+        let Some(entry) = FL_OVERRIDES.get(index) else {
+            break;
+        };
         if matches(entry, flow, ingress) {
-            return Some(Pin {
+            return Pin {
                 index,
                 slot: entry.slot,
-            });
+            };
         }
     }
-    None
+    Pin::NONE
 }
 
 /// Counts a packet of `len` bytes sent to override `index`'s member, or,
