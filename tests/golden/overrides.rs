@@ -80,27 +80,22 @@ dst = "198.20.0.0/16"
 next_hop = { interface = "lo", mac = "02:00:00:00:72:02" }
 "#;
 
-fn udp_to(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+fn to(src: [u8; 4], dst: [u8; 4], l4: &[u8]) -> Vec<u8> {
     let ip = Ipv4 {
         src,
         dst,
         ..Ipv4::new(IPPROTO_UDP)
     };
-    ip.frame(LB_MAC, PEER_MAC, &[], &udp(40000, 9000, &[0xab; 64]))
+    ip.frame(LB_MAC, PEER_MAC, &[], l4)
+}
+
+fn udp_to(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    to(src, dst, &udp(40000, 9000, &[0xab; 64]))
 }
 
 fn roce_to(src: [u8; 4], dst: [u8; 4], qp: u32) -> Vec<u8> {
-    let ip = Ipv4 {
-        src,
-        dst,
-        ..Ipv4::new(IPPROTO_UDP)
-    };
-    let l4 = udp(
-        0xc001,
-        ROCEV2_UDP_PORT,
-        &bth(WRITE_ONLY, qp, 1, &[0xab; 64]),
-    );
-    ip.frame(LB_MAC, PEER_MAC, &[], &l4)
+    let bth = bth(WRITE_ONLY, qp, 1, &[0xab; 64]);
+    to(src, dst, &udp(0xc001, ROCEV2_UDP_PORT, &bth))
 }
 
 /// The next hop's MAC the program sent `frame` to, which `explain`, asked
