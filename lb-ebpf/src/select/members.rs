@@ -13,7 +13,7 @@ use crate::maps::{FL_NEXTHOPS, FL_NH_STATS, FL_PATH_QUALITY};
 
 /// The next-hop id in `slot` of `group`, [`NO_NEXTHOP`] past its members.
 #[inline(always)]
-pub(crate) fn member(group: &GroupEntry, slot: u32) -> u32 {
+pub(super) fn member(group: &GroupEntry, slot: u32) -> u32 {
     if slot >= group.member_count {
         return NO_NEXTHOP;
     }
@@ -23,7 +23,7 @@ pub(crate) fn member(group: &GroupEntry, slot: u32) -> u32 {
 }
 
 #[inline(always)]
-pub(crate) fn usable(nh_id: u32) -> bool {
+pub(super) fn usable(nh_id: u32) -> bool {
     FL_NEXTHOPS
         .get(nh_id)
         .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0)

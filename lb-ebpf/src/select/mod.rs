@@ -19,8 +19,7 @@ use lb_common::{
 
 use crate::maps::FL_BUCKETS;
 use dynamic::{Packet, dynamic};
-pub(crate) use members::member;
-use members::usable;
+use members::{member, usable};
 use pin::Pin;
 
 /// The next hop a packet takes, and what to account for it.
