@@ -278,6 +278,29 @@ impl fmt::Display for Override {
 }
 
 impl Override {
+    /// The index of the group whose route (of `routes`) carries `dst`, and
+    /// the slot of `next_hop` among its next hops; or why there is none.
+    pub fn pinned_slot(
+        &self,
+        routes: &[Route],
+        groups: &[Group],
+    ) -> Result<(usize, usize), String> {
+        let route = Route::carrying(routes, self.dst)
+            .ok_or_else(|| format!("no route carries {}", self.dst))?;
+        let group = &groups[route.group];
+        let slot = group
+            .next_hops
+            .iter()
+            .position(|nh| *nh == self.next_hop)
+            .ok_or_else(|| {
+                format!(
+                    "next hop \"{}\" is not one of group {:?}, whose route carries {}",
+                    self.next_hop, group.name, self.dst
+                )
+            })?;
+        Ok((route.group, slot))
+    }
+
     /// Most specific first: a QP, then the longer destination, then the
     /// longer source, then an ingress interface.
     pub fn specificity(&self) -> (bool, u8, u8, bool) {

@@ -70,10 +70,7 @@ pub async fn run(options: Options) -> Result<()> {
     // The kernel's routes before the tables: a restart takes over with
     // the routes the kernel has, not without them.
     let (kernel, config) = KernelWatch::start(&file, appl_routes, &netlink).await?;
-    let config = match &mut sonic {
-        Some(sonic) => sonic.over_learned(config),
-        None => config,
-    };
+    let config = sonic::over_learned(&mut sonic, config);
 
     let mut ongoing = Ongoing::default();
     let link_events = link_events::subscribe();

@@ -58,18 +58,27 @@ impl Sonic {
                 Rows::default()
             }
         };
-        let mut routes = ApplRoutes::from_rows(&rows);
         let mut sonic = Self {
             follower,
             publisher,
-            overlay: Overlay::from_rows(&rows),
+            overlay: Overlay::default(),
             base: base.clone(),
-            route_refusals: std::mem::take(&mut routes.refusals),
+            route_refusals: Vec::new(),
             refused: BTreeSet::new(),
             refused_learned: BTreeSet::new(),
         };
+        let routes = sonic.take(&rows);
         let config = sonic.over(base);
         Ok((sonic, config, routes))
+    }
+
+    /// Takes newly read `rows`: their settings become the overlay, their
+    /// refused route rows are kept to be said; their routes are returned.
+    fn take(&mut self, rows: &Rows) -> ApplRoutes {
+        let mut routes = ApplRoutes::from_rows(rows);
+        self.route_refusals = std::mem::take(&mut routes.refusals);
+        self.overlay = Overlay::from_rows(rows);
+        routes
     }
 
     /// The config file's `base` with SONiC's settings over it; what they
@@ -77,7 +86,7 @@ impl Sonic {
     pub(super) fn over(&mut self, base: Config) -> Config {
         let (config, refusals) = self.overlay.apply(&base);
         self.base = base;
-        let now: BTreeSet<Refusal> = self
+        let now = self
             .overlay
             .refusals
             .iter()
@@ -85,10 +94,7 @@ impl Sonic {
             .cloned()
             .chain(refusals)
             .collect();
-        for refusal in now.difference(&self.refused) {
-            warn!("sonic: ignored {refusal}");
-        }
-        self.refused = now;
+        say_new(now, &mut self.refused);
         config
     }
 
@@ -99,15 +105,30 @@ impl Sonic {
     /// as [`Self::over`] made them.
     pub(super) fn over_learned(&mut self, config: Config) -> Config {
         let (config, refusals) = self.overlay.apply(&config);
-        let now: BTreeSet<Refusal> = refusals
+        let now = refusals
             .into_iter()
             .filter(|r| !self.refused.contains(r))
             .collect();
-        for refusal in now.difference(&self.refused_learned) {
-            warn!("sonic: ignored {refusal}");
-        }
-        self.refused_learned = now;
+        say_new(now, &mut self.refused_learned);
         config
+    }
+}
+
+/// Says each refusal of `now` that `said` lacks, then keeps `now` as said:
+/// each is said once while it lasts.
+fn say_new(now: BTreeSet<Refusal>, said: &mut BTreeSet<Refusal>) {
+    for refusal in now.difference(said) {
+        warn!("sonic: ignored {refusal}");
+    }
+    *said = now;
+}
+
+/// `config`, the effective one, with SONiC's settings laid over its
+/// learned groups under `--sonic` ([`Sonic::over_learned`]).
+pub(super) fn over_learned(sonic: &mut Option<Sonic>, config: Config) -> Config {
+    match sonic {
+        Some(sonic) => sonic.over_learned(config),
+        None => config,
     }
 }
 
@@ -151,11 +172,7 @@ impl Running {
     /// What the tables are built from: `file` with the learned groups in
     /// place, and under `--sonic` their ARS objects.
     pub(super) fn effective(&mut self, file: &Config) -> Config {
-        let config = self.kernel.effective(file);
-        match &mut self.sonic {
-            Some(sonic) => sonic.over_learned(config),
-            None => config,
-        }
+        over_learned(&mut self.sonic, self.kernel.effective(file))
     }
 
     /// SONiC's rows changed: the file's config with them over it is
@@ -166,9 +183,7 @@ impl Running {
         let Some(sonic) = &mut self.sonic else {
             return;
         };
-        let mut routes = ApplRoutes::from_rows(&rows);
-        sonic.route_refusals = std::mem::take(&mut routes.refusals);
-        sonic.overlay = Overlay::from_rows(&rows);
+        let routes = sonic.take(&rows);
         let config = sonic.over(sonic.base.clone());
         let routes_changed = self.kernel.take_appl(routes);
         if config != self.file {

@@ -98,47 +98,33 @@ impl Ctx<'_> {
             let next_hop = self.next_hop(entry.next_hop)?;
             // A route of the file's own groups is checked now; one learned
             // from the kernel or SONiC only when learned.
-            match Route::carrying(routes, dst).map(|r| (r.group, &groups[r.group])) {
-                Some((_, group)) if group.learns_routes() => {}
-                Some((index, group)) => {
-                    if !group.next_hops.contains(&next_hop) {
-                        return Err(self.error(
-                            span,
-                            format!(
-                                "override {name:?}: next hop \"{next_hop}\" is not one of group \
-                                 {:?}, whose route carries {dst}",
-                                group.name
-                            ),
-                        ));
-                    }
-                    let count = per_group.entry(index).or_default();
-                    *count += 1;
-                    if *count > MAX_OVERRIDES_PER_GROUP as usize {
-                        return Err(self.error(
-                            span,
-                            format!(
-                                "override {name:?}: group {:?} has {MAX_OVERRIDES_PER_GROUP} \
-                                 overrides already, the most a group may have",
-                                group.name
-                            ),
-                        ));
-                    }
-                }
-                None if learned => {}
-                None => {
-                    return Err(
-                        self.error(span, format!("override {name:?}: no route carries {dst}"))
-                    );
-                }
-            }
-            overrides.push(Override {
+            let entry = Override {
                 name,
                 dst,
                 src,
                 ingress,
                 dest_qp,
                 next_hop,
-            });
+            };
+            let carrier = Route::carrying(routes, dst).map(|r| &groups[r.group]);
+            if !carrier.map_or(learned, Group::learns_routes) {
+                let (index, _) = entry.pinned_slot(routes, groups).map_err(|why| {
+                    self.error(span.clone(), format!("override {:?}: {why}", entry.name))
+                })?;
+                let count = per_group.entry(index).or_default();
+                *count += 1;
+                if *count > MAX_OVERRIDES_PER_GROUP as usize {
+                    return Err(self.error(
+                        span,
+                        format!(
+                            "override {:?}: group {:?} has {MAX_OVERRIDES_PER_GROUP} overrides \
+                             already, the most a group may have",
+                            entry.name, groups[index].name
+                        ),
+                    ));
+                }
+            }
+            overrides.push(entry);
         }
         Ok(overrides)
     }

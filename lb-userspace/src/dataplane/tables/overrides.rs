@@ -11,7 +11,7 @@ use lb_common::limits::MAX_OVERRIDES_PER_GROUP;
 use lb_common::select::overrides::prefix_mask;
 
 use super::GroupTable;
-use crate::config::{Config, Override, Prefix, Route};
+use crate::config::{Config, Override, Prefix};
 use crate::netlink::ifindex;
 
 /// A group's overrides: names and entries, in match order.
@@ -45,19 +45,7 @@ pub(super) fn resolve(config: &Config) -> (Vec<GroupOverrides>, Vec<(String, Str
 
 /// The group index and entry of `entry`, or why it takes no effect.
 fn place(config: &Config, entry: &Override) -> Result<(usize, OverrideEntry), String> {
-    let route = Route::carrying(&config.routes, entry.dst)
-        .ok_or_else(|| format!("no route carries {}", entry.dst))?;
-    let group = &config.groups[route.group];
-    let slot = group
-        .next_hops
-        .iter()
-        .position(|nh| *nh == entry.next_hop)
-        .ok_or_else(|| {
-            format!(
-                "next hop \"{}\" is not one of group {:?}, whose route carries {}",
-                entry.next_hop, group.name, entry.dst
-            )
-        })?;
+    let (group, slot) = entry.pinned_slot(&config.routes, &config.groups)?;
     let ingress = match &entry.ingress {
         None => 0,
         Some(name) => ifindex(name).ok_or_else(|| format!("ingress {name:?} does not exist"))?,
@@ -65,7 +53,7 @@ fn place(config: &Config, entry: &Override) -> Result<(usize, OverrideEntry), St
     let (dst, dst_mask) = masked(entry.dst);
     let (src, src_mask) = entry.src.map_or(([0; 16], [0; 16]), masked);
     Ok((
-        route.group,
+        group,
         OverrideEntry {
             dst,
             dst_mask,
