@@ -49,10 +49,28 @@ fn write_l2<const LEN: usize>(
     if start + LEN > end {
         return Err(Reason::L3Malformed);
     }
-    let mut out = [0u8; LEN];
-    out.copy_from_slice(&header[..LEN]);
-    // SAFETY: `start..start + LEN` is inside the packet, checked above.
-    unsafe { core::ptr::write_unaligned(start as *mut [u8; LEN], out) };
+    // In 64-, 32- and 16-bit words: a byte array's copy is a store per
+    // byte. The object allows misaligned access (see .cargo/config.toml).
+    let word = |at: usize, n: usize| {
+        let mut bytes = [0u8; 8];
+        bytes[..n].copy_from_slice(&header[at..at + n]);
+        u64::from_ne_bytes(bytes)
+    };
+    let mut at = 0;
+    // SAFETY: every store lies in `start..start + LEN`, checked above.
+    unsafe {
+        while at + 8 <= LEN {
+            core::ptr::write_unaligned((start + at) as *mut u64, word(at, 8));
+            at += 8;
+        }
+        if at + 4 <= LEN {
+            core::ptr::write_unaligned((start + at) as *mut u32, word(at, 4) as u32);
+            at += 4;
+        }
+        if at + 2 <= LEN {
+            core::ptr::write_unaligned((start + at) as *mut u16, word(at, 2) as u16);
+        }
+    }
     Ok(())
 }
 
