@@ -102,10 +102,15 @@ pub fn forwarded(input: &[u8], to: [u8; 6], vlan: Option<u16>) -> Vec<u8> {
 
 /// The flow hash input of `input` per the layout `lb_common` documents
 /// (`src_ip | dst_ip | ip_protocol | l4_src_port | l4_dst_port |
-/// rdma_bth_dest_qp`, network order, a field not hashed as zeros), from
+/// rdma_bth_dest_qp`, network order, an IPv6 address folded to the XOR of
+/// its four words, a field not hashed as zeros), from
 /// etherparse's reading of the frame. It checks the hash inputs the
 /// fixtures write out by hand.
 pub fn hash_input(input: &[u8], hashes_qp: bool) -> Vec<u8> {
+    let fold = |address: [u8; 16]| {
+        let word = |w: usize| u32::from_be_bytes(address[4 * w..4 * w + 4].try_into().unwrap());
+        (word(0) ^ word(1) ^ word(2) ^ word(3)).to_be_bytes()
+    };
     let packet = sliced(input);
     let (mut out, payload) = match packet.net.as_ref().expect("IP") {
         NetSlice::Ipv4(ip) => (
@@ -113,7 +118,7 @@ pub fn hash_input(input: &[u8], hashes_qp: bool) -> Vec<u8> {
             ip.payload(),
         ),
         NetSlice::Ipv6(ip) => (
-            [ip.header().source(), ip.header().destination()].concat(),
+            [fold(ip.header().source()), fold(ip.header().destination())].concat(),
             ip.payload(),
         ),
         NetSlice::Arp(_) => panic!("ARP is not hashed"),

@@ -50,60 +50,69 @@ impl HashFields {
     }
 }
 
-/// Longest hash input: two IPv6 addresses, protocol, two ports, 24-bit QP.
-pub const HASH_INPUT_MAX: usize = 16 + 16 + 1 + 2 + 2 + 3;
+/// Length of the hash input: two 32-bit addresses, protocol, two ports,
+/// 24-bit QP.
+pub const HASH_INPUT_LEN: usize = 4 + 4 + 1 + 2 + 2 + 3;
 
 /// The bytes the flow hash covers: `src_ip | dst_ip | ip_protocol |
-/// l4_src_port | l4_dst_port | rdma_bth_dest_qp`, addresses 4 bytes for IPv4
-/// and 16 for IPv6, multi-byte fields in network order. A field not selected
-/// is hashed as zeros, so the layout never shifts.
+/// l4_src_port | l4_dst_port | rdma_bth_dest_qp`, multi-byte fields in
+/// network order. An IPv6 address enters [folded](fold_address) to 32 bits,
+/// so both families hash 16 bytes. A field not selected is hashed as zeros,
+/// so the layout never shifts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HashInput {
-    pub bytes: [u8; HASH_INPUT_MAX],
-    pub len: usize,
-}
+pub struct HashInput(pub [u8; HASH_INPUT_LEN]);
 
 impl HashInput {
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        &self.0
     }
+}
+
+/// A flow's address as the hash takes it: an IPv4 address as it is, an
+/// IPv6 address as the XOR of its four 32-bit words. Switch ASICs fold
+/// IPv6 addresses the same way before their hash engines; for the data
+/// plane it makes an IPv6 hash cost what an IPv4 one does (16 table reads
+/// instead of 40). Addresses that differ in one word still fold apart.
+#[inline(always)]
+pub fn fold_address(is_ipv6: bool, address: &[u8; 16]) -> [u8; 4] {
+    let word = |w: usize| {
+        u32::from_ne_bytes([
+            address[4 * w],
+            address[4 * w + 1],
+            address[4 * w + 2],
+            address[4 * w + 3],
+        ])
+    };
+    let folded = if is_ipv6 {
+        word(0) ^ word(1) ^ word(2) ^ word(3)
+    } else {
+        word(0)
+    };
+    folded.to_ne_bytes()
 }
 
 /// Lays out the selected fields of a parsed flow as hash input.
-#[inline(always)]
 pub fn hash_input(flow: &FlowFields, fields: HashFields) -> HashInput {
-    // Constant address lengths per branch keep every copy fixed-size, which
-    // the BPF backend inlines (it has no variable-length memcpy).
-    if flow.is_ipv6 {
-        layout::<16>(flow, fields)
-    } else {
-        layout::<4>(flow, fields)
-    }
-}
-
-#[inline(always)]
-fn layout<const A: usize>(flow: &FlowFields, fields: HashFields) -> HashInput {
-    let mut bytes = [0u8; HASH_INPUT_MAX];
+    let mut bytes = [0u8; HASH_INPUT_LEN];
     if fields.contains(HashFields::SRC_IP) {
-        bytes[..A].copy_from_slice(&flow.src[..A]);
+        bytes[..4].copy_from_slice(&fold_address(flow.is_ipv6, &flow.src));
     }
     if fields.contains(HashFields::DST_IP) {
-        bytes[A..2 * A].copy_from_slice(&flow.dst[..A]);
+        bytes[4..8].copy_from_slice(&fold_address(flow.is_ipv6, &flow.dst));
     }
-    let p = 2 * A;
     if fields.contains(HashFields::IP_PROTOCOL) {
-        bytes[p] = flow.protocol;
+        bytes[8] = flow.protocol;
     }
     if fields.contains(HashFields::L4_SRC_PORT) {
-        bytes[p + 1..p + 3].copy_from_slice(&flow.src_port.to_be_bytes());
+        bytes[9..11].copy_from_slice(&flow.src_port.to_be_bytes());
     }
     if fields.contains(HashFields::L4_DST_PORT) {
-        bytes[p + 3..p + 5].copy_from_slice(&flow.dst_port.to_be_bytes());
+        bytes[11..13].copy_from_slice(&flow.dst_port.to_be_bytes());
     }
     if fields.contains(HashFields::RDMA_BTH_DEST_QP) {
-        bytes[p + 5..p + 8].copy_from_slice(&flow.dest_qp.to_be_bytes()[1..]);
+        bytes[13..16].copy_from_slice(&flow.dest_qp.to_be_bytes()[1..]);
     }
-    HashInput { bytes, len: p + 8 }
+    HashInput(bytes)
 }
 
 /// The CRC-32 register (zero initial value, no final inversion) after one
@@ -112,11 +121,11 @@ fn layout<const A: usize>(flow: &FlowFields, fields: HashFields) -> HashInput {
 /// bytes of `SHIFTED[L - 1 - i][byte i]`. So every byte is looked up on
 /// its own, instead of waiting for the register the previous byte left
 /// (a chain of dependent loads, most of the path's cost before), and the
-/// zero bytes of fields not hashed add nothing and are skipped. 40 KiB.
-static SHIFTED: [[u32; 256]; HASH_INPUT_MAX] = shifted_tables();
+/// zero bytes of fields not hashed add nothing and are skipped. 16 KiB.
+static SHIFTED: [[u32; 256]; HASH_INPUT_LEN] = shifted_tables();
 
-const fn shifted_tables() -> [[u32; 256]; HASH_INPUT_MAX] {
-    let mut tables = [[0u32; 256]; HASH_INPUT_MAX];
+const fn shifted_tables() -> [[u32; 256]; HASH_INPUT_LEN] {
+    let mut tables = [[0u32; 256]; HASH_INPUT_LEN];
     let mut b = 0;
     while b < 256 {
         let mut c = b as u32;
@@ -133,7 +142,7 @@ const fn shifted_tables() -> [[u32; 256]; HASH_INPUT_MAX] {
         b += 1;
     }
     let mut j = 1;
-    while j < HASH_INPUT_MAX {
+    while j < HASH_INPUT_LEN {
         let mut b = 0;
         while b < 256 {
             // One more zero byte through the register.
@@ -152,49 +161,33 @@ const fn shifted_tables() -> [[u32; 256]; HASH_INPUT_MAX] {
 /// computed from the fields without laying the input out.
 #[inline(always)]
 pub fn flow_hash(seed: u32, flow: &FlowFields, fields: HashFields) -> u32 {
-    if flow.is_ipv6 {
-        fields_crc::<16, 40>(seed, flow, fields)
-    } else {
-        fields_crc::<4, 16>(seed, flow, fields)
-    }
-}
-
-/// [`flow_hash`] for addresses of `A` bytes, an input of `L = 2A + 8`.
-#[inline(always)]
-fn fields_crc<const A: usize, const L: usize>(
-    seed: u32,
-    flow: &FlowFields,
-    fields: HashFields,
-) -> u32 {
-    // Byte `i` of an `L`-byte input enters the register shifted by the
-    // `L - 1 - i` bytes after it.
-    let at = |i: usize, byte: u8| SHIFTED[L - 1 - i][byte as usize];
+    // Byte `i` of the input enters the register shifted by the
+    // `HASH_INPUT_LEN - 1 - i` bytes after it.
+    let at = |i: usize, byte: u8| SHIFTED[HASH_INPUT_LEN - 1 - i][byte as usize];
     // A register starting at `s` is a zero register whose first four input
     // bytes were XORed with `s`, low byte first (the CRC is reflected);
     // the inversions are crc32fast's.
     let start = (!seed).to_le_bytes();
-    let src_ip = fields.contains(HashFields::SRC_IP);
+    let src = if fields.contains(HashFields::SRC_IP) {
+        fold_address(flow.is_ipv6, &flow.src)
+    } else {
+        [0; 4]
+    };
     let mut crc = 0;
     let mut i = 0;
     while i < 4 {
-        let byte = if src_ip { flow.src[i] } else { 0 };
-        crc ^= at(i, byte ^ start[i]);
+        crc ^= at(i, src[i] ^ start[i]);
         i += 1;
     }
-    if src_ip {
-        while i < A {
-            crc ^= at(i, flow.src[i]);
-            i += 1;
-        }
-    }
     if fields.contains(HashFields::DST_IP) {
+        let dst = fold_address(flow.is_ipv6, &flow.dst);
         let mut i = 0;
-        while i < A {
-            crc ^= at(A + i, flow.dst[i]);
+        while i < 4 {
+            crc ^= at(4 + i, dst[i]);
             i += 1;
         }
     }
-    let p = 2 * A;
+    let p = 8;
     if fields.contains(HashFields::IP_PROTOCOL) {
         crc ^= at(p, flow.protocol);
     }
@@ -278,19 +271,36 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_layout_is_forty_bytes() {
+    fn ipv6_addresses_enter_folded_to_their_words_xor() {
         let mut f = v4_flow();
         f.is_ipv6 = true;
-        f.src = [0x20; 16];
+        f.src = [
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0x01,
+        ];
         f.dst = [0x30; 16];
         let input = hash_input(&f, HashFields::ALL);
-        assert_eq!(input.len, 40);
-        assert_eq!(&input.bytes[..16], &[0x20; 16]);
-        assert_eq!(&input.bytes[16..32], &[0x30; 16]);
         assert_eq!(
-            &input.bytes[32..],
-            &[17, 0xc0, 0x00, 0x12, 0xb7, 0xab, 0xcd, 0xef]
+            input.as_bytes(),
+            &[
+                0x20, 0x01, 0x0d, 0xb9, 0, 0, 0, 0, 17, 0xc0, 0x00, 0x12, 0xb7, 0xab, 0xcd, 0xef
+            ]
         );
+    }
+
+    #[test]
+    fn ipv6_addresses_differing_in_one_word_hash_apart() {
+        let mut a = v4_flow();
+        a.is_ipv6 = true;
+        a.src = [0x20; 16];
+        for word in 0..4 {
+            let mut b = a;
+            b.src[4 * word + 3] ^= 1;
+            assert_ne!(
+                flow_hash(7, &a, HashFields::ALL),
+                flow_hash(7, &b, HashFields::ALL),
+                "word {word}"
+            );
+        }
     }
 
     #[test]
