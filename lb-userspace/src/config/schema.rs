@@ -2,14 +2,17 @@
 //! the daemon programs into the data plane, with the bounds validation
 //! holds its values to.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 
+use lb_common::limits::MAX_OVERRIDES_PER_GROUP;
 use lb_common::select::flowlet;
 use lb_common::select::hash::HashFields;
 use lb_common::select::quality::{LEVEL_UNIT, Profile, Scale};
 
 use super::diagnostics::Warning;
+pub use super::prefix::Prefix;
 use crate::telemetry::{counters_db, remote};
 
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1`).
@@ -215,6 +218,10 @@ impl Group {
     }
 }
 
+/// The largest RoCEv2 queue pair number (24 bits) an override matches;
+/// 0 is none.
+pub const QP_MAX: u32 = 0xff_ffff;
+
 /// An `[[override]]`: packets it matches take `next_hop` of the group
 /// whose route carries `dst`, instead of that group's own choice.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,24 +246,6 @@ impl Route {
             .iter()
             .filter(|r| r.prefix.covers(dst))
             .max_by_key(|r| r.prefix.len)
-    }
-}
-
-impl Prefix {
-    /// Whether every address of `other` is in this prefix.
-    pub fn covers(&self, other: Prefix) -> bool {
-        let bits = |a: IpAddr| match a {
-            IpAddr::V4(a) => (u128::from(u32::from(a)) << 96, 32),
-            IpAddr::V6(a) => (u128::from(a), 128),
-        };
-        let ((mine, max), (theirs, other_max)) = (bits(self.addr), bits(other.addr));
-        if max != other_max || self.len > other.len {
-            return false;
-        }
-        let mask = u128::MAX
-            .checked_shl(128 - u32::from(self.len))
-            .unwrap_or(0);
-        (mine ^ theirs) & mask == 0
     }
 }
 
@@ -299,6 +288,57 @@ impl Override {
                 )
             })?;
         Ok((route.group, slot))
+    }
+
+    /// Why `src` cannot go with this override's `dst`: another family.
+    pub fn src_family_error(&self, src: Prefix) -> Option<String> {
+        (src.addr.is_ipv4() != self.dst.addr.is_ipv4()).then(|| {
+            format!(
+                "override {:?}: src {src} is not of dst {}'s family",
+                self.name, self.dst
+            )
+        })
+    }
+
+    /// Why `ingress` cannot be this override's: not a port of `switch`.
+    pub fn ingress_error(&self, switch: &Switch, ingress: &str) -> Option<String> {
+        (!switch.interfaces.iter().any(|i| i == ingress)).then(|| {
+            format!(
+                "override {:?}: ingress {ingress:?} is not one of switch.interfaces",
+                self.name
+            )
+        })
+    }
+
+    /// Counts this override into `per_group` (the overrides each group
+    /// has so far), or says why it cannot be placed: its next hop is not
+    /// one of the group whose route carries `dst`, or that group has its
+    /// most. A route of a group that learns its routes (from the kernel
+    /// or SONiC) is checked only once learned, by the tables.
+    pub fn count_into(
+        &self,
+        routes: &[Route],
+        groups: &[Group],
+        per_group: &mut HashMap<usize, usize>,
+    ) -> Result<(), String> {
+        let learned = groups.iter().any(Group::learns_routes);
+        let carrier = Route::carrying(routes, self.dst).map(|r| &groups[r.group]);
+        if carrier.map_or(learned, Group::learns_routes) {
+            return Ok(());
+        }
+        let (index, _) = self
+            .pinned_slot(routes, groups)
+            .map_err(|why| format!("override {:?}: {why}", self.name))?;
+        let count = per_group.entry(index).or_default();
+        if *count >= MAX_OVERRIDES_PER_GROUP as usize {
+            return Err(format!(
+                "override {:?}: group {:?} has {MAX_OVERRIDES_PER_GROUP} overrides already, \
+                 the most a group may have",
+                self.name, groups[index].name
+            ));
+        }
+        *count += 1;
+        Ok(())
     }
 
     /// Most specific first: a QP, then the longer destination, then the
@@ -524,21 +564,6 @@ pub struct Route {
     pub group: usize,
 }
 
-/// An IPv4 or IPv6 CIDR prefix with no host bits set and a length within
-/// its family's bounds (0..=32 or 0..=128).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Prefix {
-    pub addr: IpAddr,
-    pub len: u8,
-}
-
-impl fmt::Display for Prefix {
-    /// `10.1.0.0/16`, `2001:db8::/32`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.len)
-    }
-}
-
 /// Sampling interval bounds and default, microseconds. SONiC's default is
 /// an ASIC's 16; a daemon polling over sockets keeps to milliseconds.
 pub const SAMPLING_INTERVAL_MIN_US: u32 = 1_000;
@@ -653,5 +678,22 @@ impl GroupTelemetry {
             Self::CountersDb { .. } => TelemetrySource::CountersDb,
             Self::Remote { .. } => TelemetrySource::Remote,
         }
+    }
+}
+
+/// Six two-digit hex octets separated by ':', either case.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for octet in &mut mac {
+        let part = parts.next()?;
+        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        *octet = u8::from_str_radix(part, 16).ok()?;
+    }
+    match parts.next() {
+        Some(_) => None,
+        None => Some(mac),
     }
 }

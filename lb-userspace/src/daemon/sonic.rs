@@ -17,7 +17,9 @@ use crate::config::{self, Config};
 use crate::dataplane::Dataplane;
 use crate::metrics::NextHopSample;
 use crate::netlink::Netlink;
-use crate::sonic::{ApplRoutes, Follower, NextHopCounters, Overlay, Publisher, Refusal, Rows};
+use crate::sonic::{
+    ApplRoutes, Follower, NextHopCounters, Overlay, OverrideRows, Publisher, Refusal, Rows,
+};
 use crate::telemetry::counters_db::Address;
 
 /// How long the start waits for SONiC's rows before it programs the file's
@@ -28,10 +30,12 @@ pub(super) struct Sonic {
     follower: Follower,
     publisher: Publisher,
     overlay: Overlay,
+    /// A controller's overrides, laid after the file's.
+    overrides: OverrideRows,
     /// The config file's, which the overlay lies over.
     base: Config,
-    /// APPL_DB's route rows refused, as last read.
-    route_refusals: Vec<Refusal>,
+    /// APPL_DB's route and override rows refused, as last read.
+    row_refusals: Vec<Refusal>,
     /// What is refused now, each said once while it lasts.
     refused: BTreeSet<Refusal>,
     /// What is refused of the learned groups' ARS objects now, alike.
@@ -62,8 +66,9 @@ impl Sonic {
             follower,
             publisher,
             overlay: Overlay::default(),
+            overrides: OverrideRows::default(),
             base: base.clone(),
-            route_refusals: Vec::new(),
+            row_refusals: Vec::new(),
             refused: BTreeSet::new(),
             refused_learned: BTreeSet::new(),
         };
@@ -72,25 +77,31 @@ impl Sonic {
         Ok((sonic, config, routes))
     }
 
-    /// Takes newly read `rows`: their settings become the overlay, their
-    /// refused route rows are kept to be said; their routes are returned.
+    /// Takes newly read `rows`: their settings become the overlay and
+    /// their overrides are kept to lay over the file's, their refused
+    /// route and override rows are kept to be said; their routes are
+    /// returned.
     fn take(&mut self, rows: &Rows) -> ApplRoutes {
         let mut routes = ApplRoutes::from_rows(rows);
-        self.route_refusals = std::mem::take(&mut routes.refusals);
         self.overlay = Overlay::from_rows(rows);
+        self.overrides = OverrideRows::from_rows(rows);
+        self.row_refusals = std::mem::take(&mut routes.refusals);
+        self.row_refusals
+            .extend(self.overrides.refusals.iter().cloned());
         routes
     }
 
-    /// The config file's `base` with SONiC's settings over it; what they
-    /// cannot set is said once.
+    /// The config file's `base` with SONiC's settings and the controller's
+    /// overrides over it; what they cannot set is said once.
     pub(super) fn over(&mut self, base: Config) -> Config {
-        let (config, refusals) = self.overlay.apply(&base);
+        let (mut config, mut refusals) = self.overlay.apply(&base);
+        refusals.extend(self.overrides.apply(&mut config));
         self.base = base;
         let now = self
             .overlay
             .refusals
             .iter()
-            .chain(&self.route_refusals)
+            .chain(&self.row_refusals)
             .cloned()
             .chain(refusals)
             .collect();
@@ -143,7 +154,8 @@ pub fn effective_config(file: &Config, sonic: Option<&Address>) -> Result<Config
     let rows = crate::sonic::follow::read_once(address)
         .with_context(|| format!("reading SONiC's rows from {address}"))?;
     let overlay = Overlay::from_rows(&rows);
-    let (base, _) = overlay.apply(file);
+    let (mut base, _) = overlay.apply(file);
+    OverrideRows::from_rows(&rows).apply(&mut base);
     let learned = with_learned_routes(&base, ApplRoutes::from_rows(&rows))?;
     Ok(overlay.apply(&learned).0)
 }

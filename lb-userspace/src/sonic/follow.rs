@@ -3,8 +3,9 @@
 //! (SONiC runs Redis with `notify-keyspace-events AKE`), on a connection of
 //! its own. Notifications are gathered into bursts (a BGP session going
 //! down rewrites one route row per prefix), ended by [`QUIET`] without
-//! one or [`MAX_WAIT`] after the first; a burst re-reads the route rows it
-//! names, and everything else whole if it names any other key. A Redis
+//! one or [`MAX_WAIT`] after the first; a burst re-reads the route and
+//! override rows it names, and everything else whole if it names any
+//! other key. A Redis
 //! without notifications is said once and re-read every [`REREAD`]. A
 //! lost Redis is said once per outage, retried with backoff, and read
 //! whole once back.
@@ -43,16 +44,17 @@ fn patterns() -> Vec<String> {
     for table in rows::ARS_TABLES {
         patterns.push(format!("__keyspace@{CONFIG_DB}__:{table}|*"));
     }
-    for table in rows::ROUTE_TABLES {
+    for table in rows::ROW_TABLES {
         patterns.push(format!("__keyspace@{APPL_DB}__:{table}*"));
     }
     patterns
 }
 
-/// The APPL_DB route row a notification's channel names, if any.
-fn route_key(channel: &str) -> Option<&str> {
+/// The APPL_DB row of the [`rows::ROW_TABLES`] a notification's channel
+/// names, if any.
+fn row_key(channel: &str) -> Option<&str> {
     let key = channel.strip_prefix(&format!("__keyspace@{APPL_DB}__:"))?;
-    rows::ROUTE_TABLES
+    rows::ROW_TABLES
         .iter()
         .any(|table| key.starts_with(table))
         .then_some(key)
@@ -163,11 +165,11 @@ impl Follow {
         loop {
             let first = pubsub.get_message()?;
             let started = Instant::now();
-            let mut routes = BTreeSet::new();
+            let mut named = BTreeSet::new();
             let mut others = false;
-            let mut note = |channel: &str| match route_key(channel) {
+            let mut note = |channel: &str| match row_key(channel) {
                 Some(key) => {
-                    routes.insert(key.to_owned());
+                    named.insert(key.to_owned());
                 }
                 None => others = true,
             };
@@ -188,10 +190,10 @@ impl Follow {
             if others {
                 let whole = read_settings(&mut config, &mut appl)?;
                 current.config = whole.config;
-                current.appl.retain(|key, _| route_key_of(key));
+                current.appl.retain(|key, _| row_key_of(key));
                 current.appl.extend(whole.appl);
             }
-            let keys: Vec<String> = routes.into_iter().collect();
+            let keys: Vec<String> = named.into_iter().collect();
             for (key, row) in keys.iter().zip(hashes(&mut appl, &keys)?) {
                 match row {
                     Some(row) => current.appl.insert(key.clone(), row),
@@ -244,19 +246,18 @@ pub fn read_once(address: &Address) -> RedisResult<Rows> {
     )
 }
 
-/// Whether an APPL_DB key is a route row.
-fn route_key_of(key: &str) -> bool {
-    rows::ROUTE_TABLES
-        .iter()
-        .any(|table| key.starts_with(table))
+/// Whether an APPL_DB key is a row of the [`rows::ROW_TABLES`].
+fn row_key_of(key: &str) -> bool {
+    rows::ROW_TABLES.iter().any(|table| key.starts_with(table))
 }
 
-/// Every row fabriclb reads. APPL_DB's route tables, which hold a
-/// fabric's routes, are found with `SCAN` (it does not hold the server
-/// up as `KEYS` would) and read a batch per round trip.
+/// Every row fabriclb reads. APPL_DB's [`rows::ROW_TABLES`], which hold a
+/// fabric's routes and a controller's overrides, are found with `SCAN`
+/// (it does not hold the server up as `KEYS` would) and read a batch per
+/// round trip.
 pub fn read(config: &mut Connection, appl: &mut Connection) -> RedisResult<Rows> {
     let mut rows = read_settings(config, appl)?;
-    for table in rows::ROUTE_TABLES {
+    for table in rows::ROW_TABLES {
         let keys: Vec<String> = {
             let iter = redis::cmd("SCAN")
                 .cursor_arg(0)

@@ -16,6 +16,7 @@
 //! | CONFIG_DB | `ARS_INTERFACE\|<port>`, `ARS_NEXTHOP\|default\|<ip>` | `ars_obj_name` | the ARS object of next hops on that port, or to that IP | `sonic-ars.yang` |
 //! | APPL_DB | `ROUTE_TABLE:<prefix>` (the default VRF's) | `nexthop`, `ifname`, `weight`, `nexthop_group`, `blackhole`, `protocol` | the routes of groups with `sonic_routes` | `swss-schema.md`, `routeorch.cpp` |
 //! | APPL_DB | `NEXTHOP_GROUP_TABLE:<id>` | `nexthop`, `ifname`, `weight` | a route's next hops by `nexthop_group` | `nhgorch.cpp` |
+//! | APPL_DB | `FABRICLB_OVERRIDE_TABLE:<name>` | `dst`, `src`, `ingress`, `dest_qp`, `nexthop`, `ifname`, `vlan` | overrides after the file's `[[override]]`s | fabriclb's own, written by a traffic-engineering controller ([`overrides`]) |
 //!
 //! A group takes an ARS object the way SONiC gives one to a next-hop
 //! group: by its members (a group learned from routes by its learned next
@@ -46,17 +47,20 @@
 //!
 //! [`rows`] is what is read, [`overlay`] what it means for a config (pure),
 //! [`routes`] APPL_DB's routes read into prefixes and next hops (pure),
+//! [`overrides`] a controller's override rows (pure),
 //! [`follow`] the thread that reads and follows Redis, [`publish`] the
 //! thread that writes the counters.
 
 pub mod follow;
 pub mod overlay;
+pub mod overrides;
 pub mod publish;
 pub mod routes;
 pub mod rows;
 
 pub use follow::Follower;
 pub use overlay::{Overlay, Refusal};
+pub use overrides::OverrideRows;
 pub use publish::{NextHopCounters, Publisher};
 pub use routes::ApplRoutes;
 pub use rows::Rows;

@@ -104,31 +104,7 @@ fn fields<'a>(key: &str, row: &'a Row) -> Result<&'a BTreeMap<String, String>, R
 
 /// `10.1.0.0/16`, `2001:db8::/32`, or a host route's bare address.
 fn prefix(key: &str, text: &str) -> Result<Prefix, Refusal> {
-    let invalid = |why: &str| refusal(key, None, format!("{text:?} is not a prefix: {why}"));
-    let (addr, len) = match text.split_once('/') {
-        Some((addr, len)) => (addr, Some(len)),
-        None => (text, None),
-    };
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| invalid("not an IPv4 or IPv6 address"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = match len {
-        None => max,
-        Some(len) => len
-            .parse::<u8>()
-            .ok()
-            .filter(|&len| len <= max)
-            .ok_or_else(|| invalid(&format!("the length is not a number in 0..={max}")))?,
-    };
-    let host_bits = match addr {
-        IpAddr::V4(a) => len < 32 && u32::from(a) << len != 0,
-        IpAddr::V6(a) => len < 128 && u128::from(a) << len != 0,
-    };
-    if host_bits {
-        return Err(invalid("bits are set past the length"));
-    }
-    Ok(Prefix { addr, len })
+    Prefix::parse_or_host(text).map_err(|e| refusal(key, None, e.to_string()))
 }
 
 fn route(key: &str, fields: &BTreeMap<String, String>) -> Result<Route, Refusal> {

@@ -17,7 +17,12 @@ pub const ARS_NEXTHOP: &str = "ARS_NEXTHOP";
 /// separator: `ROUTE_TABLE:<prefix>`.
 pub const ROUTE_TABLE: &str = "ROUTE_TABLE:";
 pub const NEXTHOP_GROUP_TABLE: &str = "NEXTHOP_GROUP_TABLE:";
-pub const ROUTE_TABLES: [&str; 2] = [ROUTE_TABLE, NEXTHOP_GROUP_TABLE];
+/// fabriclb's own APPL_DB table, which a traffic-engineering controller
+/// writes: `FABRICLB_OVERRIDE_TABLE:<name>` (`super::overrides`).
+pub const OVERRIDE_TABLE: &str = "FABRICLB_OVERRIDE_TABLE:";
+/// The APPL_DB tables that can hold many rows: found with `SCAN`, read a
+/// batch per round trip, followed row by row.
+pub const ROW_TABLES: [&str; 3] = [ROUTE_TABLE, NEXTHOP_GROUP_TABLE, OVERRIDE_TABLE];
 /// The tables read whole, by `KEYS <table>|*`.
 pub const ARS_TABLES: [&str; 4] = [ARS_PROFILE, ARS_OBJECT, ARS_INTERFACE, ARS_NEXTHOP];
 
@@ -31,8 +36,7 @@ pub type Row = Result<BTreeMap<String, String>, String>;
 pub struct Rows {
     /// CONFIG_DB: `SWITCH_HASH|GLOBAL` and every `ARS_*|...`.
     pub config: BTreeMap<String, Row>,
-    /// APPL_DB: `SWITCH_TABLE:switch`, every `ROUTE_TABLE:...` and
-    /// `NEXTHOP_GROUP_TABLE:...`.
+    /// APPL_DB: `SWITCH_TABLE:switch`, every row of the [`ROW_TABLES`].
     pub appl: BTreeMap<String, Row>,
 }
 

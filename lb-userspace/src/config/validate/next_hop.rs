@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::RawNextHop;
-use crate::config::schema::{NextHopAddr, NextHopSpec, VLAN_MAX, VLAN_MIN, format_mac};
+use crate::config::schema::{NextHopAddr, NextHopSpec, VLAN_MAX, VLAN_MIN, format_mac, parse_mac};
 
 impl Ctx<'_> {
     pub(super) fn next_hop(&self, nh: Spanned<RawNextHop>) -> Result<NextHopSpec, ConfigError> {
@@ -130,22 +130,5 @@ impl Ctx<'_> {
             text.span(),
             format!("next-hop IP {ip} is {kind}; a next hop needs a unicast neighbour address"),
         ))
-    }
-}
-
-/// Six two-digit hex octets separated by ':', either case.
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.split(':');
-    for octet in &mut mac {
-        let part = parts.next()?;
-        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        *octet = u8::from_str_radix(part, 16).ok()?;
-    }
-    match parts.next() {
-        Some(_) => None,
-        None => Some(mac),
     }
 }

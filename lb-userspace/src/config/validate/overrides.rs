@@ -9,10 +9,7 @@ use toml::Spanned;
 use super::telemetry::PathKeys;
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::RawOverride;
-use crate::config::schema::{Group, NAME_MAX_LEN, Override, Route, Switch};
-
-/// The largest RoCEv2 queue pair number (24 bits); 0 is none.
-const QP_MAX: u32 = 0xff_ffff;
+use crate::config::schema::{Group, NAME_MAX_LEN, Override, QP_MAX, Route, Switch};
 
 impl Ctx<'_> {
     pub(super) fn overrides(
@@ -30,7 +27,6 @@ impl Ctx<'_> {
                 MAX_GROUPS * MAX_OVERRIDES_PER_GROUP
             ),
         )?;
-        let learned = groups.iter().any(Group::learns_routes);
         let mut names = HashMap::new();
         let mut per_group: HashMap<usize, usize> = HashMap::new();
         let mut overrides = Vec::with_capacity(raw.len());
@@ -46,34 +42,12 @@ impl Ctx<'_> {
                 format_args!("override name {name:?}"),
             )?;
             let dst = self.plain_prefix(&entry.dst)?;
-            let src = match &entry.src {
-                None => None,
-                Some(text) => {
-                    let src = self.plain_prefix(text)?;
-                    if src.addr.is_ipv4() != dst.addr.is_ipv4() {
-                        return Err(self.error(
-                            text.span(),
-                            format!("override {name:?}: src {src} is not of dst {dst}'s family"),
-                        ));
-                    }
-                    Some(src)
-                }
-            };
-            let ingress = match entry.ingress {
-                None => None,
-                Some(ingress) => {
-                    if !switch.interfaces.contains(ingress.get_ref()) {
-                        return Err(self.error(
-                            ingress.span(),
-                            format!(
-                                "override {name:?}: ingress {:?} is not one of switch.interfaces",
-                                ingress.get_ref()
-                            ),
-                        ));
-                    }
-                    Some(ingress.into_inner())
-                }
-            };
+            let src = entry
+                .src
+                .as_ref()
+                .map(|text| self.plain_prefix(text).map(|src| (src, text.span())))
+                .transpose()?;
+            let ingress = entry.ingress.map(|i| (i.span(), i.into_inner()));
             let dest_qp = entry
                 .dest_qp
                 .map(|qp| {
@@ -96,34 +70,27 @@ impl Ctx<'_> {
                 ));
             }
             let next_hop = self.next_hop(entry.next_hop)?;
-            // A route of the file's own groups is checked now; one learned
-            // from the kernel or SONiC only when learned.
             let entry = Override {
                 name,
                 dst,
-                src,
-                ingress,
+                src: src.as_ref().map(|(src, _)| *src),
+                ingress: ingress.as_ref().map(|(_, name)| name.clone()),
                 dest_qp,
                 next_hop,
             };
-            let carrier = Route::carrying(routes, dst).map(|r| &groups[r.group]);
-            if !carrier.map_or(learned, Group::learns_routes) {
-                let (index, _) = entry.pinned_slot(routes, groups).map_err(|why| {
-                    self.error(span.clone(), format!("override {:?}: {why}", entry.name))
-                })?;
-                let count = per_group.entry(index).or_default();
-                *count += 1;
-                if *count > MAX_OVERRIDES_PER_GROUP as usize {
-                    return Err(self.error(
-                        span,
-                        format!(
-                            "override {:?}: group {:?} has {MAX_OVERRIDES_PER_GROUP} overrides \
-                             already, the most a group may have",
-                            entry.name, groups[index].name
-                        ),
-                    ));
-                }
+            if let Some((src, span)) = src
+                && let Some(why) = entry.src_family_error(src)
+            {
+                return Err(self.error(span, why));
             }
+            if let Some((span, name)) = ingress
+                && let Some(why) = entry.ingress_error(switch, &name)
+            {
+                return Err(self.error(span, why));
+            }
+            entry
+                .count_into(routes, groups, &mut per_group)
+                .map_err(|why| self.error(span, why))?;
             overrides.push(entry);
         }
         Ok(overrides)

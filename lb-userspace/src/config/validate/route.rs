@@ -57,45 +57,7 @@ impl Ctx<'_> {
 
     /// A prefix as written: address/length, no host bits set.
     pub(super) fn plain_prefix(&self, text: &Spanned<String>) -> Result<Prefix, ConfigError> {
-        let s = text.get_ref().as_str();
-        let invalid = |why: String| self.error(text.span(), format!("invalid prefix {s:?}: {why}"));
-        let Some((addr, len)) = s.split_once('/') else {
-            return Err(invalid(
-                "expected address/length, e.g. \"10.1.0.0/16\" or \"2001:db8::/32\"".into(),
-            ));
-        };
-        let Ok(addr) = addr.parse::<IpAddr>() else {
-            return Err(invalid(format!("{addr:?} is not an IPv4 or IPv6 address")));
-        };
-        let (family, max) = match addr {
-            IpAddr::V4(_) => ("IPv4", 32),
-            IpAddr::V6(_) => ("IPv6", 128),
-        };
-        let parsed = if len.is_empty() || !len.bytes().all(|b| b.is_ascii_digit()) {
-            None
-        } else {
-            // Saturates on absurd lengths so they report as out of range.
-            Some(len.parse::<u32>().unwrap_or(u32::MAX))
-        };
-        let Some(len) = parsed else {
-            return Err(invalid(format!("length {len:?} is not a number")));
-        };
-        let Some(len) = u8::try_from(len).ok().filter(|&l| l <= max) else {
-            return Err(invalid(format!(
-                "length {len} is out of range for {family} (0..={max})"
-            )));
-        };
-        let masked = Prefix {
-            addr: mask(addr, len),
-            len,
-        };
-        if masked.addr != addr {
-            return Err(self.error(
-                text.span(),
-                format!("prefix {s:?} has host bits set; did you mean \"{masked}\"?"),
-            ));
-        }
-        Ok(masked)
+        Prefix::parse(text.get_ref()).map_err(|e| self.error(text.span(), e.to_string()))
     }
 
     /// Warns of each group no route sends traffic to; `name_spans` are
@@ -187,18 +149,4 @@ fn destination(addr: IpAddr) -> FlowFields {
         }
     }
     flow
-}
-
-/// `addr` with everything past the first `len` bits cleared.
-fn mask(addr: IpAddr, len: u8) -> IpAddr {
-    match addr {
-        IpAddr::V4(a) => {
-            let m = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(a) & m))
-        }
-        IpAddr::V6(a) => {
-            let m = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(a) & m))
-        }
-    }
 }

@@ -161,8 +161,8 @@ fn invalid_rows_are_refused_with_their_key_and_field() {
         said,
         [
             "\"NEXTHOP_GROUP_TABLE:9\": not a hash",
-            "\"ROUTE_TABLE:10.0.0.0/33\": \"10.0.0.0/33\" is not a prefix: the length is not a \
-             number in 0..=32",
+            "\"ROUTE_TABLE:10.0.0.0/33\": invalid prefix \"10.0.0.0/33\": length 33 is out of \
+             range for IPv4 (0..=32)",
             "\"ROUTE_TABLE:10.2.0.0/16\" field \"weight\": \"0\" is not a weight (a number from 1)",
             "\"ROUTE_TABLE:10.3.0.0/16\" field \"nexthop\": \"bogus\" is not an IP address",
             "\"ROUTE_TABLE:10.4.0.0/16\" field \"nexthop_group\": set with nexthop or ifname: a \
@@ -170,8 +170,8 @@ fn invalid_rows_are_refused_with_their_key_and_field() {
             "\"ROUTE_TABLE:10.5.0.0/16\" field \"ifname\": missing or empty",
             "\"ROUTE_TABLE:198.19.0.0/16\" field \"nexthop\": 2 addresses for 1 interfaces in \
              ifname: the lists go in pairs",
-            "\"ROUTE_TABLE:198.19.0.1/16\": \"198.19.0.1/16\" is not a prefix: bits are set past \
-             the length",
+            "\"ROUTE_TABLE:198.19.0.1/16\": prefix \"198.19.0.1/16\" has host bits set; did you \
+             mean \"198.19.0.0/16\"?",
         ]
     );
     assert_eq!(
