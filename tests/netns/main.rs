@@ -17,6 +17,7 @@ mod kernel_routes;
 mod links;
 mod local;
 mod neighbours;
+mod overrides;
 mod privileges;
 mod reload;
 mod restart;

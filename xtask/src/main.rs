@@ -39,7 +39,7 @@ enum Cmd {
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
-    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic, link-down, restart, bgp-drain and sonic scenarios (JSON in target/demo/)
+    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic and te-override scenarios (JSON in target/demo/)
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
         #[arg(last = true)]
@@ -155,9 +155,9 @@ fn bench(root: &Path) -> Result<()> {
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
 /// adaptive-routing results, failover, a hitless restart (about 10 s), a
-/// spine drained by BGP (about 15 s) and the leaf driven from SONiC's
-/// CONFIG_DB (about 15 s).
-const HEADLINE_SCENARIOS: [&str; 8] = [
+/// spine drained by BGP (about 15 s), the leaf driven from SONiC's
+/// CONFIG_DB (about 15 s) and a controller's overrides (about 30 s).
+const HEADLINE_SCENARIOS: [&str; 9] = [
     "slow-spine",
     "slow-spine-lossless",
     "spine-slowdown",
@@ -166,6 +166,7 @@ const HEADLINE_SCENARIOS: [&str; 8] = [
     "restart",
     "bgp-drain",
     "sonic",
+    "te-override",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

@@ -9,8 +9,12 @@ use std::process::Command;
 use anyhow::{Context, Result, anyhow};
 use aya::maps::{Array, Map, MapData, PerCpuArray};
 use aya::programs::loaded_programs;
-use lb_common::abi::{BUCKETS, GROUPS, GroupEntry, NEXTHOP_STATS, NextHopStats, PATH_QUALITY};
-use lb_common::limits::BUCKETS_PER_GROUP;
+use lb_common::abi::{
+    BUCKETS, GROUPS, GroupEntry, NEXTHOP_STATS, NextHopStats, OVERRIDE_STATS, OverrideStats,
+    PATH_QUALITY,
+};
+use lb_common::limits::{BUCKETS_PER_GROUP, MAX_OVERRIDES_PER_GROUP};
+use lb_common::select::overrides::override_index;
 
 use super::Testbed;
 use super::netns::output;
@@ -20,6 +24,7 @@ pub struct LeafMaps {
     stats: PerCpuArray<MapData, NextHopStats>,
     groups: Array<MapData, GroupEntry>,
     buckets: Array<MapData, u32>,
+    overrides: PerCpuArray<MapData, OverrideStats>,
 }
 
 impl LeafMaps {
@@ -33,7 +38,8 @@ impl LeafMaps {
         let ids = info
             .map_ids()?
             .ok_or_else(|| anyhow!("program {prog_id} lists no maps"))?;
-        let (mut quality, mut stats, mut groups, mut buckets) = (None, None, None, None);
+        let (mut quality, mut stats, mut groups, mut buckets, mut overrides) =
+            (None, None, None, None, None);
         for id in ids {
             let data = MapData::from_id(id)?;
             let name = data.info()?.name_as_str().map(str::to_owned);
@@ -44,6 +50,9 @@ impl LeafMaps {
                 }
                 Some(GROUPS) => groups = Some(Array::try_from(Map::from_map_data(data)?)?),
                 Some(BUCKETS) => buckets = Some(Array::try_from(Map::from_map_data(data)?)?),
+                Some(OVERRIDE_STATS) => {
+                    overrides = Some(PerCpuArray::try_from(Map::from_map_data(data)?)?)
+                }
                 _ => {}
             }
         }
@@ -52,6 +61,8 @@ impl LeafMaps {
             stats: stats.with_context(|| format!("no {NEXTHOP_STATS} in program {prog_id}"))?,
             groups: groups.with_context(|| format!("no {GROUPS} in program {prog_id}"))?,
             buckets: buckets.with_context(|| format!("no {BUCKETS} in program {prog_id}"))?,
+            overrides: overrides
+                .with_context(|| format!("no {OVERRIDE_STATS} in program {prog_id}"))?,
         })
     }
 
@@ -68,6 +79,19 @@ impl LeafMaps {
     /// Packets forwarded to next hop `id`, all CPUs.
     pub fn packets(&self, id: u32) -> Result<u64> {
         Ok(self.stats.get(&id, 0)?.iter().map(|s| s.packets).sum())
+    }
+
+    /// Packets group `id`'s overrides sent to their next hops, all of
+    /// them in both halves, all CPUs.
+    pub fn override_packets(&self, id: u32) -> Result<u64> {
+        let mut packets = 0;
+        for half in 0..2 {
+            for i in 0..MAX_OVERRIDES_PER_GROUP {
+                let stats = self.overrides.get(&override_index(id, half, i), 0)?;
+                packets += stats.iter().map(|s| s.packets).sum::<u64>();
+            }
+        }
+        Ok(packets)
     }
 
     /// Group `id`'s settings.

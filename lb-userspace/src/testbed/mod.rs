@@ -34,6 +34,6 @@ pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{
     FAR_PORT, LINK_MTU, LOSSLESS_LIMIT_BYTES, Queues, ROCE_MTU, Routing, SENT_TTL, Shape, Testbed,
-    host_addr, namespaces, receiver_addr, remove_namespaces, tear_down_on_signal,
+    host_addr, namespaces, receiver_addr, remove_namespaces, spine_addr, tear_down_on_signal,
 };
 pub use udp::{LoadReport, TrafficReport, UdpLoad, run_traffic};

@@ -146,7 +146,7 @@ pub fn measure(
 
 /// Milliseconds from `changed` to the last sample whose counter grew over
 /// the one before it; 0 when none after `changed` did.
-fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
+pub(super) fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
     samples
         .windows(2)
         .rfind(|w| w[1].0 >= changed && w[1].1 > w[0].1)
@@ -156,7 +156,7 @@ fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
 /// Sets spine `spine`'s end of its link to the leaf up or down; returns
 /// when the request went out. Over a netlink socket opened beforehand, not
 /// `ip`, whose start on a loaded machine would count as failover time.
-fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
+pub(super) fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
     in_netns(&bed.ns(&format!("s{spine}")), move || -> Result<Instant> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -14,6 +14,7 @@ pub mod restart;
 mod slow_spine;
 pub mod sonic;
 mod table;
+pub mod te_override;
 
 use std::path::Path;
 use std::time::Instant;
@@ -55,10 +56,13 @@ pub enum Name {
     /// The leaf's hashing and mode changed in SONiC's CONFIG_DB under
     /// traffic ([`sonic`]).
     Sonic,
+    /// A controller's overrides pin traffic to a spine, unpin it, and the
+    /// pinned spine's link goes down ([`te_override`]).
+    TeOverride,
 }
 
 impl Name {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
@@ -67,6 +71,7 @@ impl Name {
         Self::Restart,
         Self::BgpDrain,
         Self::Sonic,
+        Self::TeOverride,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -79,6 +84,7 @@ impl Name {
             Self::Restart => "restart",
             Self::BgpDrain => "bgp-drain",
             Self::Sonic => "sonic",
+            Self::TeOverride => "te-override",
         }
     }
 
@@ -93,6 +99,7 @@ impl Name {
             Self::Restart => restart::scenario(restart::SECONDS),
             Self::BgpDrain => bgp_drain(bgp_drain::MESSAGES),
             Self::Sonic => sonic::scenario(sonic::SECONDS),
+            Self::TeOverride => te_override::scenario(te_override::SECONDS),
         }
     }
 
@@ -119,7 +126,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down, restart, bgp-drain and sonic"
+     cross-traffic, link-down, restart, bgp-drain, sonic and te-override"
 )]
 pub struct UnknownScenario(String);
 
@@ -214,6 +221,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     match name {
         Name::Restart => return restart::run(bed_name, json),
         Name::Sonic => return sonic::run(bed_name, json),
+        Name::TeOverride => return te_override::run(bed_name, json),
         _ => {}
     }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;

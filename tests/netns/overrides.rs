@@ -1,0 +1,60 @@
+//! A controller's overrides through Redis, end to end: `--scenario
+//! te-override` in short, the controller being `configs/te-controller.sh`
+//! writing `FABRICLB_OVERRIDE_TABLE` rows to a real `redis-server` that
+//! `fabriclb run --sonic` follows.
+
+use fabriclb::testbed::scenario::te_override;
+
+use crate::bed::{Bed, fabriclb};
+
+/// Per mode (ECMP, flowlet): the pinned traffic (half of what the leaf
+/// forwards) goes to spine 1 and comes back to the group's own spread
+/// when unpinned; a row with host bits in `dst` is refused with its key,
+/// field and why while the good row applies; when spine 1's link goes
+/// down nothing more goes to it and only packets sent into the failover
+/// are lost. Flowlet mode moves flows at their flowlets: no in-message
+/// reordering.
+#[test]
+fn a_controller_pins_unpins_and_the_pin_falls_back_when_its_spine_goes() {
+    let scenario = te_override::scenario(8);
+    let bed = Bed::shaped("T", scenario.shape.clone());
+    let runs =
+        te_override::measure(&bed.testbed, fabriclb(), bed.workdir(), &scenario).expect("scenario");
+    eprintln!("{runs:#?}");
+    assert_eq!(
+        runs.iter().map(|r| r.mode).collect::<Vec<_>>(),
+        ["ecmp", "flowlet"]
+    );
+    for run in &runs {
+        let spine1: Vec<(&str, f64)> = run
+            .shares
+            .iter()
+            .map(|s| (s.step, s.spine_shares[0]))
+            .collect();
+        let [
+            (_, before),
+            (_, pinned),
+            (_, unpinned),
+            (_, again),
+            (_, down),
+        ] = spine1[..]
+        else {
+            panic!("five steps: {spine1:?}");
+        };
+        assert!(before < 0.4 && unpinned < 0.4, "{}: {spine1:?}", run.mode);
+        // Half pinned, a quarter of the other half hashed there too.
+        assert!(pinned > 0.55 && again > 0.55, "{}: {spine1:?}", run.mode);
+        assert_eq!(down, 0.0, "{}: {spine1:?}", run.mode);
+        assert_eq!(run.applied_ms.len(), 2, "{run:?}");
+        assert!(
+            run.refused.contains(
+                "sonic: ignored \"FABRICLB_OVERRIDE_TABLE:bad-row\" field \"dst\": prefix \
+                 \"198.19.2.1/24\" has host bits set; did you mean \"198.19.2.0/24\"?"
+            ),
+            "{}",
+            run.refused
+        );
+        assert!(run.lost <= run.sent_into_failover, "{run:?}");
+    }
+    assert_eq!(runs[1].in_message_reorders, 0, "{:?}", runs[1]);
+}
