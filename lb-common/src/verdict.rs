@@ -33,6 +33,11 @@ pub enum Reason {
     /// addresses or subnet broadcasts, or a destination no router forwards
     /// (multicast, limited broadcast, link-local): XDP_PASS.
     Local,
+    /// Addressed to another host: the destination MAC is neither the
+    /// ingress port's nor the switch's DLB MAC (a port in promiscuous
+    /// mode, or on a shared segment). XDP_PASS: the kernel takes it for
+    /// what it is (drops it, or a bridge forwards it).
+    OtherHost,
 }
 
 /// XDP return codes (kernel ABI, `enum xdp_action`).
@@ -51,7 +56,7 @@ impl Reason {
         }
     }
 
-    pub const COUNT: u32 = 11;
+    pub const COUNT: u32 = 12;
     pub const ALL: [Reason; Self::COUNT as usize] = [
         Reason::Forwarded,
         Reason::NotIp,
@@ -64,6 +69,7 @@ impl Reason {
         Reason::L2Truncated,
         Reason::L3Malformed,
         Reason::Local,
+        Reason::OtherHost,
     ];
 
     /// Metric label.
@@ -80,6 +86,7 @@ impl Reason {
             Reason::L2Truncated => "l2_truncated",
             Reason::L3Malformed => "l3_malformed",
             Reason::Local => "local",
+            Reason::OtherHost => "other_host",
         }
     }
 }

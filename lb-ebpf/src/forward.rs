@@ -7,6 +7,7 @@ use crate::{
     count,
     maps::{FL_DEVMAP, FL_GROUPS, FL_NEXTHOPS, FL_SCRATCH},
     parse::parse_frame,
+    ports::addressed_to_us,
     rewrite::rewrite,
     route::route,
     select::{self, Choice},
@@ -16,7 +17,7 @@ use crate::{
 /// ablations stop after one, so each stage's cost is the difference of two
 /// programs built from this one path.
 pub mod stage {
-    /// Scratch slot and headers.
+    /// Scratch slot and headers, and whether the frame is for this box.
     pub const PARSE: u8 = 1;
     /// Route lookup, TTL check, the group's entry.
     pub const ROUTE: u8 = 2;
@@ -60,6 +61,10 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     // SAFETY: this CPU's slot; XDP does not nest on a CPU.
     let parsed = unsafe { &mut *parsed };
     parse_frame(ctx.data(), ctx.data_end(), parsed)?;
+    let ingress = ctx.ingress_ifindex() as u32;
+    if !addressed_to_us(ctx.data(), ctx.data_end(), ingress) {
+        return Err(Reason::OtherHost);
+    }
     if UNTIL == stage::PARSE {
         return Ok(());
     }
@@ -78,7 +83,7 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     }
     let len = (ctx.data_end() - ctx.data()) as u64;
     let pin = if group.override_count != 0 {
-        select::pin::pinned(group_id, group, &parsed.flow, ctx.ingress_ifindex() as u32)
+        select::pin::pinned(group_id, group, &parsed.flow, ingress)
     } else {
         select::pin::Pin::NONE
     };

@@ -4,7 +4,7 @@
 //! benchmark and the testbed's receiver) declare entry points over it.
 //!
 //! One module per stage of [`forward::process`], in the order it runs them:
-//! [`parse`], [`route`], [`select`], [`rewrite`], [`count`]; [`maps`] is
+//! [`parse`], [`ports`], [`route`], [`select`], [`rewrite`], [`count`]; [`maps`] is
 //! what they share; [`tx_errors`] counts, off the path, what the
 //! kernel failed to send. The packet view lives in `lb-ebpf-frame`, which the
 //! testbed's receiver links without this crate's maps.
@@ -14,6 +14,7 @@ pub mod count;
 pub mod forward;
 pub mod maps;
 pub mod parse;
+pub mod ports;
 pub mod rewrite;
 pub mod route;
 pub mod select;

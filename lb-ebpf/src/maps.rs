@@ -8,6 +8,7 @@ use aya_ebpf::{
 use lb_common::{
     abi::{
         GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
+        PORT_SLOT_COUNT, PortMacs,
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
@@ -116,6 +117,14 @@ pub static FL_TX_ERRORS: PerCpuHashMap<u32, TxErrors> =
 /// where the kernel keeps device fields, written by the daemon.
 #[map]
 pub static FL_TX_WATCH: Array<TxWatch> = Array::with_max_entries(1, 0);
+/// Ingress ifindex -> the MACs its frames may be addressed to, every port
+/// the program is attached to.
+#[map]
+pub static FL_PORTS: HashMap<u32, PortMacs> = HashMap::with_max_entries(MAX_EGRESS_PORTS, 0);
+/// `port_slot(ifindex)` -> [`PortMacs`]: [`FL_PORTS`] where a lookup is
+/// an array read; a port whose slot another holds is only there.
+#[map]
+pub static FL_PORT_SLOTS: Array<PortMacs> = Array::with_max_entries(PORT_SLOT_COUNT, 0);
 /// Ingress ifindexes the forwarding program is attached to -> 1. A switch
 /// has as many ingress ports as egress ports.
 #[map]

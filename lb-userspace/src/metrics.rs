@@ -483,6 +483,7 @@ fabriclb_packets_total{reason="l4_truncated"} 0
 fabriclb_packets_total{reason="l2_truncated"} 0
 fabriclb_packets_total{reason="l3_malformed"} 0
 fabriclb_packets_total{reason="local"} 0
+fabriclb_packets_total{reason="other_host"} 0
 # HELP fabriclb_group_mode The mode a group runs in (1 for the current one).
 # TYPE fabriclb_group_mode gauge
 fabriclb_group_mode{group="spines",mode="ecmp"} 0

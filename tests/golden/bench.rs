@@ -23,6 +23,7 @@ use lb_common::{
     verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT},
 };
 
+use crate::harness::take_frames_to_lb_mac;
 use crate::packets::{PEER_MAC, ipv4_to};
 use crate::switch::{self, LB_MAC};
 
@@ -41,6 +42,7 @@ fn bench() -> (Dataplane, tables::Tables) {
     let mut dp = Dataplane::load_object(BENCH_OBJECT, FLOWLET_TABLE_DEFAULT)
         .expect("load the bench object (needs root)");
     tables.write(&mut dp, None).expect("program maps");
+    take_frames_to_lb_mac(&mut dp, [0; 6]);
     for name in [PROGRAM_BENCH, PROGRAM_BASELINE, PROGRAM_EMPTY, PROGRAM_VARY] {
         dp.load_program(name).expect(name);
     }

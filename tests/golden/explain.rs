@@ -14,7 +14,7 @@ use fabriclb::inspect::{
 use lb_common::{select::flowlet::FlowletStep, verdict::Reason};
 
 use crate::harness::{Harness, LOOPBACK, pin_to_one_cpu};
-use crate::switch;
+use crate::switch::{self, LB_MAC};
 
 /// A group whose flowlets end after a microsecond, so that every packet
 /// but a flow's first makes a least-cost choice (the golden switch's own
@@ -175,7 +175,7 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
             _ => description(&mut rng),
         };
         sent.push(text.clone());
-        let frame = Description::parse(&text).expect(&text).frame();
+        let frame = Description::parse(&text).expect(&text).frame_to(LB_MAC);
         let before = h.dp.verdict_counts().expect("verdicts");
         let now = now_ns();
         let e = explain(&maps, &frame, LOOPBACK, Some(0), now).expect("explain");

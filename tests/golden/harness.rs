@@ -11,7 +11,7 @@ use fabriclb::{
     dataplane::{Dataplane, DataplaneError},
 };
 use lb_common::{
-    abi::{GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats},
+    abi::{GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats, PortMacs},
     limits::FLOWLET_TABLE_DEFAULT,
     packet::{craft::Ipv4, parse::parse},
     select::{
@@ -28,6 +28,18 @@ use crate::switch::{self, GROUPS, LB_MAC};
 
 /// The ifindex a test run's packets come in on: the loopback's.
 pub const LOOPBACK: u32 = 1;
+
+/// What the daemon writes for a port it attaches to, for the port test
+/// runs come in on (the loopback): frames to [`LB_MAC`] are for the box,
+/// and to `dlb` unless it is all zeros (`switch.dlb_mac`).
+pub fn take_frames_to_lb_mac(dp: &mut Dataplane, dlb: [u8; 6]) {
+    dp.set_port_macs(PortMacs {
+        ifindex: LOOPBACK,
+        own: LB_MAC,
+        dlb,
+    })
+    .expect("port MACs");
+}
 
 /// The production object, for a harness with maps sized otherwise.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_OBJECT"));
@@ -79,6 +91,7 @@ impl Harness {
         })
         .expect("tables");
         tables.write(&mut dp, None).expect("program maps");
+        take_frames_to_lb_mac(&mut dp, [0; 6]);
         Self { dp, tables }
     }
 
@@ -176,13 +189,32 @@ impl Harness {
 
     /// Runs one frame; returns the verdict and the output frame.
     pub fn run(&mut self, frame: &[u8]) -> (u32, Vec<u8>) {
-        self.run_repeated(frame, 1)
+        self.run_in_kernel(frame, 1)
     }
 
-    /// Runs `repeat` copies back to back in the kernel (the program sees
-    /// its own output each time, so the TTL drops by `repeat`); returns the
-    /// last verdict and output frame.
+    /// Runs `frame` once, then its output `repeat - 1` times back to back
+    /// in the kernel (the program sees its own output each time, so the
+    /// TTL drops by `repeat`); returns the last verdict and output frame.
+    /// The output is addressed to the next hop, which the port takes as
+    /// its DLB MAC for the runs.
     pub fn run_repeated(&mut self, frame: &[u8], repeat: u32) -> (u32, Vec<u8>) {
+        let first = self.run_in_kernel(frame, 1);
+        if repeat <= 1 || first.0 != Reason::Forwarded.xdp_action() {
+            return first;
+        }
+        let to: [u8; 6] = first.1[..6].try_into().expect("a MAC");
+        self.set_dlb(to);
+        let last = self.run_in_kernel(&first.1, repeat - 1);
+        self.set_dlb([0; 6]);
+        last
+    }
+
+    /// The loopback's DLB MAC, as the daemon writes `switch.dlb_mac`.
+    pub fn set_dlb(&mut self, dlb: [u8; 6]) {
+        take_frames_to_lb_mac(&mut self.dp, dlb);
+    }
+
+    fn run_in_kernel(&mut self, frame: &[u8], repeat: u32) -> (u32, Vec<u8>) {
         let mut out = vec![0u8; frame.len() + 64];
         let result = self
             .dp

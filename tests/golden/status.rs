@@ -96,7 +96,7 @@ fn status_reads_the_pinned_maps() {
     assert_eq!(
         lines[0],
         "verdicts: forwarded 5, not_ip 0, not_unicast 0, no_route 1, ttl_expired 0, \
-         no_nexthop 0, unsupported 0, l4_truncated 0, l2_truncated 0, l3_malformed 0, local 0"
+         no_nexthop 0, unsupported 0, l4_truncated 0, l2_truncated 0, l3_malformed 0, local 0, other_host 0"
     );
     assert_eq!(lines[1], "flowlet table: 1 of 65536 entries");
     let at = |line: &str| {
@@ -252,6 +252,8 @@ fn explain_reads_the_pinned_maps() {
             "explain",
             "--config",
             config.to_str().unwrap(),
+            "--ingress",
+            "lo",
             "udp 10.0.0.1:1000 -> 10.1.0.2:9000",
         ],
         bpffs.path(),
@@ -312,6 +314,7 @@ fn explain_reads_the_pinned_maps() {
         "{state}"
     );
     for line in [
+        "note: the destination MAC was not checked against the ingress port's; give --ingress",
         "  step: inside its flowlet: stays on slot 0 (next hop 10 (lo 02:00:00:00:0e:01))",
         "    slot 0 next hop 10 (lo 02:00:00:00:0e:01): usable, load 284 bytes, quality 1024",
         "    slot 1 next hop 11 (lo 02:00:00:00:0e:02): usable, load 0 bytes, quality 1024",
@@ -355,7 +358,13 @@ fn explain_reads_each_frame_of_a_capture() {
         .with_file_name(format!("fabriclb-golden-{}.pcap", std::process::id()));
     std::fs::write(&file, pcap(&[&tagged, &nowhere, &tagged[..20]])).expect("pcap");
     let text = stdout(&fabriclb(
-        &["explain", "--pcap", file.to_str().unwrap()],
+        &[
+            "explain",
+            "--ingress",
+            "lo",
+            "--pcap",
+            file.to_str().unwrap(),
+        ],
         bpffs.path(),
     ));
     let _ = std::fs::remove_file(&file);

@@ -10,6 +10,7 @@
 mod attach;
 mod bed;
 mod config_file;
+mod dlb;
 mod failover;
 mod hop;
 mod inspect;

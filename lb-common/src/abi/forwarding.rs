@@ -125,6 +125,42 @@ pub const OVERRIDES: &str = "FL_OVERRIDES";
 /// the kernel keeps 15 bytes of a map's name, which `explain` finds it by.
 pub const OVERRIDE_STATS: &str = "FL_OVR_STATS";
 
+/// Hash: ingress ifindex (`u32`) -> [`PortMacs`], every port the program
+/// is attached to: whom its frames may be addressed to. The record, and
+/// where the program looks for a port [`PORT_SLOTS`] does not hold.
+pub const PORTS: &str = "FL_PORTS";
+/// Array: [`port_slot`]`(ifindex)` -> [`PortMacs`]: the ports' entries
+/// where a lookup costs an array read; a port whose slot another holds is
+/// only in [`PORTS`].
+pub const PORT_SLOTS: &str = "FL_PORT_SLOTS";
+/// [`PORT_SLOTS`]' entries.
+pub const PORT_SLOT_COUNT: u32 = 4096;
+
+/// The [`PORT_SLOTS`] entry of ingress port `ifindex`.
+#[inline(always)]
+pub const fn port_slot(ifindex: u32) -> u32 {
+    ifindex & (PORT_SLOT_COUNT - 1)
+}
+
+/// The unicast MACs an ingress port accepts frames for: its own, and the
+/// switch's shared DLB MAC (all zeros for none).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortMacs {
+    /// The port; 0 in an empty slot.
+    pub ifindex: u32,
+    pub own: [u8; 6],
+    pub dlb: [u8; 6],
+}
+
+impl PortMacs {
+    /// Whether a frame to `dst` is for this box.
+    #[inline(always)]
+    pub fn accepts(&self, dst: &[u8; 6]) -> bool {
+        *dst == self.own || (*dst == self.dlb && self.dlb != [0; 6])
+    }
+}
+
 /// A traffic-engineering override: packets it matches take the group's
 /// member `slot` instead of the group's own choice. Addresses are stored
 /// masked, with their masks; a zero mask (and `ingress` or `dest_qp` 0)
@@ -212,12 +248,33 @@ mod pod {
     unsafe impl aya::Pod for super::GroupStats {}
     unsafe impl aya::Pod for super::OverrideEntry {}
     unsafe impl aya::Pod for super::OverrideStats {}
+    unsafe impl aya::Pod for super::PortMacs {}
     unsafe impl aya::Pod for crate::select::flowlet::FlowletState {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_accepts_its_own_mac_and_the_dlb_mac_only() {
+        let own = [2, 0, 0, 0, 0, 1];
+        let dlb = [0, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc];
+        let port = PortMacs {
+            ifindex: 7,
+            own,
+            dlb,
+        };
+        assert!(port.accepts(&own) && port.accepts(&dlb));
+        assert!(!port.accepts(&[2, 0, 0, 0, 0, 2]));
+        let without = PortMacs {
+            dlb: [0; 6],
+            ..port
+        };
+        assert!(without.accepts(&own));
+        assert!(!without.accepts(&dlb) && !without.accepts(&[0; 6]));
+        assert_eq!((port_slot(7), port_slot(4096 + 7)), (7, 7));
+    }
 
     #[test]
     fn layouts_have_no_padding() {
@@ -227,6 +284,7 @@ mod tests {
         );
         assert_eq!(core::mem::size_of::<OverrideEntry>(), 80);
         assert_eq!(core::mem::size_of::<OverrideStats>(), 24);
+        assert_eq!(core::mem::size_of::<PortMacs>(), 16);
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
         assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
         assert_eq!(core::mem::size_of::<GroupStats>(), 40);

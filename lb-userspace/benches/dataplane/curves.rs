@@ -26,7 +26,9 @@ use lb_common::{
 };
 use serde::Serialize;
 
-use super::{BENCH_OBJECT, Budget, LB_MAC, PEER_MAC, group_toml, pad, spread, time};
+use super::{
+    BENCH_OBJECT, Budget, LB_MAC, PEER_MAC, group_toml, pad, spread, take_frames_to_lb_mac, time,
+};
 
 /// One point of a curve.
 #[derive(Serialize)]
@@ -255,6 +257,7 @@ fn measure(budget: &Budget, setup: &Setup) -> Result<((f64, f64, f64), Option<f6
     )?;
     tables.write(&mut dp, None)?;
     dp.add_port(BASELINE_IFINDEX)?;
+    take_frames_to_lb_mac(&mut dp)?;
     dp.load_program(PROGRAM_EMPTY)?;
     dp.load_program(PROGRAM_VARY)?;
     let map = dp.other_map(BENCH_VARY).context("no vary map")?;

@@ -18,8 +18,10 @@ pub struct ExplainArgs {
     /// Explain every frame of this capture (classic pcap, Ethernet).
     #[arg(long, conflicts_with = "packet")]
     pcap: Option<PathBuf>,
-    /// The interface the packet comes in on, for overrides that name one
-    /// (without it they are taken as not matching, with a note).
+    /// The interface the packet comes in on: its MACs decide whether the
+    /// frame is for this box (a described packet is addressed to the
+    /// port), and overrides may name it (without it, the MAC is not
+    /// checked and those overrides are taken as not matching, with notes).
     #[arg(long)]
     ingress: Option<String>,
     /// Whose per-CPU flowlet state, spray position and loads to use
@@ -37,19 +39,26 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
-    let frames = match &args.pcap {
-        Some(path) => {
-            let file = std::fs::read(path).with_context(|| path.display().to_string())?;
-            inspect::pcap::frames(&file).with_context(|| path.display().to_string())?
-        }
-        None => vec![Description::parse(&args.packet.join(" "))?.frame()],
-    };
     let ingress = match &args.ingress {
         None => 0,
         Some(name) => fabriclb::netlink::ifindex(name)
             .with_context(|| format!("--ingress {name:?}: no such interface"))?,
     };
     let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
+    let frames = match &args.pcap {
+        Some(path) => {
+            let file = std::fs::read(path).with_context(|| path.display().to_string())?;
+            inspect::pcap::frames(&file).with_context(|| path.display().to_string())?
+        }
+        None => {
+            let described = Description::parse(&args.packet.join(" "))?;
+            // A described packet is addressed to the port it comes in on.
+            match maps.port_macs(ingress)? {
+                Some(port) => vec![described.frame_to(port.own)],
+                None => vec![described.frame()],
+            }
+        }
+    };
     let names = args.names.names(&maps)?;
     for note in &names.notes {
         println!("note: {note}");

@@ -5,7 +5,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use fabriclb::config::format_mac;
+use fabriclb::dataplane::pins::PinDir;
 use fabriclb::dataplane::{holder, remove_instance};
+use fabriclb::inspect::maps::MapSet;
+use fabriclb::netlink::Netlink;
 
 use super::pins::PinArgs;
 
@@ -41,6 +45,7 @@ pub fn run(args: StopArgs) -> Result<()> {
         println!("stopped fabriclb (pid {pid})");
     }
     if args.detach {
+        forget_dlb_macs(&pins);
         let removed = remove_instance(&pins)?;
         println!(
             "removed {} ({removed} pins): the program is detached",
@@ -50,4 +55,48 @@ pub fn run(args: StopArgs) -> Result<()> {
         println!("the program keeps forwarding from {}", dir.display());
     }
     Ok(())
+}
+
+/// Takes the DLB MAC the instance put on its ports' unicast addresses off
+/// them again (the instance's port map records where). An instance that
+/// kept no such map, or a port gone, leaves nothing to take off; a
+/// failure is said and the instance still removed.
+fn forget_dlb_macs(pins: &PinDir) {
+    let Ok(maps) = MapSet::from_pins(pins) else {
+        return;
+    };
+    let ports: Vec<_> = maps
+        .typed
+        .ports
+        .iter()
+        .filter_map(|entry| entry.ok().map(|(_, port)| port))
+        .filter(|port| port.dlb != [0; 6])
+        .collect();
+    if ports.is_empty() {
+        return;
+    }
+    let forgotten = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let netlink = Netlink::connect()?;
+                for port in ports {
+                    if nix::net::if_::if_indextoname(port.ifindex).is_err() {
+                        continue;
+                    }
+                    netlink.del_unicast(port.ifindex, port.dlb).await?;
+                    println!(
+                        "DLB MAC {} taken off ifindex {}",
+                        format_mac(port.dlb),
+                        port.ifindex
+                    );
+                }
+                anyhow::Ok(())
+            })
+        });
+    if let Err(e) = forgotten {
+        eprintln!("taking the DLB MAC off the ports: {e:#}");
+    }
 }

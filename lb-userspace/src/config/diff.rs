@@ -28,6 +28,14 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
         a.flowlet_table_size,
         b.flowlet_table_size,
     );
+    if a.dlb_mac != b.dlb_mac {
+        let mac = |m: Option<[u8; 6]>| m.map_or_else(|| "none".to_owned(), super::format_mac);
+        out.push(format!(
+            "switch.dlb_mac {} -> {}",
+            mac(a.dlb_mac),
+            mac(b.dlb_mac)
+        ));
+    }
     if old.ars_profile != new.ars_profile {
         out.push(format!(
             "ars_profile {:?} -> {:?}",

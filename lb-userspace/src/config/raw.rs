@@ -41,6 +41,7 @@ pub(super) struct RawSwitch {
     pub(super) interfaces: Spanned<Vec<Spanned<String>>>,
     pub(super) xdp_mode: Option<Spanned<String>>,
     pub(super) flowlet_table_size: Option<Spanned<i64>>,
+    pub(super) dlb_mac: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

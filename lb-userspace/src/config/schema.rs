@@ -72,6 +72,9 @@ pub struct Switch {
     pub xdp_mode: XdpModeSetting,
     /// Flowlet table entries; fixed once the program is loaded.
     pub flowlet_table_size: u32,
+    /// The switch's shared DLB next-hop MAC: every ingress port accepts
+    /// frames to it as to its own MAC. Unicast, non-zero.
+    pub dlb_mac: Option<[u8; 6]>,
 }
 
 /// A config enum: its variants and their names in the file, which give

@@ -107,6 +107,7 @@ pub async fn run(options: Options) -> Result<()> {
         running.ingress.push(ingress);
     }
     dp.commit_pins(&running.config.switch.interfaces)?;
+    running.sync_ports(&netlink, &mut dp).await;
     running.drop_privileges(&mut dp);
     let mut metrics = MetricsTick::default();
     metrics.run(&options, &dp, &running);
@@ -160,6 +161,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.refresh_local(&netlink, &mut dp).await;
                 running.refresh_kernel_routes(&netlink, &mut dp).await;
                 running.reattach_ingress(&mut dp);
+                running.sync_ports(&netlink, &mut dp).await;
             }
             _ = metrics_tick.tick() => {
                 metrics.run(&options, &dp, &running);

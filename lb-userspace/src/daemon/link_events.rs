@@ -101,8 +101,10 @@ impl Running {
             self.links
                 .view
                 .solicit_missing(&self.config, &mut self.ongoing);
-            // An ingress interface created again gets the program now.
+            // An ingress interface created again gets the program now,
+            // and one whose MAC changed its new entry.
             self.reattach_ingress(dp);
+            self.sync_ports(netlink, dp).await;
         }
         if let Err(e) = self.rewrite_nexthops(dp) {
             warn!("writing next hops after link or neighbour events: {e}");

@@ -20,6 +20,7 @@ mod link_events;
 mod links;
 mod local;
 mod metrics_file;
+mod ports;
 mod privileges;
 mod reload;
 mod sonic;

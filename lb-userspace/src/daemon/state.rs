@@ -63,6 +63,7 @@ pub(super) fn attach(
     if let Some(attached) = super::adopt::link(dp, interface, setting)? {
         return Ok(attached);
     }
+    super::ports::note_port(dp, interface)?;
     let mut attach_in = |mode| {
         dp.attach(interface, mode)
             .map_err(|e| occupant::attach_error(interface, e))

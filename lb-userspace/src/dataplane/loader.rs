@@ -20,6 +20,7 @@ use super::tx_errors::{self, TxCounting};
 
 mod overrides;
 mod pinning;
+mod ports;
 mod routes;
 pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
 
@@ -569,6 +570,8 @@ mod tests {
             names::SPRAY,
             names::GROUP_STATS,
             names::LOAD_CLOCK,
+            names::PORTS,
+            names::PORT_SLOTS,
             names::SCRATCH,
             names::tx_errors::TX_ERRORS,
             names::tx_errors::TX_WATCH,

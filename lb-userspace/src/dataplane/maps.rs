@@ -2,9 +2,12 @@
 //! the loaded [`Dataplane`](super::Dataplane) writes, and what `status` and
 //! `explain` open from an instance's pins or a program's map ids.
 
-use aya::maps::{Array, DevMapHash, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray};
+use aya::maps::{
+    Array, DevMapHash, HashMap, IterableMap, LpmTrie, Map, MapData, MapError, PerCpuArray,
+};
 use lb_common::abi::{
     self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
+    PortMacs,
 };
 use lb_common::select::flowlet::FlowletState;
 
@@ -28,6 +31,8 @@ pub struct Maps {
     pub group_stats: PerCpuArray<MapData, GroupStats>,
     pub flowlets: PerCpuArray<MapData, FlowletState>,
     pub load_clock: PerCpuArray<MapData, u64>,
+    pub ports: HashMap<MapData, u32, PortMacs>,
+    pub port_slots: Array<MapData, PortMacs>,
 }
 
 impl Maps {
@@ -64,6 +69,8 @@ impl Maps {
             group_stats: typed!(names::GROUP_STATS),
             flowlets: typed!(names::FLOWLETS),
             load_clock: typed!(names::LOAD_CLOCK),
+            ports: typed!(names::PORTS),
+            port_slots: typed!(names::PORT_SLOTS),
         })
     }
 

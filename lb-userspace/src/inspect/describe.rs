@@ -17,8 +17,8 @@ use lb_common::packet::craft::{Ipv4, Ipv6, bth, tcp, udp};
 use lb_common::packet::parse::{ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP, ROCEV2_UDP_PORT};
 use lb_common::packet::roce::WRITE_MIDDLE;
 
-/// Frames are addressed to a unicast MAC and come from one: the program
-/// forwards what is unicast, whichever MAC it is.
+/// Frames come from a unicast MAC and are addressed to one: the ingress
+/// port's where it is known ([`Description::frame_to`]), else this one.
 pub const TO_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 pub const FROM_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 
@@ -139,8 +139,13 @@ impl Description {
         Ok(d)
     }
 
-    /// The Ethernet frame described.
+    /// The Ethernet frame described, addressed to [`TO_MAC`].
     pub fn frame(&self) -> Vec<u8> {
+        self.frame_to(TO_MAC)
+    }
+
+    /// The Ethernet frame described, addressed to `to`.
+    pub fn frame_to(&self, to: [u8; 6]) -> Vec<u8> {
         let (sport, dport) = (self.src.port(), self.dst.port());
         let l4 = match self.protocol {
             IPPROTO_TCP => tcp(sport, dport),
@@ -158,14 +163,14 @@ impl Description {
                 ttl: self.ttl,
                 ..Ipv4::new(self.protocol)
             }
-            .frame(TO_MAC, FROM_MAC, &tags, &l4),
+            .frame(to, FROM_MAC, &tags, &l4),
             (src, dst) => Ipv6 {
                 src: v6(src),
                 dst: v6(dst),
                 hop_limit: self.ttl,
                 ..Ipv6::new(self.protocol)
             }
-            .frame(TO_MAC, FROM_MAC, &tags, &l4),
+            .frame(to, FROM_MAC, &tags, &l4),
         }
     }
 }

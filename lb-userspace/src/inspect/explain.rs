@@ -46,6 +46,9 @@ pub struct Explanation {
     /// The packet's ingress interface is unknown and the group has
     /// overrides that name one: those were taken as not matching.
     pub ingress_unknown: bool,
+    /// The packet's ingress interface is unknown: its destination MAC was
+    /// not checked against the port's.
+    pub mac_unchecked: bool,
     pub dynamic: Option<DynamicStep>,
     /// The next hop chosen, whether or not it could take the packet.
     pub next_hop: Option<(u32, NextHop)>,
@@ -139,6 +142,7 @@ impl Explanation {
             hash: None,
             pin: None,
             ingress_unknown: false,
+            mac_unchecked: false,
             dynamic: None,
             next_hop: None,
             port_missing: false,
@@ -169,8 +173,18 @@ pub fn explain(
     };
     let mut e = Explanation {
         parsed: Some(parsed),
+        mac_unchecked: ingress == 0,
         ..e
     };
+    if ingress != 0 {
+        let dst: [u8; 6] = frame[..6].try_into().unwrap_or_default();
+        if !maps
+            .port_macs(ingress)?
+            .is_some_and(|port| port.accepts(&dst))
+        {
+            return Ok(e.ends(Reason::OtherHost));
+        }
+    }
     let flow = &parsed.flow;
     let dst = if flow.is_ipv6 {
         &flow.dst[..]

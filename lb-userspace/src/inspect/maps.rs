@@ -8,7 +8,10 @@ use std::path::PathBuf;
 
 use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
-use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry};
+use lb_common::abi::{
+    self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, PortMacs,
+    port_slot,
+};
 use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
@@ -128,6 +131,19 @@ impl MapSet {
     /// Entry `index` of the spray sequences, indexed like the buckets.
     pub fn spray_slot(&self, index: u32) -> Result<Option<u32>> {
         absent_is_none(self.typed.spray.get(&index, 0), names::SPRAY)
+    }
+
+    /// The MACs ingress port `ifindex` accepts, where the data plane finds
+    /// them: its slot if it holds the port, else the table of all ports.
+    pub fn port_macs(&self, ifindex: u32) -> Result<Option<PortMacs>> {
+        let slot = absent_is_none(
+            self.typed.port_slots.get(&port_slot(ifindex), 0),
+            names::PORT_SLOTS,
+        )?;
+        match slot {
+            Some(port) if port.ifindex == ifindex => Ok(Some(port)),
+            _ => absent_is_none(self.typed.ports.get(&ifindex, 0), names::PORTS),
+        }
     }
 
     pub fn has_port(&self, ifindex: u32) -> Result<bool> {

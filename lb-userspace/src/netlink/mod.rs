@@ -21,6 +21,9 @@ mod events;
 pub mod probe;
 mod routes;
 mod stats;
+mod unicast;
+
+pub use unicast::mac_of;
 
 pub use events::{AddressEvent, AddressEvents, Event, Events, LinkEvent, LinkEvents};
 pub use routes::{Gateway, KernelRoute, NextHopObject, RouteEvent, RouteEvents, RouteKey, Via};

@@ -160,7 +160,7 @@ fn unknown_key() {
     assert_eq!(
         err("[switch]\ninterfaces = [\"eth0\"]\nhash_sead = 1\n"),
         "configs/x.toml:3:1: unknown field `hash_sead`, \
-         expected one of `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`"
+         expected one of `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`, `dlb_mac`"
     );
     assert_eq!(
         err(&with_group_key("weight = 2")),

@@ -191,7 +191,7 @@ fn huge_values_are_quoted_cut_short() {
         err(&format!("{SWITCH}{huge} = 1\n")),
         format!(
             "configs/x.toml:3:1: unknown field `{quoted}…` (10485760 bytes), expected one of \
-             `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`"
+             `hash_seed`, `interfaces`, `xdp_mode`, `flowlet_table_size`, `dlb_mac`"
         )
     );
     // Characters are counted as written and bytes as the value holds

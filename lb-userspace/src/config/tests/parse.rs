@@ -66,6 +66,7 @@ group = "spines"
             interfaces: vec!["eth0".into(), "eth9".into()],
             xdp_mode: XdpModeSetting::Generic,
             flowlet_table_size: FLOWLET_TABLE_DEFAULT,
+            dlb_mac: None,
         },
         ars_profile: ArsProfile::default(),
         telemetry: TelemetrySettings::default(),
@@ -192,6 +193,7 @@ fn defaults() {
             interfaces: vec!["eth0".into()],
             xdp_mode: XdpModeSetting::Auto,
             flowlet_table_size: FLOWLET_TABLE_DEFAULT,
+            dlb_mac: None,
         }
     );
     assert_eq!(config.groups[0].flowlet_gap_us, FLOWLET_GAP_DEFAULT_US);

@@ -107,3 +107,33 @@ fn invalid_interface_names() {
         );
     }
 }
+
+#[test]
+fn dlb_mac_is_a_unicast_mac_next_hops_may_share() {
+    let text = |mac: &str| {
+        with_switch_key(
+            &route_prefix("10.1.0.0/16"),
+            &format!("dlb_mac = \"{mac}\""),
+        )
+    };
+    assert_eq!(
+        ok(&text("00:CC:cc:cc:cc:cc")).switch.dlb_mac,
+        Some([0, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc])
+    );
+    assert_eq!(ok(&route_prefix("10.1.0.0/16")).switch.dlb_mac, None);
+    assert_eq!(
+        err(&text("01:00:5e:00:00:01")),
+        "configs/x.toml:3:11: MAC address 01:00:5e:00:00:01 is multicast; switch.dlb_mac needs \
+         a unicast MAC"
+    );
+    assert_eq!(
+        err(&text("00:cc:cc:cc:cc")),
+        "configs/x.toml:3:11: invalid MAC address \"00:cc:cc:cc:cc\": expected 6 hex octets \
+         separated by ':', e.g. \"02:00:00:00:01:02\""
+    );
+    let shared = with_group(
+        "name = \"g\"\nnext_hops = [\n  { interface = \"eth1\", mac = \"00:cc:cc:cc:cc:cc\" },\n  \
+         { interface = \"eth2\", mac = \"00:cc:cc:cc:cc:cc\" },\n]\n",
+    );
+    assert_eq!(ok(&shared).groups[0].next_hops.len(), 2);
+}

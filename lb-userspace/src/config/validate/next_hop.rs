@@ -23,7 +23,7 @@ impl Ctx<'_> {
                     "next hop has neither `mac` nor `ip`; give exactly one",
                 ));
             }
-            (Some(mac), None) => NextHopAddr::Mac(self.mac(&mac)?),
+            (Some(mac), None) => NextHopAddr::Mac(self.mac(&mac, "a next hop")?),
             (None, Some(ip)) => NextHopAddr::Ip(self.neighbour_ip(&ip)?),
         };
         let vlan = nh
@@ -70,7 +70,8 @@ impl Ctx<'_> {
         ))
     }
 
-    fn mac(&self, text: &Spanned<String>) -> Result<[u8; 6], ConfigError> {
+    /// A unicast, non-zero MAC, for `what`.
+    pub(super) fn mac(&self, text: &Spanned<String>, what: &str) -> Result<[u8; 6], ConfigError> {
         let Some(mac) = parse_mac(text.get_ref()) else {
             return Err(self.error(
                 text.span(),
@@ -93,7 +94,7 @@ impl Ctx<'_> {
         Err(self.error(
             text.span(),
             format!(
-                "MAC address {} is {kind}; a next hop needs a unicast MAC",
+                "MAC address {} is {kind}; {what} needs a unicast MAC",
                 format_mac(mac)
             ),
         ))

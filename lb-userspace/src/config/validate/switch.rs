@@ -56,11 +56,17 @@ impl Ctx<'_> {
                 )
             })?;
 
+        let dlb_mac = raw
+            .dlb_mac
+            .map(|mac| self.mac(&mac, "switch.dlb_mac"))
+            .transpose()?;
+
         Ok(Switch {
             hash_seed: raw.hash_seed,
             interfaces,
             xdp_mode,
             flowlet_table_size,
+            dlb_mac,
         })
     }
 }

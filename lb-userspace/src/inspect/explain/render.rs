@@ -32,6 +32,9 @@ fn meaning(reason: Reason) -> &'static str {
         Reason::L4Truncated => "TCP, UDP or BTH header cut short inside the datagram",
         Reason::L2Truncated => "frame ends inside the Ethernet header or a VLAN tag",
         Reason::L3Malformed => "IP header cut short or inconsistent",
+        Reason::OtherHost => {
+            "addressed to another host: neither the ingress port's MAC nor the DLB MAC"
+        }
     }
 }
 
@@ -277,6 +280,14 @@ pub fn render(e: &Explanation, names: &Names) -> String {
         return out;
     };
     writeln!(out, "packet: {}", packet_line(parsed, e.len)).unwrap();
+    if e.mac_unchecked {
+        writeln!(
+            out,
+            "note: the destination MAC was not checked against the ingress port's; give \
+             --ingress"
+        )
+        .unwrap();
+    }
     if let Some(route) = &e.route {
         let line = match (route.prefix, route.value) {
             (_, None) => "none".to_owned(),
