@@ -48,6 +48,7 @@
 
 mod diagnostics;
 mod diff;
+mod overrides;
 mod prefix;
 mod raw;
 mod schema;
