@@ -172,6 +172,15 @@ impl Harness {
         self.tables = tables;
     }
 
+    /// What the daemon's tick does once an ECMP group's changed overrides
+    /// waited their gap: flips them.
+    pub fn flip_pins(&mut self) {
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        self.tables
+            .flip_pins(&mut self.dp, later)
+            .expect("flip overrides");
+    }
+
     /// The daemon's undo of a reload to `toml` whose write failed before
     /// it wrote anything: the running tables written over the new ones.
     pub fn undo_unwritten_reload(&mut self, toml: &str) -> Result<(), DataplaneError> {

@@ -16,7 +16,7 @@ use fabriclb::inspect::explain::explain;
 use fabriclb::inspect::maps::MapSet;
 
 use crate::explain::now_ns;
-use crate::harness::{Harness, LOOPBACK};
+use crate::harness::{Harness, LOOPBACK, pin_to_one_cpu};
 use crate::packets::PEER_MAC;
 use crate::switch::LB_MAC;
 
@@ -28,6 +28,7 @@ interfaces = ["lo"]
 
 [[group]]
 name = "fabric"
+flowlet_gap_us = 1000000
 next_hops = [
   { interface = "lo", mac = "02:00:00:00:71:01" },
   { interface = "lo", mac = "02:00:00:00:71:02" },
@@ -188,12 +189,18 @@ fn the_most_specific_override_pins_and_an_unusable_one_falls_back_counted() {
 
 /// A reload that changes a group's overrides writes them into the other
 /// half before the group entry flips: the new set applies whole, with
-/// counters from zero; one that keeps them keeps half and counters.
+/// counters from zero; one that keeps them keeps half and counters. A
+/// flowlet group flips at once; an ECMP group keeps flowlet state first
+/// and flips after a gap, and a flow busy since moves off its pin only at
+/// its flowlet's end (the group's gap is a second here).
 #[test]
 fn a_reload_flips_a_changed_set_to_the_other_half() {
+    // Flowlet state is per CPU: the program's and explain's the same one.
+    pin_to_one_cpu();
     let mut harness = Harness::with_config(CONFIG);
     let rack = [198, 18, 0, 1];
-    sent_to(&mut harness, &udp_to(rack, [198, 19, 5, 5]));
+    let busy = udp_to(rack, [198, 19, 5, 5]);
+    assert_eq!(sent_to(&mut harness, &busy), "02:00:00:00:71:03", "all");
     let half = |h: &Harness| h.tables.groups[0].entry.override_half;
     let before = half(&harness);
     // Only the `dyn` group's override changes.
@@ -205,7 +212,8 @@ fn a_reload_flips_a_changed_set_to_the_other_half() {
     assert_eq!(counted(&harness, "all"), (1, 0));
     assert_eq!(
         sent_to(&mut harness, &udp_to(rack, [198, 20, 0, 9])),
-        "02:00:00:00:72:01"
+        "02:00:00:00:72:01",
+        "dyn's flips at once"
     );
     // Without the `all` override, 198.19.5.5 takes ECMP's choice.
     let fewer = CONFIG.replace(
@@ -213,10 +221,27 @@ fn a_reload_flips_a_changed_set_to_the_other_half() {
         "",
     );
     harness.reload(&fewer);
+    assert_eq!(
+        half(&harness),
+        before,
+        "fabric waits a gap for flowlet state"
+    );
+    assert_eq!(
+        sent_to(&mut harness, &busy),
+        "02:00:00:00:71:03",
+        "still all's"
+    );
+    assert_eq!(counted(&harness, "all"), (2, 0));
+    harness.flip_pins();
     assert_ne!(
         half(&harness),
         before,
         "fabric's set changed: the other half"
+    );
+    assert_eq!(
+        sent_to(&mut harness, &busy),
+        "02:00:00:00:71:03",
+        "a busy flow stays until its flowlet ends"
     );
     assert_eq!(
         sent_to(&mut harness, &udp_to(rack, [198, 19, 1, 5])),

@@ -83,7 +83,11 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
     // A packet of the load's kind to the receiver: the group's hash picks
     // a spine; the spine's own MAC is what the next hop rewrites to.
     let packet = format!("udp 198.18.101.1:40000 -> {}:9000", receiver_addr(1));
-    let text = in_leaf(&bed, &bpffs, &["explain", "--config", &config, &packet]);
+    let text = in_leaf(
+        &bed,
+        &bpffs,
+        &["explain", "--config", &config, "--ingress", "h1", &packet],
+    );
     let _ = std::fs::remove_file(&config);
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();

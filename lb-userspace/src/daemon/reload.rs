@@ -145,10 +145,25 @@ impl Running {
         Ok(tables)
     }
 
-    /// Ends the drains of groups switched to ECMP that are due: from then
-    /// on they hash every packet, flowlet state unread. A failed write is
-    /// said once and retried.
+    /// Flips the ECMP groups whose changed overrides waited a gap for
+    /// flowlet state to them, then ends the drains that are due (of groups
+    /// switched to ECMP or flipped): from then on they hash every packet,
+    /// flowlet state unread. A failed write is said once and retried.
     pub(super) fn end_drains(&mut self, dp: &mut Dataplane) {
+        match self.tables.flip_pins(dp, Instant::now()) {
+            Ok(flipped) => {
+                self.ongoing.ended("flipping overrides");
+                for group in flipped {
+                    info!(
+                        group,
+                        "overrides in the maps: flows move onto and off pins at their flowlets"
+                    );
+                }
+            }
+            Err(e) => self.ongoing.started("flipping overrides".into(), || {
+                error!("flipping a group to its changed overrides: {e}; retrying");
+            }),
+        }
         match self.tables.end_drains(dp, Instant::now()) {
             Ok(ended) => {
                 self.ongoing.ended("ending a drain");

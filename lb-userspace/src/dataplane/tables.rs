@@ -31,8 +31,7 @@ use lb_common::{
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
 use former::Former;
-use lb_common::select::overrides::override_index;
-use overrides::GroupOverrides;
+use overrides::{GroupOverrides, PendingPins};
 use route_table::{Family, Layout};
 use tracing::{info, warn};
 
@@ -57,6 +56,8 @@ pub struct GroupTable {
     pub former: Former,
     /// The group's overrides in match order, in `entry.override_half`.
     pub overrides: GroupOverrides,
+    /// An ECMP group's changed overrides, waiting in the other half.
+    pub pending: Option<PendingPins>,
 }
 
 /// How many flowlet gaps a group switched to ECMP drains for. A flow that
@@ -233,8 +234,11 @@ impl Tables {
             // current, so a group back from one keeps it.
             let flowlet_state_current =
                 |old: &GroupTable| old.entry.mode != MODE_ECMP || old.entry.draining != MODE_ECMP;
+            let moving = overrides::moving(old.copied(), group.mode, &overrides);
             let generation = match old {
-                Some(old) if flowlet_state_current(old) || group.mode == Mode::Ecmp => {
+                Some(old)
+                    if flowlet_state_current(old) || (group.mode == Mode::Ecmp && !moving) =>
+                {
                     old.entry.generation
                 }
                 _ => {
@@ -256,8 +260,8 @@ impl Tables {
             };
             let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
-            entry.override_count = overrides.len() as u32;
-            entry.override_half = overrides::half(old.copied(), &overrides);
+            let (overrides, pending) =
+                overrides::place_set(old.copied(), moving, overrides, &mut entry, Instant::now());
             entry.members[..members.len()].copy_from_slice(&members);
             // Homes move only when members or weights do: a reload's or
             // the kernel's routes', not a link's.
@@ -283,6 +287,7 @@ impl Tables {
                 drain_until,
                 former,
                 overrides,
+                pending,
             };
             table.rebalance(&nexthops, &quality);
             groups.push(table);
@@ -424,7 +429,8 @@ impl Tables {
     ) -> Result<Vec<String>, DataplaneError> {
         let mut ended = Vec::new();
         for group in &mut self.groups {
-            if group.drain_until.is_some_and(|until| until <= now) {
+            let due = group.drain_until.is_some_and(|until| until <= now);
+            if due && group.pending.is_none() {
                 let entry = GroupEntry {
                     draining: MODE_ECMP,
                     ..group.entry
@@ -495,10 +501,15 @@ impl Tables {
             if !same_half {
                 // The half the group entry does not name yet, whole, then
                 // the entry; its counters start again with it.
-                for (i, (_, entry)) in (0u32..).zip(&group.overrides) {
-                    let index = override_index(group.id, group.entry.override_half, i);
-                    dp.set_override(index, *entry)?;
-                }
+                dp.write_override_half(group.id, group.entry.override_half, &group.overrides)?;
+            }
+            if let Some(p) = group.pending.as_ref()
+                && old
+                    .and_then(|o| o.pending.as_ref())
+                    .map(|o| (o.half, &o.overrides))
+                    != Some((p.half, &p.overrides))
+            {
+                dp.write_override_half(group.id, p.half, &p.overrides)?;
             }
             if old.map(|g| g.entry) != Some(group.entry) {
                 dp.set_group(group.id, group.entry)?;

@@ -4,6 +4,7 @@
 use aya::maps::{MapError, PerCpuValues};
 use aya::util::nr_cpus;
 use lb_common::abi::{self as names, OverrideEntry, OverrideStats};
+use lb_common::select::overrides::override_index;
 
 use super::{Dataplane, Result, map_err};
 
@@ -28,6 +29,19 @@ impl Dataplane {
             .overrides
             .set(index, entry, 0)
             .map_err(map_err(names::OVERRIDES))
+    }
+
+    /// Writes `overrides` into group `group`'s half `half`, in match order.
+    pub fn write_override_half(
+        &mut self,
+        group: u32,
+        half: u32,
+        overrides: &[(String, OverrideEntry)],
+    ) -> Result<()> {
+        for (i, (_, entry)) in (0u32..).zip(overrides) {
+            self.set_override(override_index(group, half, i), *entry)?;
+        }
+        Ok(())
     }
 
     /// Override `index` as the maps hold it.

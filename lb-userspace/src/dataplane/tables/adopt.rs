@@ -104,6 +104,9 @@ impl Tables {
                 // Nor which next hops left before the restart.
                 former: Vec::new(),
                 overrides: held_overrides(dp, id, &entry, same)?,
+                // Overrides not yet flipped to were the last daemon's to
+                // wait for; the config's are set again from the ones held.
+                pending: None,
             });
         }
 

@@ -1,17 +1,22 @@
 //! A config's `[[override]]`s as the data plane's entries: each in the
 //! group whose route carries its destination, pinned to that group's
-//! member, most specific first; and the half of the group's run of
+//! member, most specific first; the half of the group's run of
 //! `FL_OVERRIDES` a changed set is written to before the group entry
-//! flips to it.
+//! flips to it; and, in an ECMP group, the wait for flowlet state before
+//! the flip ([`PendingPins`]).
 
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
-use lb_common::abi::OverrideEntry;
+use lb_common::abi::{GroupEntry, OverrideEntry};
 use lb_common::limits::MAX_OVERRIDES_PER_GROUP;
 use lb_common::select::overrides::prefix_mask;
 
-use super::GroupTable;
-use crate::config::{Config, Override, Prefix};
+use lb_common::select::flowlet::{MODE_ECMP, MODE_FLOWLET};
+
+use super::{DRAIN_GAPS, GroupTable, Tables};
+use crate::config::{Config, Mode, Override, Prefix};
+use crate::dataplane::{Dataplane, DataplaneError};
 use crate::netlink::ifindex;
 
 /// A group's overrides: names and entries, in match order.
@@ -85,10 +90,97 @@ fn masked(prefix: Prefix) -> ([u8; 16], [u8; 16]) {
 /// The half the group writes `overrides` to: the old one while they stay
 /// as they were, the other one when they change (written whole before the
 /// group entry flips to it).
-pub(super) fn half(old: Option<&GroupTable>, overrides: &GroupOverrides) -> u32 {
+fn half(old: Option<&GroupTable>, overrides: &GroupOverrides) -> u32 {
     match old {
         Some(old) if old.overrides == *overrides => old.entry.override_half,
         Some(old) => old.entry.override_half ^ 1,
         None => 0,
+    }
+}
+
+/// An ECMP group's changed overrides, written in the half its entry does
+/// not name and flipped to at `at` ([`Tables::flip_pins`]). An ECMP group
+/// keeps no flowlet state, so it cannot tell where a flow's burst ends:
+/// from the reload on it keeps some (it drains from flowlet mode, its
+/// choices as before), and after a gap every flow that is sending has its
+/// flowlet; once flipped, a flow moves onto or off its pin when its
+/// flowlet ends, as flowlet and per-packet groups move flows at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingPins {
+    pub at: Instant,
+    pub half: u32,
+    pub overrides: GroupOverrides,
+}
+
+/// Whether an ECMP group's overrides change from what `old` runs: then
+/// they wait as [`PendingPins`].
+pub(super) fn moving(old: Option<&GroupTable>, mode: Mode, wanted: &GroupOverrides) -> bool {
+    mode == Mode::Ecmp && old.is_some_and(|o| o.overrides != *wanted)
+}
+
+/// Places a group's `wanted` overrides in `entry` (half and count): at
+/// once, or, `moving`, as the old ones with `wanted` pending and the group
+/// keeping flowlet state. Returns the overrides the entry names and the
+/// pending ones.
+pub(super) fn place_set(
+    old: Option<&GroupTable>,
+    moving: bool,
+    wanted: GroupOverrides,
+    entry: &mut GroupEntry,
+    now: Instant,
+) -> (GroupOverrides, Option<PendingPins>) {
+    let Some(old) = old.filter(|_| moving) else {
+        entry.override_half = half(old, &wanted);
+        entry.override_count = wanted.len() as u32;
+        return (wanted, None);
+    };
+    if entry.draining == MODE_ECMP {
+        entry.draining = MODE_FLOWLET;
+    }
+    entry.override_half = old.entry.override_half;
+    entry.override_count = old.overrides.len() as u32;
+    let at = match &old.pending {
+        Some(p) if p.overrides == wanted => p.at,
+        _ => now + Duration::from_nanos(entry.flowlet_gap_ns),
+    };
+    let pending = PendingPins {
+        at,
+        half: old.entry.override_half ^ 1,
+        overrides: wanted,
+    };
+    (old.overrides.clone(), Some(pending))
+}
+
+impl Tables {
+    /// Flips the groups whose pending overrides are due by `now` to them,
+    /// in the maps too; each drains [`DRAIN_GAPS`] gaps from now, its flows
+    /// moving onto and off their pins as their flowlets end. Returns the
+    /// groups' names. A group whose write fails stays pending.
+    pub fn flip_pins(
+        &mut self,
+        dp: &mut Dataplane,
+        now: Instant,
+    ) -> Result<Vec<String>, DataplaneError> {
+        let mut flipped = Vec::new();
+        for group in &mut self.groups {
+            let Some(pending) = group.pending.take_if(|p| p.at <= now) else {
+                continue;
+            };
+            let entry = GroupEntry {
+                override_half: pending.half,
+                override_count: pending.overrides.len() as u32,
+                ..group.entry
+            };
+            if let Err(e) = dp.set_group(group.id, entry) {
+                group.pending = Some(pending);
+                return Err(e);
+            }
+            group.entry = entry;
+            group.overrides = pending.overrides;
+            let drain = Duration::from_nanos(entry.flowlet_gap_ns) * DRAIN_GAPS;
+            group.drain_until = group.drain_until.max(Some(now + drain));
+            flipped.push(group.name.clone());
+        }
+        Ok(flipped)
     }
 }
