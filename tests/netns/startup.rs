@@ -165,7 +165,7 @@ fn check_config_prints_warnings_and_passes() {
     std::fs::write(
         &config,
         "[switch]\ninterfaces = [\"eth0\"]\n\n[[group]]\nname = \"spines\"\n\
-         flowlet_gap_us = 256\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
+         spray = \"all\"\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
          [[group]]\nname = \"spare\"\n\
          next_hops = [{ interface = \"eth2\", ip = \"10.0.0.2\" }]\n\n\
          [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"spines\"\n",
@@ -186,8 +186,8 @@ fn check_config_prints_warnings_and_passes() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "{file}:6:18: warning: group \"spines\": flowlet_gap_us has no effect while \
-             the mode is ecmp\n{file}:10:8: warning: group \"spare\" is used by no route\n"
+            "{file}:6:9: warning: group \"spines\": spray has no effect while the mode is \
+             ecmp\n{file}:10:8: warning: group \"spare\" is used by no route\n"
         )
     );
 }

@@ -121,8 +121,6 @@ fn keys_with_no_effect_in_the_mode_are_warned_about() {
     assert_eq!(
         group("ecmp"),
         [
-            "configs/x.toml:6:18: warning: group \"g\": flowlet_gap_us has no effect \
-             while the mode is ecmp",
             "configs/x.toml:7:9: warning: group \"g\": spray has no effect while the mode is ecmp",
             "configs/x.toml:8:13: warning: group \"g\": telemetry has no effect \
              while the mode is ecmp",

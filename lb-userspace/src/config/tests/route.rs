@@ -221,13 +221,13 @@ fn groups_no_route_uses_are_warned_about() {
             "configs/x.toml:10:8: warning: group \"c\" is used by no route",
         ]
     );
-    let mode = text.replacen("name = \"c\"\n", "name = \"c\"\nflowlet_gap_us = 9\n", 1);
+    let mode = text.replacen("name = \"c\"\n", "name = \"c\"\nspray = \"all\"\n", 1);
     assert_eq!(
         warnings(&mode)[1..],
         [
             "configs/x.toml:10:8: warning: group \"c\" is used by no route",
-            "configs/x.toml:11:18: warning: group \"c\": flowlet_gap_us has no effect \
-             while the mode is ecmp",
+            "configs/x.toml:11:9: warning: group \"c\": spray has no effect while the mode is \
+             ecmp",
         ]
     );
 }

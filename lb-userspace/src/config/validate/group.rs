@@ -48,13 +48,7 @@ impl Ctx<'_> {
                 "unsupported group mode",
                 "supported modes",
             )?;
-            self.idle_keys(
-                &name,
-                mode,
-                &group.flowlet_gap_us,
-                &group.spray,
-                &group.telemetry,
-            );
+            self.idle_keys(&name, mode, &group.spray, &group.telemetry);
 
             let hash_fields = group
                 .hash_fields
@@ -175,24 +169,19 @@ impl Ctx<'_> {
         Ok((groups, followed))
     }
 
-    /// Warns of each of a group's `flowlet_gap_us`, `spray` and
-    /// `telemetry` that is set but does nothing in its `mode`. Not an
-    /// error: a reload may switch the mode live, and the key is there for
-    /// then.
+    /// Warns of each of a group's `spray` and `telemetry` that is set but
+    /// does nothing in its `mode`. Not an error: a reload may switch the
+    /// mode live, and the key is there for then.
     fn idle_keys(
         &self,
         name: &str,
         mode: Mode,
-        flowlet_gap_us: &Option<Spanned<i64>>,
         spray: &Option<Spanned<String>>,
         telemetry: &Option<Spanned<String>>,
     ) {
+        // `flowlet_gap_us` acts in ECMP too: how long a group drains after
+        // a switch from a flowlet mode or a change of its overrides.
         let keys = [
-            (
-                "flowlet_gap_us",
-                flowlet_gap_us.as_ref().map(Spanned::span),
-                mode == Mode::Ecmp,
-            ),
             (
                 "spray",
                 spray.as_ref().map(Spanned::span),
