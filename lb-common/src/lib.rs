@@ -22,3 +22,4 @@ pub mod packet;
 pub mod route;
 pub mod select;
 pub mod verdict;
+pub mod words;

@@ -7,6 +7,7 @@
 //! the kernel.
 
 use crate::verdict::Reason;
+use crate::words::word64;
 
 pub const ETH_HLEN: usize = 14;
 pub const VLAN_HLEN: usize = 4;
@@ -91,16 +92,7 @@ impl FlowFields {
         let words = (self as *mut Self).cast::<u64>();
         let mut i = 0;
         while i < 4 {
-            let word = u64::from_ne_bytes([
-                addresses[8 * i],
-                addresses[8 * i + 1],
-                addresses[8 * i + 2],
-                addresses[8 * i + 3],
-                addresses[8 * i + 4],
-                addresses[8 * i + 5],
-                addresses[8 * i + 6],
-                addresses[8 * i + 7],
-            ]);
+            let word = word64(addresses, i);
             // SAFETY: `src` and `dst` are the struct's first four aligned
             // words.
             unsafe { core::ptr::write_volatile(words.add(i), word) };

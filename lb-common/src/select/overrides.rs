@@ -5,6 +5,7 @@
 use crate::abi::OverrideEntry;
 use crate::limits::MAX_OVERRIDES_PER_GROUP;
 use crate::packet::parse::FlowFields;
+use crate::words::word64;
 
 /// Whether `entry` matches a packet of `flow` that came in on `ingress`
 /// (an ifindex; 0 when unknown, which no entry naming one matches).
@@ -21,19 +22,7 @@ pub fn matches(entry: &OverrideEntry, flow: &FlowFields, ingress: u32) -> bool {
 /// compares, no branch per byte.
 #[inline(always)]
 fn masked_equal(addr: &[u8; 16], want: &[u8; 16], mask: &[u8; 16]) -> bool {
-    let word = |b: &[u8; 16], i: usize| {
-        u64::from_ne_bytes([
-            b[8 * i],
-            b[8 * i + 1],
-            b[8 * i + 2],
-            b[8 * i + 3],
-            b[8 * i + 4],
-            b[8 * i + 5],
-            b[8 * i + 6],
-            b[8 * i + 7],
-        ])
-    };
-    let differs = |i| (word(addr, i) ^ word(want, i)) & word(mask, i);
+    let differs = |i| (word64(addr, i) ^ word64(want, i)) & word64(mask, i);
     differs(0) | differs(1) == 0
 }
 
