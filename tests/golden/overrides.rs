@@ -8,6 +8,7 @@ use lb_common::{
     packet::craft::{Ipv4, bth, udp},
     packet::parse::{IPPROTO_UDP, ROCEV2_UDP_PORT},
     packet::roce::WRITE_ONLY,
+    select::flowlet::MODE_ECMP,
     select::overrides::override_index,
     verdict::XDP_REDIRECT,
 };
@@ -248,4 +249,31 @@ fn a_reload_flips_a_changed_set_to_the_other_half() {
         "02:00:00:00:71:02"
     );
     assert_eq!(counted(&harness, "from-racks"), (1, 0), "counted from zero");
+}
+
+/// An ECMP group's changed set given up before its flip (the next reload
+/// brings the running set back): nothing flips, and the flowlet state the
+/// group kept for the wait drains out like a flip's instead of for ever.
+#[test]
+fn a_change_given_up_before_its_flip_drains_out() {
+    let mut harness = Harness::with_config(CONFIG);
+    let fabric = |h: &Harness| h.tables.groups[0].clone();
+    let before = fabric(&harness);
+    assert_eq!(before.entry.draining, MODE_ECMP);
+    // `all` pins to another next hop.
+    harness.reload(&CONFIG.replace(
+        "dst = \"198.19.0.0/16\"\nnext_hop = { interface = \"lo\", mac = \"02:00:00:00:71:03\" }",
+        "dst = \"198.19.0.0/16\"\nnext_hop = { interface = \"lo\", mac = \"02:00:00:00:71:04\" }",
+    ));
+    let waiting = fabric(&harness);
+    assert!(waiting.pending.is_some(), "the changed set waits");
+    assert_eq!(waiting.entry.override_half, before.entry.override_half);
+    assert_ne!(waiting.entry.draining, MODE_ECMP, "keeping flowlet state");
+    assert_eq!(waiting.drain_until, None, "until the flip");
+    harness.reload(CONFIG);
+    let given_up = fabric(&harness);
+    assert!(given_up.pending.is_none());
+    assert_eq!(given_up.entry.override_half, before.entry.override_half);
+    assert!(given_up.drain_until.is_some(), "the drain ends");
+    assert_eq!(harness.group_entry("fabric"), given_up.entry, "in the maps");
 }

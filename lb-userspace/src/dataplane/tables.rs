@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE, NextHop},
@@ -30,6 +30,8 @@ use lb_common::{
 
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
+pub use drains::DRAIN_GAPS;
+use drains::drain;
 use former::Former;
 use overrides::{GroupOverrides, PendingPins};
 use route_table::{Family, Layout};
@@ -59,12 +61,6 @@ pub struct GroupTable {
     /// An ECMP group's changed overrides, waiting in the other half.
     pub pending: Option<PendingPins>,
 }
-
-/// How many flowlet gaps a group switched to ECMP drains for. A flow that
-/// pauses within them moves at a flowlet boundary; one that never pauses
-/// that long is hashed to its ECMP next hop when the drain ends, as it
-/// would never have left a flowlet in flowlet mode either.
-pub const DRAIN_GAPS: u32 = 8;
 
 /// Everything the maps hold for one config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -258,10 +254,16 @@ impl Tables {
                 member_count: members.len() as u32,
                 ..GroupEntry::default()
             };
-            let (draining, drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
+            let (draining, mut drain_until) = drain(old.copied(), group.mode, group.flowlet_gap_us);
             entry.draining = draining;
-            let (overrides, pending) =
-                overrides::place_set(old.copied(), moving, overrides, &mut entry, Instant::now());
+            let (overrides, pending) = overrides::place_set(
+                old.copied(),
+                moving,
+                overrides,
+                &mut entry,
+                &mut drain_until,
+                Instant::now(),
+            );
             entry.members[..members.len()].copy_from_slice(&members);
             // Homes move only when members or weights do: a reload's or
             // the kernel's routes', not a link's.
@@ -418,30 +420,6 @@ impl Tables {
             dp.write_spray(group.id, Some(&old), &group.spray)?;
         }
         Ok(())
-    }
-
-    /// Ends the drains due by `now`, in the maps too; returns the groups'
-    /// names. A group whose write fails stays draining, to be ended again.
-    pub fn end_drains(
-        &mut self,
-        dp: &mut Dataplane,
-        now: Instant,
-    ) -> Result<Vec<String>, DataplaneError> {
-        let mut ended = Vec::new();
-        for group in &mut self.groups {
-            let due = group.drain_until.is_some_and(|until| until <= now);
-            if due && group.pending.is_none() {
-                let entry = GroupEntry {
-                    draining: MODE_ECMP,
-                    ..group.entry
-                };
-                dp.set_group(group.id, entry)?;
-                group.entry = entry;
-                group.drain_until = None;
-                ended.push(group.name.clone());
-            }
-        }
-        Ok(ended)
     }
 
     /// Egress ports the devmap must hold.
@@ -627,22 +605,6 @@ impl Tables {
     }
 }
 
-/// A group's drain after a reload from `old` to `mode`: it starts when a
-/// flowlet mode switches to ECMP (busy flows finish their flowlets), goes
-/// on through reloads that keep ECMP, and stops when a flowlet mode is
-/// back. The mode drained from, and when the drain ends.
-fn drain(old: Option<&GroupTable>, mode: Mode, gap_us: u32) -> (u32, Option<Instant>) {
-    let Some(old) = old.filter(|_| mode == Mode::Ecmp) else {
-        return (MODE_ECMP, None);
-    };
-    if old.entry.mode != MODE_ECMP {
-        let drain = Duration::from_micros(u64::from(gap_us)) * DRAIN_GAPS;
-        (old.entry.mode, Some(Instant::now() + drain))
-    } else {
-        (old.entry.draining, old.drain_until)
-    }
-}
-
 /// The prefix length that covers `addr` alone.
 fn host_len(addr: IpAddr) -> u8 {
     match addr {
@@ -685,6 +647,7 @@ impl GroupTable {
 }
 
 mod adopt;
+mod drains;
 mod former;
 #[cfg(test)]
 mod local_tests;

@@ -120,16 +120,22 @@ pub(super) fn moving(old: Option<&GroupTable>, mode: Mode, wanted: &GroupOverrid
 
 /// Places a group's `wanted` overrides in `entry` (half and count): at
 /// once, or, `moving`, as the old ones with `wanted` pending and the group
-/// keeping flowlet state. Returns the overrides the entry names and the
-/// pending ones.
+/// keeping flowlet state. A wait given up (the set back to the one
+/// running) drains like a flip's, from now. Returns the overrides the
+/// entry names and the pending ones.
 pub(super) fn place_set(
     old: Option<&GroupTable>,
     moving: bool,
     wanted: GroupOverrides,
     entry: &mut GroupEntry,
+    drain_until: &mut Option<Instant>,
     now: Instant,
 ) -> (GroupOverrides, Option<PendingPins>) {
     let Some(old) = old.filter(|_| moving) else {
+        if old.is_some_and(|o| o.pending.is_some()) && entry.draining != MODE_ECMP {
+            let drain = Duration::from_nanos(entry.flowlet_gap_ns) * DRAIN_GAPS;
+            *drain_until = (*drain_until).max(Some(now + drain));
+        }
         entry.override_half = half(old, &wanted);
         entry.override_count = wanted.len() as u32;
         return (wanted, None);
