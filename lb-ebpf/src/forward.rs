@@ -1,7 +1,7 @@
 //! The forwarding path: the stages in order, one verdict at the end.
 
 use aya_ebpf::{bindings::xdp_action, programs::XdpContext};
-use lb_common::{abi::NEXTHOP_USABLE, verdict::Reason};
+use lb_common::{abi::NEXTHOP_USABLE, limits::NO_NEXTHOP, verdict::Reason};
 
 use crate::{
     count,
@@ -76,8 +76,14 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     if UNTIL == stage::ROUTE {
         return Ok(());
     }
-    let hash = select::hash(group, parsed);
-    let ecmp_id = select::bucket(group_id, hash)?;
+    // A packet a per-packet group sprays goes by the spray sequence: no
+    // hash, no bucket.
+    let (hash, ecmp_id) = if select::sprayed_by_mode(group, parsed) {
+        (0, NO_NEXTHOP)
+    } else {
+        let hash = select::hash(group, parsed);
+        (hash, select::bucket(group_id, hash)?)
+    };
     if UNTIL == stage::HASH {
         return Ok(());
     }

@@ -11,7 +11,7 @@ use lb_common::{
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     packet::parse::Parsed,
     select::{
-        flowlet::{MODE_ECMP, flowlet_rules, sprays},
+        flowlet::{MODE_ECMP, MODE_PER_PACKET, flowlet_rules, sprays},
         hash::{HashFields, flow_hash},
     },
     verdict::Reason,
@@ -50,6 +50,13 @@ impl Choice {
 #[inline(always)]
 pub fn hash(group: &GroupEntry, parsed: &Parsed) -> u32 {
     flow_hash(group.hash_seed, &parsed.flow, HashFields(group.hash_fields))
+}
+
+/// Whether `parsed` is a packet its per-packet group sprays: its next hop
+/// comes from the spray sequence, not the flow hash.
+#[inline(always)]
+pub fn sprayed_by_mode(group: &GroupEntry, parsed: &Parsed) -> bool {
+    group.mode == MODE_PER_PACKET && sprays(MODE_PER_PACKET, group.spray, parsed.bth.as_ref())
 }
 
 /// The next hop ECMP picks in group `group_id` for a flow hash.
