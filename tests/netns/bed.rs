@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
@@ -40,6 +41,20 @@ pub fn name(tag: &str) -> String {
 pub struct Bed {
     pub testbed: Testbed,
     workdir: PathBuf,
+    /// Held until the testbed is gone (the last field drops last).
+    _turn: Turn,
+}
+
+/// Tests run two at a time (one per core). One that measures how well
+/// traffic is steered under load runs alone ([`Bed::shaped_alone`]): a
+/// second testbed's traffic on the other core makes its senders and
+/// telemetry late, and what it measures is the machine, not fabriclb.
+static TURNS: RwLock<()> = RwLock::new(());
+
+/// A test's hold on [`TURNS`]: shared, or alone.
+struct Turn {
+    _shared: Option<RwLockReadGuard<'static, ()>>,
+    _alone: Option<RwLockWriteGuard<'static, ()>>,
 }
 
 impl Bed {
@@ -56,11 +71,32 @@ impl Bed {
     }
 
     pub fn shaped(tag: &str, shape: Shape) -> Self {
+        let turn = Turn {
+            _shared: Some(TURNS.read().unwrap_or_else(|e| e.into_inner())),
+            _alone: None,
+        };
+        Self::with_turn(tag, shape, turn)
+    }
+
+    /// [`Bed::shaped`], with no other test's testbed up meanwhile.
+    pub fn shaped_alone(tag: &str, shape: Shape) -> Self {
+        let turn = Turn {
+            _shared: None,
+            _alone: Some(TURNS.write().unwrap_or_else(|e| e.into_inner())),
+        };
+        Self::with_turn(tag, shape, turn)
+    }
+
+    fn with_turn(tag: &str, shape: Shape, turn: Turn) -> Self {
         let name = name(tag);
         let testbed = Testbed::up(&name, shape).expect("testbed");
         let workdir = std::env::temp_dir().join(format!("{name}-work"));
         std::fs::create_dir_all(&workdir).expect("workdir");
-        Self { testbed, workdir }
+        Self {
+            testbed,
+            workdir,
+            _turn: turn,
+        }
     }
 
     /// See [`testbed::run_traffic`].

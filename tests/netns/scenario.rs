@@ -19,7 +19,7 @@ use crate::bed::Bed;
 fn slow_spine_drops_at_the_slow_spine() {
     let messages = 120;
     let scenario = slow_spine(Queues::Lossy, messages);
-    let bed = Bed::shaped("s", scenario.shape.clone());
+    let bed = Bed::shaped_alone("s", scenario.shape.clone());
     let ecmp = modes().into_iter().take(1).collect::<Vec<_>>();
     let report = bed.scenario(&scenario, &ecmp).expect("scenario run");
     eprintln!("{report:#?}");
@@ -94,7 +94,7 @@ fn slow_spine_drops_at_the_slow_spine() {
 fn telemetry_steers_flowlets_off_the_slow_spine() {
     // Full length: the start's transient is a smaller part of it.
     let scenario = slow_spine(Queues::Lossy, 400);
-    let bed = Bed::shaped("q", scenario.shape.clone());
+    let bed = Bed::shaped_alone("q", scenario.shape.clone());
     let rows: Vec<_> = modes()
         .into_iter()
         .filter(|m| m.telemetry)
@@ -189,7 +189,7 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// `scenario` on a testbed of `tag`, run with ECMP and with flowlets
 /// steered by telemetry, in that order.
 fn ecmp_against_steering(tag: &str, scenario: &Scenario) -> Report {
-    let bed = Bed::shaped(tag, scenario.shape.clone());
+    let bed = Bed::shaped_alone(tag, scenario.shape.clone());
     let rows: Vec<_> = modes()
         .into_iter()
         .filter(|m| m.name == "ecmp" || (m.name == "flowlet" && m.telemetry))
