@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::state::{Running, ifindex};
 use crate::config::format_mac;
 use crate::dataplane::Dataplane;
-use crate::netlink::{Netlink, mac_of};
+use crate::netlink::{Netlink, mac_of, own_macs};
 
 const NO_MAC: [u8; 6] = [0; 6];
 
@@ -57,9 +57,10 @@ impl Running {
             .iter()
             .filter_map(|i| Some((i.interface.clone(), i.attached.as_ref()?.ifindex)))
             .collect();
+        let macs = own_macs();
         for (interface, index) in &attached {
             // Gone since it was attached: the next link event says so.
-            let Some(own) = mac_of(interface) else {
+            let Some(&own) = macs.get(interface) else {
                 continue;
             };
             let want = PortMacs {

@@ -23,7 +23,7 @@ mod routes;
 mod stats;
 mod unicast;
 
-pub use unicast::mac_of;
+pub use unicast::{mac_of, own_macs};
 
 pub use events::{AddressEvent, AddressEvents, Event, Events, LinkEvent, LinkEvents};
 pub use routes::{Gateway, KernelRoute, NextHopObject, RouteEvent, RouteEvents, RouteKey, Via};

@@ -3,6 +3,8 @@
 //! permanent` adds on a port that is no bridge's). The shared DLB MAC is
 //! one.
 
+use std::collections::HashMap;
+
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::neighbour::{
     NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
@@ -42,10 +44,19 @@ impl Netlink {
 /// Interface `name`'s own MAC in this network namespace, if it has one:
 /// read without a runtime, for the moment before a program is attached.
 pub fn mac_of(name: &str) -> Option<[u8; 6]> {
-    nix::ifaddrs::getifaddrs().ok()?.find_map(|entry| {
-        if entry.interface_name != name {
-            return None;
-        }
-        entry.address?.as_link_addr()?.addr()
-    })
+    own_macs().remove(name)
+}
+
+/// Every interface's own MAC in this network namespace, by name: one
+/// dump for all the ports.
+pub fn own_macs() -> HashMap<String, [u8; 6]> {
+    let Ok(addresses) = nix::ifaddrs::getifaddrs() else {
+        return HashMap::new();
+    };
+    addresses
+        .filter_map(|entry| {
+            let mac = entry.address?.as_link_addr()?.addr()?;
+            Some((entry.interface_name, mac))
+        })
+        .collect()
 }
