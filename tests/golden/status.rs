@@ -99,6 +99,7 @@ fn status_reads_the_pinned_maps() {
          no_nexthop 0, unsupported 0, l4_truncated 0, l2_truncated 0, l3_malformed 0, local 0, other_host 0"
     );
     assert_eq!(lines[1], "flowlet table: 1 of 65536 entries");
+    assert_eq!(lines[2], "ingress ports: lo (ifindex 1) 02:fa:b0:00:00:01");
     let at = |line: &str| {
         lines
             .iter()

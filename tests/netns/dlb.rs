@@ -74,6 +74,19 @@ fn the_dlb_mac_is_accepted_on_the_ports_and_taken_off_again() {
         "{}",
         fdb(&bed)
     );
+    let status = Command::new("ip")
+        .args(["netns", "exec", &bed.testbed.ns("leaf")])
+        .arg(fabriclb())
+        .arg("status")
+        .args(&args)
+        .output()
+        .expect("fabriclb status");
+    let status = String::from_utf8_lossy(&status.stdout);
+    let port = status
+        .lines()
+        .find(|l| l.starts_with("ingress ports: h1 (ifindex "))
+        .unwrap_or_else(|| panic!("no ingress ports line:\n{status}"));
+    assert!(port.ends_with(&format!(", dlb {DLB}")), "{port}");
     // h1 sends to the leaf by its DLB MAC, as to a DLB switch.
     bed.ip(
         "h1",

@@ -146,6 +146,15 @@ impl MapSet {
         }
     }
 
+    /// Every ingress port's entry.
+    pub fn ports(&self) -> Result<Vec<PortMacs>> {
+        self.typed
+            .ports
+            .iter()
+            .map(|entry| entry.map(|(_, port)| port).map_err(map_err(names::PORTS)))
+            .collect()
+    }
+
     pub fn has_port(&self, ifindex: u32) -> Result<bool> {
         Ok(absent_is_none(self.typed.devmap.get(ifindex, 0), names::DEVMAP)?.is_some())
     }

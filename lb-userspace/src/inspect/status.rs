@@ -20,6 +20,9 @@ pub struct Status {
     pub verdicts: Vec<Verdict>,
     pub flowlet_entries: u64,
     pub flowlet_capacity: u32,
+    /// The ports the program takes frames from, and the MACs it takes
+    /// them for.
+    pub ports: Vec<PortStatus>,
     pub groups: Vec<GroupStatus>,
     /// Why some groups go by id.
     pub notes: Vec<String>,
@@ -29,6 +32,15 @@ pub struct Status {
 pub struct Verdict {
     pub reason: &'static str,
     pub packets: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PortStatus {
+    pub interface: String,
+    pub ifindex: u32,
+    pub mac: String,
+    /// The switch's DLB MAC; `null` for none.
+    pub dlb_mac: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -164,10 +176,22 @@ impl Status {
                 entry,
             });
         }
+        let mut ports: Vec<PortStatus> = maps
+            .ports()?
+            .into_iter()
+            .map(|p| PortStatus {
+                interface: interface_name(p.ifindex),
+                ifindex: p.ifindex,
+                mac: format_mac(p.own),
+                dlb_mac: (p.dlb != [0; 6]).then(|| format_mac(p.dlb)),
+            })
+            .collect();
+        ports.sort_by_key(|p| p.ifindex);
         Ok(Self {
             verdicts,
             flowlet_entries,
             flowlet_capacity: maps.flowlet_capacity,
+            ports,
             groups,
             notes: names.notes.clone(),
         })
@@ -188,6 +212,18 @@ impl Status {
             self.flowlet_entries, self.flowlet_capacity
         )
         .unwrap();
+        let ports: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| {
+                let dlb = p
+                    .dlb_mac
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(", dlb {m}"));
+                format!("{} (ifindex {}) {}{dlb}", p.interface, p.ifindex, p.mac)
+            })
+            .collect();
+        writeln!(out, "ingress ports: {}", ports.join("; ")).unwrap();
         for note in &self.notes {
             writeln!(out, "note: {note}").unwrap();
         }
