@@ -8,10 +8,11 @@
 use std::net::UdpSocket;
 use std::process::Command;
 
-use fabriclb::testbed::scenario::restart::Bpffs;
+use fabriclb::testbed::bpffs::Bpffs;
 use fabriclb::testbed::{Daemon, in_netns, read_metric, receiver_addr};
 
-use crate::bed::{Bed, fabriclb, wait_for};
+use crate::bed::{Bed, wait_for};
+use crate::inspect::in_leaf;
 
 const DLB: &str = "00:cc:cc:cc:cc:cc";
 /// The leaf's address on the h1 link: h1's gateway.
@@ -60,9 +61,9 @@ fn send_counted(bed: &Bed, daemon: &Daemon, reason: &str) {
 #[test]
 fn the_dlb_mac_is_accepted_on_the_ports_and_taken_off_again() {
     let bed = Bed::up("U", 1);
-    let bpffs = Bpffs::mount(&bed.workdir().join("bpffs")).expect("bpffs");
-    let args = bpffs.args("tu");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bpffs = Bpffs::mount("netns-dlb").expect("bpffs");
+    let pins = bpffs.path().to_str().expect("path").to_owned();
+    let args = ["--bpffs", &pins, "--instance", "leaf"];
     let plain = bed.config("");
     let with_dlb = plain.replacen("[switch]\n", &format!("[switch]\ndlb_mac = \"{DLB}\"\n"), 1);
     let daemon = bed.daemon(&with_dlb, &args).expect("daemon");
@@ -74,14 +75,7 @@ fn the_dlb_mac_is_accepted_on_the_ports_and_taken_off_again() {
         "{}",
         fdb(&bed)
     );
-    let status = Command::new("ip")
-        .args(["netns", "exec", &bed.testbed.ns("leaf")])
-        .arg(fabriclb())
-        .arg("status")
-        .args(&args)
-        .output()
-        .expect("fabriclb status");
-    let status = String::from_utf8_lossy(&status.stdout);
+    let status = in_leaf(&bed, &bpffs, &["status"]);
     let port = status
         .lines()
         .find(|l| l.starts_with("ingress ports: h1 (ifindex "))
@@ -130,20 +124,7 @@ fn the_dlb_mac_is_accepted_on_the_ports_and_taken_off_again() {
         fdb(&bed)
     );
 
-    let out = Command::new("ip")
-        .args(["netns", "exec", &bed.testbed.ns("leaf")])
-        .arg(fabriclb())
-        .arg("stop")
-        .args(&args)
-        .arg("--detach")
-        .output()
-        .expect("fabriclb stop --detach");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = in_leaf(&bed, &bpffs, &["stop", "--detach"]);
     assert!(
         stdout.contains(&format!("DLB MAC {DLB} taken off ifindex")),
         "{stdout}"
