@@ -258,10 +258,22 @@ pub fn on_own_bed<T>(
     result
 }
 
-/// Writes a scenario's `report` as JSON to `path`, if given, and says so.
-pub fn write_json(report: &impl serde::Serialize, path: Option<&Path>) -> Result<()> {
+/// Writes the runs of a scenario run apart from the modes as JSON to
+/// `path`, if given, and says so: `{"scenario": NAME, "modes": [RUN, ...]}`,
+/// as [`Report`] writes the others.
+pub fn write_runs<T: serde::Serialize>(
+    scenario: &str,
+    modes: &[T],
+    path: Option<&Path>,
+) -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Runs<'a, T> {
+        scenario: &'a str,
+        modes: &'a [T],
+    }
     if let Some(path) = path {
-        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")?;
+        let runs = Runs { scenario, modes };
+        std::fs::write(path, serde_json::to_string_pretty(&runs)? + "\n")?;
         println!("\nwrote {}", path.display());
     }
     Ok(())

@@ -102,13 +102,6 @@ pub struct Step {
     pub buckets_kept: bool,
 }
 
-/// As the other scenarios write it: one run per mode (here one, ECMP).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RestartReport {
-    pub scenario: &'static str,
-    pub modes: Vec<RestartRun>,
-}
-
 /// One run through the restarts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RestartRun {
@@ -305,15 +298,10 @@ pub fn measure(
 /// writes it to `json` if given, tears down (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
     let scenario = scenario(SECONDS);
-    let report = super::on_own_bed(bed_name, &scenario.shape, |bed, exe, workdir| {
+    let run = super::on_own_bed(bed_name, &scenario.shape, |bed, exe, workdir| {
         measure(bed, exe, workdir, &scenario, "", Timing::FULL)
     })
     .context("scenario restart")?;
-    let report = RestartReport {
-        scenario: "restart",
-        modes: vec![report],
-    };
-    let run = &report.modes[0];
     println!("restart: {}", scenario.workload);
     println!(
         "sent {}, received {}, lost {} ({} by the testbed's links), in-message reorders {}, \
@@ -338,5 +326,6 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
             kept(step.buckets_kept, "moved"),
         );
     }
-    super::write_json(&report, json)
+    // One run per mode, as the other scenarios write it: here one, ECMP.
+    super::write_runs("restart", &[run], json)
 }

@@ -139,13 +139,6 @@ pub fn scenario(seconds: u32) -> Scenario {
     scenario
 }
 
-/// As the other scenarios write it: one run (driven from SONiC's Redis).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SonicReport {
-    pub scenario: &'static str,
-    pub modes: Vec<SonicRun>,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SonicRun {
     pub mode: &'static str,
@@ -310,9 +303,6 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
         "sent {}, received {}, lost {} ({} by the testbed's links)",
         run.sent, run.received, run.lost, run.link_lost
     );
-    let report = SonicReport {
-        scenario: "sonic",
-        modes: vec![run],
-    };
-    super::write_json(&report, json)
+    // One run, driven from SONiC's Redis.
+    super::write_runs("sonic", &[run], json)
 }

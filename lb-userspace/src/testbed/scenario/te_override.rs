@@ -66,12 +66,6 @@ fn modes() -> [(&'static str, String); 2] {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TeReport {
-    pub scenario: &'static str,
-    pub modes: Vec<TeRun>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TeRun {
     pub mode: &'static str,
     pub sent: u64,
@@ -336,13 +330,7 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
         );
         println!("refused: {}", run.refused);
     }
-    super::write_json(
-        &TeReport {
-            scenario: "te-override",
-            modes: runs,
-        },
-        json,
-    )
+    super::write_runs("te-override", &runs, json)
 }
 
 #[cfg(test)]
