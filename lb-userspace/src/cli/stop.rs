@@ -65,13 +65,13 @@ fn forget_dlb_macs(pins: &PinDir) {
     let Ok(maps) = MapSet::from_pins(pins) else {
         return;
     };
-    let ports: Vec<_> = maps
-        .typed
-        .ports
-        .iter()
-        .filter_map(|entry| entry.ok().map(|(_, port)| port))
-        .filter(|port| port.dlb != [0; 6])
-        .collect();
+    let ports: Vec<_> = match maps.ports() {
+        Ok(ports) => ports.into_iter().filter(|p| p.dlb != [0; 6]).collect(),
+        Err(e) => {
+            eprintln!("reading the instance's ports: {e}; the DLB MAC stays on them");
+            return;
+        }
+    };
     if ports.is_empty() {
         return;
     }

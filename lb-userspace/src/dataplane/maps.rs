@@ -74,6 +74,14 @@ impl Maps {
         })
     }
 
+    /// Every ingress port's entry.
+    pub fn ports(&self) -> Result<Vec<PortMacs>, MapError> {
+        self.ports
+            .iter()
+            .map(|entry| entry.map(|(_, port)| port))
+            .collect()
+    }
+
     /// The flowlet table's size, fixed when the program was loaded.
     pub fn flowlet_capacity(&self) -> Result<u32, MapError> {
         Ok(IterableMap::map(&self.flowlets).info()?.max_entries())

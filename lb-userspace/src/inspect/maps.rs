@@ -148,11 +148,7 @@ impl MapSet {
 
     /// Every ingress port's entry.
     pub fn ports(&self) -> Result<Vec<PortMacs>> {
-        self.typed
-            .ports
-            .iter()
-            .map(|entry| entry.map(|(_, port)| port).map_err(map_err(names::PORTS)))
-            .collect()
+        self.typed.ports().map_err(map_err(names::PORTS))
     }
 
     pub fn has_port(&self, ifindex: u32) -> Result<bool> {

@@ -44,12 +44,7 @@ impl Dataplane {
 
     /// Every port's entry, as the maps hold them.
     pub fn port_macs(&self) -> Result<Vec<PortMacs>> {
-        self.maps
-            .ports
-            .iter()
-            .map(|entry| entry.map(|(_, port)| port))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(map_err(names::PORTS))
+        self.maps.ports().map_err(map_err(names::PORTS))
     }
 
     fn slot(&self, slot: u32) -> Result<PortMacs> {

@@ -18,6 +18,11 @@ use crate::dataplane::{Dataplane, DataplaneError};
 /// would never have left a flowlet in flowlet mode either.
 pub const DRAIN_GAPS: u32 = 8;
 
+/// When a drain that starts `now` in a group whose gap is `gap_ns` ends.
+pub(super) fn drain_end(gap_ns: u64, now: Instant) -> Instant {
+    now + Duration::from_nanos(gap_ns) * DRAIN_GAPS
+}
+
 /// A group's drain after a reload from `old` to `mode`: it starts when a
 /// flowlet mode switches to ECMP (busy flows finish their flowlets), goes
 /// on through reloads that keep ECMP, and stops when a flowlet mode is
@@ -27,8 +32,8 @@ pub(super) fn drain(old: Option<&GroupTable>, mode: Mode, gap_us: u32) -> (u32, 
         return (MODE_ECMP, None);
     };
     if old.entry.mode != MODE_ECMP {
-        let drain = Duration::from_micros(u64::from(gap_us)) * DRAIN_GAPS;
-        (old.entry.mode, Some(Instant::now() + drain))
+        let gap_ns = u64::from(gap_us) * 1000;
+        (old.entry.mode, Some(drain_end(gap_ns, Instant::now())))
     } else {
         (old.entry.draining, old.drain_until)
     }

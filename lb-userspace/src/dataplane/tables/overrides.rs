@@ -14,7 +14,8 @@ use lb_common::select::overrides::prefix_mask;
 
 use lb_common::select::flowlet::{MODE_ECMP, MODE_FLOWLET};
 
-use super::{DRAIN_GAPS, GroupTable, Tables};
+use super::drains::drain_end;
+use super::{GroupTable, Tables};
 use crate::config::{Config, Mode, Override, Prefix};
 use crate::dataplane::{Dataplane, DataplaneError};
 use crate::netlink::ifindex;
@@ -133,8 +134,7 @@ pub(super) fn place_set(
 ) -> (GroupOverrides, Option<PendingPins>) {
     let Some(old) = old.filter(|_| moving) else {
         if old.is_some_and(|o| o.pending.is_some()) && entry.draining != MODE_ECMP {
-            let drain = Duration::from_nanos(entry.flowlet_gap_ns) * DRAIN_GAPS;
-            *drain_until = (*drain_until).max(Some(now + drain));
+            *drain_until = (*drain_until).max(Some(drain_end(entry.flowlet_gap_ns, now)));
         }
         entry.override_half = half(old, &wanted);
         entry.override_count = wanted.len() as u32;
@@ -159,7 +159,7 @@ pub(super) fn place_set(
 
 impl Tables {
     /// Flips the groups whose pending overrides are due by `now` to them,
-    /// in the maps too; each drains [`DRAIN_GAPS`] gaps from now, its flows
+    /// in the maps too; each drains [`super::DRAIN_GAPS`] gaps from now, its flows
     /// moving onto and off their pins as their flowlets end. Returns the
     /// groups' names. A group whose write fails stays pending.
     pub fn flip_pins(
@@ -183,8 +183,8 @@ impl Tables {
             }
             group.entry = entry;
             group.overrides = pending.overrides;
-            let drain = Duration::from_nanos(entry.flowlet_gap_ns) * DRAIN_GAPS;
-            group.drain_until = group.drain_until.max(Some(now + drain));
+            let end = drain_end(entry.flowlet_gap_ns, now);
+            group.drain_until = group.drain_until.max(Some(end));
             flipped.push(group.name.clone());
         }
         Ok(flipped)
