@@ -3,6 +3,7 @@
 //! that drops, every spine's port toward the leaf counting what reaches
 //! it.
 
+use fabriclb::config::Mode;
 use fabriclb::testbed::{self, Hop, HopReport, HopRun};
 
 use crate::bed::{Bed, fabriclb};
@@ -43,7 +44,7 @@ fn assert_spread(report: &HopReport) {
 #[test]
 fn live_frames_cross_fabriclb_to_every_spine() {
     let bed = Bed::up("A", 2);
-    let report = hop(&bed, Hop::Fabriclb);
+    let report = hop(&bed, Hop::Fabriclb(Mode::Ecmp));
     let leaf = report.leaf.as_ref().expect("fabriclb's counters");
     assert_eq!(report.sent, u64::from(QPS * PER_QP));
     assert_eq!(
@@ -75,4 +76,39 @@ fn live_frames_cross_the_kernel_route_and_stop_at_a_dropping_leaf() {
     let dropped = hop(&bed, Hop::Drop);
     assert_eq!(dropped.dropped_at_leaf, dropped.sent);
     assert_eq!(dropped.spines, [0; 4]);
+}
+
+/// The bench's other two modes: per-packet sprays every WRITE ONLY frame
+/// over the spines in equal shares; flowlet keeps them all on flowlets.
+/// Every frame forwarded and arrived in both.
+#[test]
+fn live_frames_cross_fabriclb_in_per_packet_and_flowlet_modes() {
+    let bed = Bed::up("C", 2);
+    let sprayed = hop(&bed, Hop::Fabriclb(Mode::PerPacket));
+    let leaf = sprayed.leaf.as_ref().expect("fabriclb's counters");
+    assert_eq!(leaf.mode, "per-packet");
+    assert_eq!(
+        (leaf.forwarded, leaf.sprayed, leaf.pinned),
+        (sprayed.sent, sprayed.sent, 0)
+    );
+    assert_eq!(sprayed.arrived(), sprayed.sent);
+    // The spray sequence deals the four spines in turn on each CPU.
+    let share = sprayed.sent / 4;
+    for packets in &sprayed.spines {
+        assert!(
+            packets.abs_diff(share) <= share / 50,
+            "{:?}",
+            sprayed.spines
+        );
+    }
+
+    let flowlets = hop(&bed, Hop::Fabriclb(Mode::Flowlet));
+    let leaf = flowlets.leaf.as_ref().expect("fabriclb's counters");
+    assert_eq!(leaf.mode, "flowlet");
+    assert_eq!(
+        (leaf.forwarded, leaf.sprayed, leaf.pinned),
+        (flowlets.sent, 0, flowlets.sent)
+    );
+    assert!(leaf.new_flowlets > 0);
+    assert_eq!(flowlets.arrived(), flowlets.sent);
 }

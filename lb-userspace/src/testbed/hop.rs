@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use super::netns::{in_netns, pin_to_cpu};
 use super::udp::RECEIVE_GRACE;
 use super::{Daemon, LeafCounters, Testbed, receiver_addr};
+use crate::config::Mode;
 use crate::traffic::{self, Pattern, Workload, live};
 
 /// What the leaf does with them.
@@ -23,8 +24,10 @@ use crate::traffic::{self, Pattern, Workload, live};
 pub enum Hop {
     /// `fabriclb_gen_drop` on the leaf's port from h1.
     Drop,
-    /// fabriclb with the testbed's default spine group.
-    Fabriclb,
+    /// fabriclb with the testbed's spine group in this mode. The
+    /// generator's WRITE ONLY frames keep to flowlets in flowlet mode and
+    /// are sprayed in per-packet mode.
+    Fabriclb(Mode),
     /// The leaf kernel's five-tuple multipath route over the spines.
     Kernel,
 }
@@ -82,14 +85,14 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         Hop::Drop => Some(in_netns(&bed.ns("leaf"), || {
             live::DropCounter::attach("h1")
         })??),
-        Hop::Fabriclb | Hop::Kernel => None,
+        Hop::Fabriclb(_) | Hop::Kernel => None,
     };
     let daemon = match run.hop {
-        Hop::Fabriclb => Some(Daemon::start(
+        Hop::Fabriclb(mode) => Some(Daemon::start(
             bed,
             fabriclb,
             workdir,
-            &bed.leaf_config(""),
+            &bed.leaf_config(&format!("mode = \"{mode}\"")),
             &[],
         )?),
         Hop::Drop | Hop::Kernel => None,
