@@ -6,8 +6,9 @@
 //! veth runs what it receives on the sending CPU, so each leg's time per
 //! packet is the generator's plus the hop's, and the hop costs
 //! 1/rate(b or c) - 1/rate(a), all on one core. Legs interleaved, medians;
-//! every run's counts checked: all sent frames arrived where the leg ends,
-//! and fabriclb forwarded every one.
+//! every run's counts checked: fabriclb forwarded every frame, and all
+//! sent frames arrived where the leg ends (a run where some did not runs
+//! again, at most [`RETRIES`] times, and the report counts it).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -48,6 +49,8 @@ pub struct Forwarding {
     pub frame_bytes: usize,
     pub packets_per_run: u32,
     pub runs: usize,
+    /// Runs run again because frames went missing past the hop.
+    pub retried_runs: usize,
 }
 
 /// fabriclb's hop with the spine group in one mode.
@@ -93,7 +96,7 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
     std::fs::create_dir_all(&workdir)?;
     let result = measure(&bed, &workdir, budget);
     let _ = std::fs::remove_dir_all(&workdir);
-    let (mut pps, frame_bytes) = result?;
+    let (mut pps, frame_bytes, retried) = result?;
     drop(bed);
 
     let medians: Vec<f64> = pps.iter_mut().map(|p| spread(p).1).collect();
@@ -129,6 +132,7 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
         frame_bytes,
         packets_per_run: packets(budget),
         runs: budget.runs,
+        retried_runs: retried,
     };
 
     let _ = writeln!(
@@ -170,8 +174,9 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
         report,
         "| kernel multipath | {:.0} | {:.2} | 1 |\n\n\
          fabriclb (ECMP) / kernel, ns per packet: **{:.3}**. The generator offers {:.2} Mpps alone on one core. \
-         A 400GbE port carrying 4 KB frames takes about 12 Mpps, 84 ns per packet.",
-        f.kernel_ns, f.kernel_mpps_per_core, f.ratio, f.mpps,
+         A 400GbE port carrying 4 KB frames takes about 12 Mpps, 84 ns per packet. \
+         Runs run again because frames went missing past the hop: {}.",
+        f.kernel_ns, f.kernel_mpps_per_core, f.ratio, f.mpps, f.retried_runs,
     );
     Ok(forwarding)
 }
@@ -181,12 +186,24 @@ fn packets(budget: &Budget) -> u32 {
     if budget.testbed { 3_000_000 } else { 500_000 }
 }
 
+/// How often a run whose frames went missing past the hop is run again.
+/// A veth drops a frame when its peer's ring is full, which a busy
+/// neighbour on the core can cause in any leg, the generator's alone too.
+/// A fabriclb hop that forwarded fewer frames than it was sent fails at
+/// once.
+const RETRIES: usize = 2;
+
 /// Each leg's packets per second by run, after checking its counts; the
-/// frame size.
-fn measure(bed: &Testbed, workdir: &Path, budget: &Budget) -> Result<(Vec<Vec<f64>>, usize)> {
+/// frame size; how many runs were run again.
+fn measure(
+    bed: &Testbed,
+    workdir: &Path,
+    budget: &Budget,
+) -> Result<(Vec<Vec<f64>>, usize, usize)> {
     let fabriclb: &Path = env!("CARGO_BIN_EXE_fabriclb").as_ref();
     let mut pps = vec![Vec::new(); LEGS.len()];
     let mut frame_bytes = 0;
+    let mut retried = 0;
     for _ in 0..budget.runs {
         for (i, (label, hop)) in LEGS.iter().enumerate() {
             let run = HopRun {
@@ -195,26 +212,40 @@ fn measure(bed: &Testbed, workdir: &Path, budget: &Budget) -> Result<(Vec<Vec<f6
                 qps: QPS,
                 payload: PAYLOAD,
             };
-            let result = testbed::run_hop(bed, fabriclb, workdir, &run).context(*label)?;
-            ensure!(
-                result.arrived() == result.sent,
-                "{label}: {} of {} packets arrived; a rate with loss is no rate",
-                result.arrived(),
-                result.sent
-            );
-            if let Some(leaf) = &result.leaf {
+            let mut attempt = 0;
+            let result = loop {
+                let result = testbed::run_hop(bed, fabriclb, workdir, &run).context(*label)?;
+                if let Some(leaf) = &result.leaf {
+                    ensure!(
+                        leaf.forwarded == result.sent,
+                        "{label}: fabriclb forwarded {} of {}",
+                        leaf.forwarded,
+                        result.sent
+                    );
+                }
+                if result.arrived() == result.sent {
+                    break result;
+                }
                 ensure!(
-                    leaf.forwarded == result.sent,
-                    "{label}: fabriclb forwarded {} of {}",
-                    leaf.forwarded,
+                    attempt < RETRIES,
+                    "{label}: {} of {} packets arrived in {} runs in a row; a rate with loss is no rate",
+                    result.arrived(),
+                    result.sent,
+                    attempt + 1
+                );
+                eprintln!(
+                    "{label}: {} of {} packets arrived; running it again",
+                    result.arrived(),
                     result.sent
                 );
-            }
+                attempt += 1;
+                retried += 1;
+            };
             frame_bytes = result.frame_bytes;
             pps[i].push(result.pps());
         }
     }
-    Ok((pps, frame_bytes))
+    Ok((pps, frame_bytes, retried))
 }
 
 /// Bars of ns per packet, fabriclb against the kernel: each mode's hop
