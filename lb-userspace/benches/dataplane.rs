@@ -298,6 +298,12 @@ fn packet_kinds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     ]
 }
 
+/// Whether packets of `mode`, a [`packet_kinds`] mode, keep to a flowlet
+/// and so read the flowlet clock.
+fn keeps_to_a_flowlet(mode: &str) -> bool {
+    matches!(mode, "flowlet" | "per-packet (pinned)")
+}
+
 /// ns per packet of a run of `repeat`, after checking its verdict and
 /// that the packet came back as it went in.
 fn time(program: &Xdp, frame: &[u8], repeat: u32, verdict: u32) -> Result<f64> {

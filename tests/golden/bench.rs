@@ -15,7 +15,7 @@ use fabriclb::{
 use lb_common::{
     abi::bench::{
         ABLATIONS, BASELINE_IFINDEX, BENCH_RESTORE_LEN, BENCH_VARY, BenchVary, PROGRAM_BASELINE,
-        PROGRAM_BENCH, PROGRAM_EMPTY, PROGRAM_VARY,
+        PROGRAM_BENCH, PROGRAM_CLOCK, PROGRAM_EMPTY, PROGRAM_VARY,
     },
     limits::FLOWLET_TABLE_DEFAULT,
     packet::craft::{Ipv4, bth, ethernet, udp},
@@ -43,7 +43,13 @@ fn bench() -> (Dataplane, tables::Tables) {
         .expect("load the bench object (needs root)");
     tables.write(&mut dp, None).expect("program maps");
     take_frames_to_lb_mac(&mut dp, [0; 6]);
-    for name in [PROGRAM_BENCH, PROGRAM_BASELINE, PROGRAM_EMPTY, PROGRAM_VARY] {
+    for name in [
+        PROGRAM_BENCH,
+        PROGRAM_BASELINE,
+        PROGRAM_EMPTY,
+        PROGRAM_CLOCK,
+        PROGRAM_VARY,
+    ] {
         dp.load_program(name).expect(name);
     }
     for (name, _) in ABLATIONS {
@@ -108,6 +114,7 @@ fn bench_cuts_stop_after_their_stage_and_count_nothing() {
             );
         }
         assert_eq!(run(&mut dp, PROGRAM_EMPTY, frame, 3), XDP_DROP);
+        assert_eq!(run(&mut dp, PROGRAM_CLOCK, frame, 3), XDP_DROP);
     }
     // The baseline forwards whatever parses, to its one port.
     assert_eq!(run(&mut dp, PROGRAM_BASELINE, &forwarded, 3), XDP_REDIRECT);

@@ -7,6 +7,10 @@ pub const PROGRAM_BENCH: &str = "fabriclb_bench";
 pub const PROGRAM_BASELINE: &str = "fabriclb_baseline";
 /// The restore wrapper around nothing: the floor every cost is taken above.
 pub const PROGRAM_EMPTY: &str = "fabriclb_empty";
+/// The restore wrapper around one read of the clock flowlet gaps are
+/// measured on (`bpf_ktime_get_ns`): what every packet kept to a flowlet
+/// pays for it.
+pub const PROGRAM_CLOCK: &str = "fabriclb_clock";
 /// [`PROGRAM_BENCH`] on a packet [`BenchVary`] changes before each run.
 pub const PROGRAM_VARY: &str = "fabriclb_vary";
 /// The forwarding path cut short after each stage, in path order, with the

@@ -2,7 +2,6 @@
 //! on flowlets. An ECMP group draining from them follows the same flowlets
 //! to their end.
 
-use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
@@ -17,7 +16,7 @@ use lb_common::{
 };
 
 use super::{
-    Choice,
+    Choice, flowlet_clock,
     members::{choose, member, move_load, quality, slot_of, usable},
 };
 use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, flowlet_table_size};
@@ -101,8 +100,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     }
 
     stats.pinned += 1;
-    // SAFETY: plain helper call.
-    let now = unsafe { bpf_ktime_get_ns() };
+    let now = flowlet_clock();
     let index = flowlet_index(group_id, hash, flowlet_table_size());
     let state = FL_FLOWLETS.get_ptr_mut(index).ok_or(Reason::NoNextHop)?;
     // SAFETY: this CPU's value; no concurrent writer.

@@ -6,6 +6,7 @@ mod dynamic;
 mod members;
 pub mod pin;
 
+use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
@@ -43,6 +44,14 @@ impl Choice {
             override_index: NO_NEXTHOP,
         }
     }
+}
+
+/// The clock flowlet gaps are measured on, in ns: read once by every
+/// packet that keeps to a flowlet, and timed alone by the benchmark.
+#[inline(always)]
+pub fn flowlet_clock() -> u64 {
+    // SAFETY: a helper without arguments.
+    unsafe { bpf_ktime_get_ns() }
 }
 
 /// The flow hash of the packet `parsed` by group's fields and seed: its

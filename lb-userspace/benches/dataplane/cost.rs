@@ -8,12 +8,12 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use fabriclb::dataplane::Dataplane;
 use lb_common::{
-    abi::bench::{ABLATIONS, PROGRAM_BASELINE, PROGRAM_BENCH, PROGRAM_EMPTY},
+    abi::bench::{ABLATIONS, PROGRAM_BASELINE, PROGRAM_BENCH, PROGRAM_CLOCK, PROGRAM_EMPTY},
     verdict::{XDP_DROP, XDP_REDIRECT},
 };
 use serde::Serialize;
 
-use super::{Budget, packet_kinds, spread, time};
+use super::{Budget, keeps_to_a_flowlet, packet_kinds, spread, time};
 
 /// One packet kind's cost above the empty program, ns/packet.
 #[derive(Serialize)]
@@ -35,6 +35,11 @@ pub struct CostRow {
     pub empty_ns: f64,
     /// What each stage adds, in path order (`stages`), the counters last.
     pub stages: Vec<f64>,
+    /// The flowlet clock's read alone above the empty program, timed in the
+    /// same rounds.
+    pub clock_ns: f64,
+    /// Whether the packet keeps to a flowlet, and so reads the clock.
+    pub reads_clock: bool,
 }
 
 /// The breakdown's column names: the ablations' stages, then the counters.
@@ -50,7 +55,8 @@ pub fn section(dp: &mut Dataplane, budget: &Budget, report: &mut String) -> Resu
     // Loading the entry points shares the maps programmed above.
     let mut programs = vec![PROGRAM_EMPTY, PROGRAM_BASELINE];
     programs.extend(ABLATIONS.iter().map(|&(name, _)| name));
-    programs.push(PROGRAM_BENCH);
+    programs.extend([PROGRAM_BENCH, PROGRAM_CLOCK]);
+    let (bench, clock) = (programs.len() - 2, programs.len() - 1);
     for name in &programs {
         dp.load_program(name)?;
     }
@@ -61,7 +67,11 @@ pub fn section(dp: &mut Dataplane, budget: &Budget, report: &mut String) -> Resu
         for _ in 0..budget.runs {
             // Interleaved, so drift on this noisy machine hits all alike.
             for (p, name) in programs.iter().enumerate() {
-                let verdict = if p == 0 { XDP_DROP } else { XDP_REDIRECT };
+                let verdict = if p == 0 || p == clock {
+                    XDP_DROP
+                } else {
+                    XDP_REDIRECT
+                };
                 samples[p].push(time(dp.named(name)?, &frame, budget.repeat, verdict)?);
             }
         }
@@ -75,10 +85,7 @@ pub fn section(dp: &mut Dataplane, budget: &Budget, report: &mut String) -> Resu
         let medians: Vec<f64> = (0..programs.len())
             .map(|p| spread(&mut above(p)).1)
             .collect();
-        let (b, l) = (
-            spread(&mut above(1)),
-            spread(&mut above(programs.len() - 1)),
-        );
+        let (b, l) = (spread(&mut above(1)), spread(&mut above(bench)));
         rows.push(CostRow {
             kind,
             mode,
@@ -92,7 +99,7 @@ pub fn section(dp: &mut Dataplane, budget: &Budget, report: &mut String) -> Resu
             empty_ns: spread(&mut samples[0]).1,
             // Ablations and the whole path follow the baseline; the first
             // stage is taken above nothing (the empty program).
-            stages: medians[2..]
+            stages: medians[2..=bench]
                 .iter()
                 .scan(0.0, |before, &now| {
                     let added = now - *before;
@@ -100,6 +107,8 @@ pub fn section(dp: &mut Dataplane, budget: &Budget, report: &mut String) -> Resu
                     Some(added)
                 })
                 .collect(),
+            clock_ns: medians[clock],
+            reads_clock: keeps_to_a_flowlet(mode),
         });
     }
     write_tables(&rows, budget, report);
@@ -130,6 +139,7 @@ fn write_tables(rows: &[CostRow], budget: &Budget, report: &mut String) {
             r.ratio
         );
     }
+    clock_note(rows, report);
     let names = stage_names();
     report.push_str("\n### Breakdown: what each stage adds (ns/packet, medians)\n\n");
     report.push_str("Programs built from the forwarding path cut short after each stage (`lb_ebpf::forward::stage`); a stage's cost is the difference of two medians, so noise can make a small one negative.\n\n| packet |");
@@ -145,6 +155,29 @@ fn write_tables(rows: &[CostRow], budget: &Budget, report: &mut String) {
             let _ = write!(report, " {ns:.0} |");
         }
         let _ = writeln!(report, " {:.0} |", r.ns);
+    }
+    report.push('\n');
+}
+
+/// What the flowlet clock's read costs alone, and the rows that pay it
+/// without it: the share of their cost the kernel's clock takes.
+fn clock_note(rows: &[CostRow], report: &mut String) {
+    let mut clock: Vec<f64> = rows.iter().map(|r| r.clock_ns).collect();
+    let (_, clock, _) = spread(&mut clock);
+    let _ = write!(
+        report,
+        "\nOne read of the clock flowlet gaps are measured on (`bpf_ktime_get_ns`, the only clock finer than a jiffy an XDP program has on this kernel), alone behind the wrapper: **{clock:.0} ns** above the empty program, median of every round."
+    );
+    for r in rows.iter().filter(|r| r.reads_clock) {
+        let without = r.ns - r.clock_ns;
+        let _ = write!(
+            report,
+            " {} {}: {:.0} ns less the read, {:.2} times the baseline.",
+            r.kind,
+            r.mode,
+            without,
+            without / r.baseline_ns
+        );
     }
     report.push('\n');
 }

@@ -1,9 +1,10 @@
 //! The benchmark's object: `fabriclb` as production has it, for balance
 //! trials, and entry points timed against each other behind the same
-//! restore wrapper: the whole path, a baseline, nothing, the path cut short
-//! after each stage, and the path on a packet changed before each run. All
-//! share the forwarding maps, so the tables the bench writes serve every
-//! program. Names in `lb_common::abi::bench`.
+//! restore wrapper: the whole path, a baseline, nothing, the flowlet
+//! clock's read alone, the path cut short after each stage, and the path on
+//! a packet changed before each run. All share the forwarding maps, so the
+//! tables the bench writes serve every program. Names in
+//! `lb_common::abi::bench`.
 #![no_std]
 #![no_main]
 
@@ -11,7 +12,7 @@ mod restore;
 
 use aya_ebpf::{macros::xdp, programs::XdpContext};
 use lb_ebpf::forward::{process, run, stage};
-use restore::{baseline, empty, restoring, varied};
+use restore::{baseline, clock, empty, restoring, varied};
 
 #[xdp]
 pub fn fabriclb(ctx: XdpContext) -> u32 {
@@ -34,6 +35,12 @@ pub fn fabriclb_baseline(ctx: XdpContext) -> u32 {
 #[xdp]
 pub fn fabriclb_empty(ctx: XdpContext) -> u32 {
     restoring(&ctx, empty)
+}
+
+/// The clock read flowlets pay, above the floor.
+#[xdp]
+pub fn fabriclb_clock(ctx: XdpContext) -> u32 {
+    restoring(&ctx, clock)
 }
 
 #[xdp]

@@ -18,6 +18,7 @@ use lb_ebpf::{
     maps::{FL_DEVMAP, FL_SCRATCH},
     parse::parse_frame,
     rewrite::rewrite,
+    select::flowlet_clock,
 };
 
 /// Where the benchmark programs keep the bytes they restore: the forwarding
@@ -107,6 +108,16 @@ pub fn empty(ctx: &XdpContext) -> u32 {
     // Opaque to LLVM, which would otherwise see nothing between save and
     // restore and turn the restore into a copy of the packet onto itself.
     core::hint::black_box(ctx);
+    xdp_action::XDP_DROP
+}
+
+/// One read of the clock the flowlet gap test uses, nothing else: what
+/// the kernel charges for it, which every packet kept to a flowlet pays.
+// Not inlined, as `empty` is not.
+#[inline(never)]
+pub fn clock(ctx: &XdpContext) -> u32 {
+    core::hint::black_box(ctx);
+    core::hint::black_box(flowlet_clock());
     xdp_action::XDP_DROP
 }
 
