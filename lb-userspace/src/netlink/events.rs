@@ -6,26 +6,35 @@
 //! they end where the kernel is.
 
 use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
 use netlink_packet_route::RouteNetlinkMessage;
+use nix::sys::socket::{getsockopt, setsockopt, sockopt};
 use rtnetlink::MulticastGroup;
 use rtnetlink::packet_core::{
     NetlinkDeserializable, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
 };
 use rtnetlink::proto::{ConnectionHandle, new_connection_with_socket};
 use rtnetlink::sys::{AsyncSocket as _, TokioSocket, protocols::NETLINK_ROUTE};
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tracing::warn;
 
 use super::{Address, Link, Neighbour, NeighbourKey, NetlinkError, Result};
 
 /// A kind of event: the messages its socket reads, the multicast groups it
-/// comes from and how a message reads as one (`None` for messages of no
-/// interest).
-pub trait Event: Sized {
+/// comes from, how a message reads as one (`None` for messages of no
+/// interest) and the event that says some were lost.
+pub trait Event: Sized + Send + 'static {
     type Message: NetlinkSerializable + NetlinkDeserializable + Debug + Unpin + Send + 'static;
     const GROUPS: &'static [MulticastGroup];
+    /// What the events are of, for the log.
+    const KIND: &'static str;
     fn decode(message: NetlinkMessage<Self::Message>) -> Option<Self>;
+    /// Events were dropped: what they changed must be read again.
+    fn lost() -> Self;
 }
 
 /// A change to the box's addresses.
@@ -42,6 +51,11 @@ impl Event for AddressEvent {
     type Message = RouteNetlinkMessage;
     const GROUPS: &'static [MulticastGroup] =
         &[MulticastGroup::Ipv4Ifaddr, MulticastGroup::Ipv6Ifaddr];
+    const KIND: &'static str = "address";
+
+    fn lost() -> Self {
+        Self::Lost
+    }
 
     fn decode(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<Self> {
         match message.payload {
@@ -82,6 +96,11 @@ pub enum LinkEvent {
 impl Event for LinkEvent {
     type Message = RouteNetlinkMessage;
     const GROUPS: &'static [MulticastGroup] = &[MulticastGroup::Link, MulticastGroup::Neigh];
+    const KIND: &'static str = "link and neighbour";
+
+    fn lost() -> Self {
+        Self::Lost
+    }
 
     fn decode(message: NetlinkMessage<RouteNetlinkMessage>) -> Option<Self> {
         let NetlinkPayload::InnerMessage(message) = message.payload else {
@@ -112,7 +131,7 @@ impl Event for LinkEvent {
 
 /// Events of kind `E`, on a socket served by a task on the current runtime.
 pub struct Events<E: Event> {
-    messages: UnboundedReceiver<(NetlinkMessage<E::Message>, rtnetlink::sys::SocketAddr)>,
+    queue: Queue<E>,
     /// Requests on the same socket: dumps whose answers come in order
     /// with the events.
     pub(super) handle: ConnectionHandle<E::Message>,
@@ -125,6 +144,12 @@ pub type LinkEvents = Events<LinkEvent>;
 /// changes (a BGP session with a full table going down) is thousands of
 /// messages, which the default buffer overflows.
 const RECEIVE_BUFFER: usize = 4 << 20;
+
+/// Events decoded and waiting for the loop, at most. A storm beyond it (a
+/// full table withdrawn while the loop is busy) is dropped and read as
+/// lost events, which read the state again: it costs one dump, not the
+/// daemon's memory.
+const QUEUE_DEPTH: usize = 4096;
 
 impl<E: Event> Events<E> {
     /// Joins `E`'s multicast groups on a socket of its own.
@@ -144,27 +169,94 @@ impl<E: Event> Events<E> {
                 .add_membership(*group as u32)
                 .map_err(NetlinkError::Connect)?;
         }
-        // Not fatal: the kernel's cap (rmem_max) may be lower; an overrun
-        // is then read as lost events.
-        let _ = socket.set_rx_buf_sz(RECEIVE_BUFFER);
+        size_receive_buffer::<E>(socket);
         tokio::spawn(connection);
-        Ok(Self { messages, handle })
+        Ok(Self {
+            queue: Queue::spawn(messages, QUEUE_DEPTH),
+            handle,
+        })
     }
 
-    /// Waits for an event and takes every other that has arrived with it;
-    /// `None` once the socket has failed for good.
+    /// Waits for an event and takes every other that has arrived with it,
+    /// ending with a lost event if any were dropped; `None` once the
+    /// socket has failed for good.
     pub async fn batch(&mut self) -> Option<Vec<E>> {
-        let first = loop {
-            let (message, _) = self.messages.next().await?;
-            if let Some(event) = E::decode(message) {
-                break event;
-            }
-        };
-        let mut batch = vec![first];
-        while let Ok((message, _)) = self.messages.try_recv() {
-            batch.extend(E::decode(message));
+        self.queue.batch().await
+    }
+}
+
+/// Asks for [`RECEIVE_BUFFER`], past `net.core.rmem_max` where the daemon
+/// may (CAP_NET_ADMIN), and says the size the kernel granted when it is
+/// less: a burst beyond it overruns the socket, and is read as lost
+/// events.
+fn size_receive_buffer<E: Event>(socket: &rtnetlink::sys::Socket) {
+    if setsockopt(socket, sockopt::RcvBufForce, &RECEIVE_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::RcvBuf, &RECEIVE_BUFFER);
+    }
+    // The kernel reports twice what it grants: the other half is its
+    // bookkeeping.
+    match getsockopt(socket, sockopt::RcvBuf) {
+        Ok(doubled) if doubled / 2 < RECEIVE_BUFFER => warn!(
+            events = E::KIND,
+            granted = doubled / 2,
+            asked = RECEIVE_BUFFER,
+            "netlink receive buffer capped by net.core.rmem_max; a burst beyond it \
+             is read as lost events and the state read again"
+        ),
+        Ok(_) => {}
+        Err(e) => warn!(events = E::KIND, "netlink receive buffer size unknown: {e}"),
+    }
+}
+
+/// The decoded events between the socket's task and the loop, bounded.
+struct Queue<E> {
+    events: mpsc::Receiver<E>,
+    /// Set when an event was dropped for want of room.
+    overrun: Arc<AtomicBool>,
+}
+
+type Messages<M> = UnboundedReceiver<(NetlinkMessage<M>, rtnetlink::sys::SocketAddr)>;
+
+impl<E: Event> Queue<E> {
+    /// Decodes `messages` on a task of their own into a queue of `depth`.
+    fn spawn(messages: Messages<E::Message>, depth: usize) -> Self {
+        let (queue, events) = mpsc::channel(depth);
+        let overrun = Arc::new(AtomicBool::new(false));
+        tokio::spawn(forward(messages, queue, Arc::clone(&overrun)));
+        Self { events, overrun }
+    }
+
+    async fn batch(&mut self) -> Option<Vec<E>> {
+        let mut batch = vec![self.events.recv().await?];
+        while let Ok(event) = self.events.try_recv() {
+            batch.push(event);
+        }
+        // Only a full queue drops, so a drop is always followed by a
+        // batch that reports it.
+        if self.overrun.swap(false, Ordering::Relaxed) {
+            batch.push(E::lost());
         }
         Some(batch)
+    }
+}
+
+/// Moves what the connection reads into `queue` as it comes, so that the
+/// connection's own unbounded channel stays empty; a full queue drops the
+/// event and marks `overrun`. Ends when either side is gone.
+async fn forward<E: Event>(
+    mut messages: Messages<E::Message>,
+    queue: mpsc::Sender<E>,
+    overrun: Arc<AtomicBool>,
+) {
+    while let Some((message, _)) = messages.next().await {
+        let Some(event) = E::decode(message) else {
+            continue;
+        };
+        match queue.try_send(event) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => overrun.store(true, Ordering::Relaxed),
+            Err(TrySendError::Closed(_)) => return,
+        }
     }
 }
 
@@ -257,6 +349,32 @@ mod tests {
         }
         let deleted = RouteNetlinkMessage::DelNeighbour(neighbour(NeighbourState::Reachable));
         assert_eq!(decode(deleted), entry(None));
+    }
+
+    /// A storm while the loop is busy: the queue keeps its depth, the rest
+    /// is dropped, and the batch that drains it ends with a lost event.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_storm_past_the_queue_is_dropped_and_read_as_lost_events() {
+        let (sender, messages) = futures_channel::mpsc::unbounded();
+        let from = rtnetlink::sys::SocketAddr::new(0, 0);
+        for _ in 0..100 {
+            let message = NetlinkMessage::from(RouteNetlinkMessage::NewLink(link(LinkFlags::Up)));
+            sender.unbounded_send((message, from)).expect("send");
+        }
+        drop(sender);
+        let (queue, events) = mpsc::channel(8);
+        let overrun = Arc::new(AtomicBool::new(false));
+        forward::<LinkEvent>(messages, queue, Arc::clone(&overrun)).await;
+        let mut queue = Queue { events, overrun };
+        let batch = queue.batch().await.expect("a batch");
+        assert_eq!(batch.len(), 9);
+        assert!(
+            batch[..8]
+                .iter()
+                .all(|e| matches!(e, LinkEvent::Link { .. }))
+        );
+        assert_eq!(batch[8], LinkEvent::Lost);
+        assert_eq!(queue.batch().await, None, "the stream ended");
     }
 
     #[test]

@@ -93,6 +93,12 @@ impl Event for RouteEvent {
         MulticastGroup::Nexthop,
     ];
 
+    const KIND: &'static str = "route";
+
+    fn lost() -> Self {
+        Self::Lost
+    }
+
     fn decode(message: NetlinkMessage<Message>) -> Option<Self> {
         match message.payload {
             NetlinkPayload::InnerMessage(Message::Route(RouteNetlinkMessage::NewRoute(m))) => {
