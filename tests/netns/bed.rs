@@ -70,6 +70,19 @@ impl Bed {
         )
     }
 
+    /// [`Bed::up`], with no other test's testbed up meanwhile: for tests
+    /// whose loss bounds are rates of traffic in time.
+    pub fn up_alone(tag: &str, hosts: usize) -> Self {
+        Self::shaped_alone(
+            tag,
+            Shape {
+                hosts,
+                spines: 4,
+                ..Shape::default()
+            },
+        )
+    }
+
     pub fn shaped(tag: &str, shape: Shape) -> Self {
         let turn = Turn {
             _shared: Some(TURNS.read().unwrap_or_else(|e| e.into_inner())),

@@ -23,10 +23,16 @@ pub struct RunArgs {
     /// How often the metrics file is rewritten, in milliseconds (1 or more).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     metrics_interval_ms: u64,
-    /// How often links and neighbours are re-read and neighbours probed,
-    /// in milliseconds (1 or more); their events take effect at once.
+    /// How often links and neighbours are re-read, in milliseconds (1 or
+    /// more), as a backstop: their events take effect at once.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     refresh_interval_ms: u64,
+    /// How often the neighbour of each IP next hop is probed (one ARP
+    /// request or neighbour solicitation), in milliseconds (1 or more): a
+    /// next hop whose MAC changes unannounced is followed within about
+    /// this long.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    probe_interval_ms: u64,
     /// Reload only on SIGHUP, not also when the config file changes.
     #[arg(long)]
     no_watch: bool,
@@ -63,6 +69,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_interval: Duration::from_millis(args.metrics_interval_ms),
         metrics_listen: args.metrics_listen,
         refresh_interval: Duration::from_millis(args.refresh_interval_ms),
+        probe_interval: Duration::from_millis(args.probe_interval_ms),
         watch_config: !args.no_watch,
         bpffs: args.pins.bpffs,
         instance: args.pins.instance,

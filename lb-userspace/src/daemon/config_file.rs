@@ -3,7 +3,7 @@
 //! running config stays.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use tracing::{info, warn};
@@ -65,23 +65,77 @@ pub(super) async fn load(path: &Path) -> Result<(Config, FileVersion)> {
     )
 }
 
+/// How long a changed file must hold still before it is reloaded.
+pub(super) const SETTLE: Duration = Duration::from_millis(250);
+
+/// The watched file: the version in force and a changed one waiting to
+/// hold still. Keyed on the time each version was first seen, not on a
+/// count of looks: after the loop stalls, missed ticks fire back to back,
+/// and two looks microseconds apart would otherwise pass for a file that
+/// held still, so a file written in place in pieces would be reloaded
+/// half written.
+#[derive(Debug)]
+pub(super) struct ConfigWatch {
+    in_force: Option<FileVersion>,
+    settling: Option<(FileVersion, Instant)>,
+}
+
+impl ConfigWatch {
+    /// Follows the file from `in_force`, the version its config was read from.
+    pub(super) fn new(in_force: FileVersion) -> Self {
+        Self {
+            in_force: Some(in_force),
+            settling: None,
+        }
+    }
+
+    /// The file was read (or refused) as `version`: it is not read again
+    /// until it changes from that.
+    pub(super) fn read_as(&mut self, version: Option<FileVersion>) {
+        self.in_force = version;
+        self.settling = None;
+    }
+
+    /// One look at the file, as `seen` at `at`: whether to reload it now,
+    /// because it differs from the version in force and has held still
+    /// for [`SETTLE`] since it was first seen so.
+    pub(super) fn look(&mut self, seen: Option<FileVersion>, at: Instant) -> bool {
+        let Some(seen) = seen.filter(|&seen| Some(seen) != self.in_force) else {
+            self.settling = None;
+            return false;
+        };
+        match self.settling {
+            Some((settling, since)) if settling == seen => at.duration_since(since) >= SETTLE,
+            _ => {
+                self.settling = Some((seen, at));
+                false
+            }
+        }
+    }
+}
+
 /// The key under which an unreadable config file is said once.
 const UNREADABLE: &str = "config file unreadable";
 
 impl Running {
     /// One look at the watched config file: a version that differs from
-    /// the one in force is reloaded once it stayed the same for a whole
-    /// tick, so that a file written in place in several writes is taken
-    /// whole. A file that cannot be read (deleted, a symlink loop) is said
-    /// once and changes nothing; its return is said and reloaded.
+    /// the one in force is reloaded once it held still for [`SETTLE`], so
+    /// that a file written in place in several writes is taken whole. A
+    /// file that cannot be read (deleted, a symlink loop) is said once and
+    /// changes nothing; its return is said and reloaded.
     pub(super) async fn watch_config(
         &mut self,
         path: &Path,
         netlink: &Netlink,
         dp: &mut Dataplane,
     ) {
-        let now = match FileVersion::of(path) {
-            Ok(now) => now,
+        let seen = match FileVersion::of(path) {
+            Ok(seen) => {
+                if self.ongoing.ended_now(UNREADABLE) {
+                    info!(file = %path.display(), "config file readable again");
+                }
+                Some(seen)
+            }
             Err(e) => {
                 self.ongoing.started(UNREADABLE.into(), || {
                     warn!(
@@ -89,23 +143,74 @@ impl Running {
                         "config file unreadable ({e}); the running config stays until it is back"
                     )
                 });
-                self.settling = None;
-                return;
+                None
             }
         };
-        if self.ongoing.ended_now(UNREADABLE) {
-            info!(file = %path.display(), "config file readable again");
+        if self.watch.look(seen, Instant::now()) {
+            info!("{} changed: reloading", path.display());
+            self.reload(path, netlink, dp).await;
         }
-        if Some(now) == self.version {
-            self.settling = None;
-            return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(len: u64) -> FileVersion {
+        FileVersion {
+            modified: std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(len),
+            len,
+            inode: 7,
         }
-        if self.settling != Some(now) {
-            self.settling = Some(now);
-            return;
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_changed_file_is_reloaded_once_it_held_still_for_the_settle_time() {
+        let t0 = Instant::now();
+        let mut watch = ConfigWatch::new(version(1));
+        assert!(!watch.look(Some(version(1)), t0), "the version in force");
+        assert!(!watch.look(Some(version(2)), t0 + ms(250)));
+        assert!(!watch.look(Some(version(2)), t0 + ms(499)));
+        assert!(watch.look(Some(version(2)), t0 + ms(500)));
+        watch.read_as(Some(version(2)));
+        assert!(!watch.look(Some(version(2)), t0 + ms(750)));
+    }
+
+    /// The loop stalls while an editor writes the file in place in
+    /// pieces; the missed ticks then fire microseconds apart. Counting
+    /// looks, the second would reload the first piece.
+    #[test]
+    fn looks_bunched_after_a_stall_do_not_pass_for_a_file_that_held_still() {
+        let t0 = Instant::now();
+        let mut watch = ConfigWatch::new(version(1));
+        let first_piece = Some(version(2));
+        let whole = Some(version(3));
+        for tick in 0..4 {
+            let at = t0 + ms(600) + Duration::from_micros(tick);
+            assert!(!watch.look(first_piece, at), "tick {tick} after the stall");
         }
-        self.settling = None;
-        info!("{} changed: reloading", path.display());
-        self.reload(path, netlink, dp).await;
+        // The rest is written before the settle time is up: it starts again.
+        assert!(!watch.look(whole, t0 + ms(800)));
+        assert!(!watch.look(whole, t0 + ms(800) + Duration::from_micros(1)));
+        assert!(!watch.look(whole, t0 + ms(1049)));
+        assert!(watch.look(whole, t0 + ms(1050)));
+    }
+
+    #[test]
+    fn an_unreadable_file_forgets_a_version_that_was_settling() {
+        let t0 = Instant::now();
+        let mut watch = ConfigWatch::new(version(1));
+        assert!(!watch.look(Some(version(2)), t0));
+        assert!(!watch.look(None, t0 + ms(100)));
+        assert!(!watch.look(Some(version(2)), t0 + ms(300)), "seen anew");
+        assert!(watch.look(Some(version(2)), t0 + ms(550)));
+        // A refused file is not read again until it changes.
+        watch.read_as(Some(version(2)));
+        assert!(!watch.look(Some(version(2)), t0 + ms(2000)));
     }
 }

@@ -33,9 +33,11 @@ pub struct Options {
     pub metrics_interval: Duration,
     /// Where `GET /metrics` is served.
     pub metrics_listen: Option<SocketAddr>,
-    /// How often links and neighbours are re-read (besides their events)
-    /// and neighbours probed.
+    /// How often links and neighbours are re-read (besides their events).
     pub refresh_interval: Duration,
+    /// How often the neighbours of IP next hops are probed, so that a MAC
+    /// changed without an announcement is learnt.
+    pub probe_interval: Duration,
     /// Reload when the config file changes, not only on SIGHUP.
     pub watch_config: bool,
     /// Where bpffs is (mounted there if it is not) and the instance whose
@@ -51,6 +53,16 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 /// How often paths are checked for stale telemetry, also when a source's
 /// poller is stuck and sends nothing.
 const STALENESS_CHECK: Duration = Duration::from_millis(10);
+
+/// A tick every `period` that, after the loop stalled, fires once and
+/// goes on a period later, rather than firing the missed ticks back to
+/// back: each tick's work reads the present, and a burst of them only
+/// repeats it.
+fn every(period: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
 
 pub async fn run(options: Options) -> Result<()> {
     let (file, version) = config_file::load(&options.config).await?;
@@ -88,8 +100,7 @@ pub async fn run(options: Options) -> Result<()> {
 
     let telemetry = Telemetry::start(&config, &tables);
     let mut running = Running {
-        version: Some(version),
-        settling: None,
+        watch: config_file::ConfigWatch::new(version),
         tables,
         file,
         kernel,
@@ -122,10 +133,11 @@ pub async fn run(options: Options) -> Result<()> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let mut refresh = tokio::time::interval(options.refresh_interval);
-    let mut metrics_tick = tokio::time::interval(options.metrics_interval);
-    let mut watch = tokio::time::interval(WATCH_INTERVAL);
-    let mut staleness = tokio::time::interval(STALENESS_CHECK);
+    let mut refresh = every(options.refresh_interval);
+    let mut probe = every(options.probe_interval);
+    let mut metrics_tick = every(options.metrics_interval);
+    let mut watch = every(WATCH_INTERVAL);
+    let mut staleness = every(STALENESS_CHECK);
     loop {
         let due = running.kernel.due();
         tokio::select! {
@@ -155,7 +167,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.link_events(events, &netlink, &mut dp).await;
             }
             _ = refresh.tick() => {
-                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp, options.refresh_interval).await {
+                if let Err(e) = running.refresh_nexthops(&netlink, &mut dp).await {
                     warn!("refreshing next hops: {e:#}");
                 }
                 running.refresh_local(&netlink, &mut dp).await;
@@ -163,6 +175,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.reattach_ingress(&mut dp);
                 running.sync_ports(&netlink, &mut dp).await;
             }
+            _ = probe.tick() => running.probe_nexthops(&netlink, &mut dp).await,
             _ = metrics_tick.tick() => {
                 metrics.run(&options, &dp, &running);
             }

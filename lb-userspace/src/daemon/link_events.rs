@@ -10,6 +10,7 @@ use tracing::{info, warn};
 use super::links::Snapshot;
 use super::state::Running;
 use crate::dataplane::Dataplane;
+use crate::netlink::probe::Prober;
 use crate::netlink::{LinkEvent, LinkEvents, Netlink};
 
 /// Links and neighbours as last heard, and how news of them arrives.
@@ -19,6 +20,8 @@ pub(super) struct LinkWatch {
     /// What next hops are resolved against: the last read, with every
     /// event since applied.
     pub(super) view: Snapshot,
+    /// The sockets the neighbours are probed from.
+    pub(super) prober: Prober,
 }
 
 /// Subscribes to link and neighbour events; call before reading the links
@@ -36,7 +39,11 @@ pub(super) fn subscribe() -> Option<LinkEvents> {
 impl LinkWatch {
     /// Follows `events` from `view`, read after subscribing.
     pub(super) fn new(events: Option<LinkEvents>, view: Snapshot) -> Self {
-        Self { events, view }
+        Self {
+            events,
+            view,
+            prober: Prober::default(),
+        }
     }
 
     /// The events that have arrived; never returns while there is no
@@ -46,6 +53,12 @@ impl LinkWatch {
             Some(stream) => stream.batch().await,
             None => std::future::pending().await,
         }
+    }
+
+    /// Whether events arrive: without them, what changed is only seen
+    /// when read.
+    pub(super) fn following(&self) -> bool {
+        self.events.is_some()
     }
 
     /// Subscribes again if the stream failed; call before reading.

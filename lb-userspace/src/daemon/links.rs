@@ -2,6 +2,17 @@
 //! them, soliciting missing MACs, probing known ones so that a changed MAC
 //! is learnt, saying why one is unusable, and refreshing the tables when a
 //! link or a MAC changes.
+//!
+//! Traffic that XDP forwards never uses the kernel's neighbour entries, so
+//! the kernel's own state machine never asks again about a next hop whose
+//! MAC changes while its link stays up (a router swapped behind a media
+//! converter, a spine rebooted into another MAC behind an L2 hop). The
+//! probe tick asks each one: one ARP request or neighbour solicitation per
+//! next hop per tick (50 ms by default, so 20 a second on each uplink).
+//! The answer replaces the entry's MAC, and the event it raises rewrites
+//! the next hop. A peer that announces its new MAC (gratuitous ARP,
+//! unsolicited neighbour advertisement) is taken at once by the kernel,
+//! and so by its event, without waiting for a probe.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -15,28 +26,47 @@ use tracing::{info, warn};
 use super::state::Running;
 use crate::config::{self, Config, NextHopAddr, NextHopSpec};
 use crate::dataplane::{Dataplane, DataplaneError};
-use crate::netlink::{self, Link, LinkEvent, Neighbour, Netlink, probe};
+use crate::netlink::probe::Prober;
+use crate::netlink::{self, Address, Link, LinkEvent, Neighbour, Netlink};
 
 /// How long start-up waits for next-hop MACs before going on without them.
 const INITIAL_RESOLVE_WAIT: Duration = Duration::from_secs(3);
 impl Running {
-    /// Reads links and neighbours again, probes the neighbours of IP next
-    /// hops, and rewrites the next hops that changed; runs every `interval`
-    /// as a backstop to the events.
+    /// Reads links and neighbours again and rewrites the next hops that
+    /// changed; runs every refresh interval as a backstop to the events.
     pub(super) async fn refresh_nexthops(
         &mut self,
         netlink: &Netlink,
         dp: &mut Dataplane,
-        interval: Duration,
     ) -> Result<()> {
         self.links.resubscribe();
-        let mut snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
+        let snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
         snapshot.solicit_missing(&self.config, &mut self.ongoing);
-        snapshot
-            .probe_neighbours(netlink, &self.config, interval / 2, &mut self.ongoing)
-            .await;
         self.links.view = snapshot;
         Ok(self.rewrite_nexthops(dp)?)
+    }
+
+    /// Probes the neighbour of every IP next hop with a known MAC (see
+    /// [`Snapshot::probe_neighbours`]); runs every probe interval. The
+    /// answers come back as neighbour events; without the event stream
+    /// they are read back here.
+    pub(super) async fn probe_nexthops(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
+        let addresses = self.local.addresses();
+        let probed = self.links.view.probe_neighbours(
+            &mut self.links.prober,
+            &addresses,
+            &self.config,
+            &mut self.ongoing,
+        );
+        if probed && !self.links.following() {
+            match netlink.neighbour_entries().await {
+                Ok(neighbours) => self.links.view.neighbours = neighbours,
+                Err(e) => warn!("reading neighbours after probing them: {e}"),
+            }
+            if let Err(e) = self.rewrite_nexthops(dp) {
+                warn!("writing next hops after probing their neighbours: {e}");
+            }
+        }
     }
 
     /// Resolves every next hop against the links and neighbours as last
@@ -80,7 +110,7 @@ fn specs(config: &Config) -> impl Iterator<Item = &NextHopSpec> {
 /// Links and neighbours as the kernel has them now.
 pub(super) struct Snapshot {
     links: HashMap<String, Link>,
-    neighbours: HashMap<(u32, IpAddr), Neighbour>,
+    pub(super) neighbours: HashMap<(u32, IpAddr), Neighbour>,
 }
 
 impl Snapshot {
@@ -223,33 +253,17 @@ impl Snapshot {
     }
 
     /// Probes, once each, the neighbours of the IP next hops whose MAC the
-    /// kernel has, on links that are up, unless it confirmed them within
-    /// `window` (see [`netlink::probe`]): the answers keep the entries
-    /// REACHABLE and replace a MAC that changed. A refresh probes every
-    /// such neighbour (the last answer is a refresh old) but those just
-    /// resolved at start or confirmed by the kernel's own traffic. The
-    /// neighbours are then read again: the answers of a fast link are in
-    /// by then, and a slow one's are read at the next refresh.
-    pub(super) async fn probe_neighbours(
-        &mut self,
-        netlink: &Netlink,
+    /// kernel has, on links that are up, from the box's `addresses` (see
+    /// [`netlink::probe`]): the answers keep the entries REACHABLE and
+    /// replace a MAC that changed. Entries the kernel never asks about
+    /// (permanent, no-ARP) are left alone. Returns whether any was probed.
+    pub(super) fn probe_neighbours(
+        &self,
+        prober: &mut Prober,
+        addresses: &[Address],
         config: &Config,
-        window: Duration,
         ongoing: &mut Ongoing,
-    ) {
-        const READ: &str = "probe: addresses";
-        let addresses = match netlink.addresses().await {
-            Ok(addresses) => {
-                ongoing.ended(READ);
-                addresses
-            }
-            Err(e) => {
-                ongoing.started(READ.into(), || {
-                    warn!("cannot read the addresses to probe neighbours from: {e}")
-                });
-                return;
-            }
-        };
+    ) -> bool {
         let mut probed = HashSet::new();
         for spec in specs(config) {
             let NextHopAddr::Ip(ip) = spec.addr else {
@@ -261,14 +275,11 @@ impl Snapshot {
             let Some((ifindex, neighbour)) = self.neighbour(spec, ip, link) else {
                 continue;
             };
-            if neighbour.fresh(window) {
-                continue;
-            }
-            if !probed.insert((ifindex, ip)) {
+            if !neighbour.kernel_confirms() || !probed.insert((ifindex, ip)) {
                 continue;
             }
             let key = format!("probe {spec}");
-            match probe::probe(ifindex, &addresses, ip) {
+            match prober.probe(ifindex, addresses, ip) {
                 Ok(()) => ongoing.ended(&key),
                 Err(e) => ongoing.started(
                     key,
@@ -276,13 +287,8 @@ impl Snapshot {
                 ),
             }
         }
-        // Should this read fail, the one just taken stands until the next
-        // refresh.
-        if !probed.is_empty()
-            && let Ok(neighbours) = netlink.neighbour_entries().await
-        {
-            self.neighbours = neighbours;
-        }
+        prober.keep_only(|ifindex| probed.iter().any(|&(i, _)| i == ifindex));
+        !probed.is_empty()
     }
 
     /// Asks the kernel to resolve every IP next hop it has no MAC for.

@@ -75,6 +75,19 @@ impl Follower {
         local
     }
 
+    /// The box's addresses as last heard, what probes are sent from.
+    pub(super) fn addresses(&self) -> Vec<Address> {
+        self.known
+            .iter()
+            .map(|(&(ifindex, addr, prefix_len), &broadcast)| Address {
+                ifindex,
+                addr,
+                prefix_len,
+                broadcast,
+            })
+            .collect()
+    }
+
     /// The events that have arrived: waits for one, takes whatever came
     /// with it. Never returns while there is no stream; `None` when the
     /// stream just failed.

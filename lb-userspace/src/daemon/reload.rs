@@ -40,13 +40,13 @@ impl Running {
     pub(super) async fn reload(&mut self, path: &Path, netlink: &Netlink, dp: &mut Dataplane) {
         let config = match config_file::load(path).await {
             Ok((config, version)) => {
-                self.version = Some(version);
+                self.watch.read_as(Some(version));
                 config
             }
             Err(e) => {
                 // Also a file that cannot be read: not read again until
                 // it changes.
-                self.version = FileVersion::of(path).ok();
+                self.watch.read_as(FileVersion::of(path).ok());
                 error!("new config refused, the running one stays: {e:#}");
                 return;
             }

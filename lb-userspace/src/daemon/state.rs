@@ -4,7 +4,7 @@ use anyhow::Result;
 use aya::programs::{XdpMode, xdp::XdpLinkId};
 use tracing::{info, warn};
 
-use super::config_file::FileVersion;
+use super::config_file::ConfigWatch;
 use super::ingress::Ingress;
 use super::kernel_routes::KernelWatch;
 use super::link_events::LinkWatch;
@@ -29,11 +29,8 @@ pub(super) struct Running {
     pub(super) file: Config,
     /// The kernel's routes, for the groups that follow them.
     pub(super) kernel: KernelWatch,
-    /// The file's identity when `config` was read from it.
-    pub(super) version: Option<FileVersion>,
-    /// A version of the file seen once, reloaded if the next look finds
-    /// it unchanged.
-    pub(super) settling: Option<FileVersion>,
+    /// The config file's version in force, and a changed one settling.
+    pub(super) watch: ConfigWatch,
     pub(super) tables: Tables,
     pub(super) local: Follower,
     /// Links and neighbours, followed by events.

@@ -260,10 +260,10 @@ impl Neighbour {
         Some((key, neighbour))
     }
 
-    /// Whether asking the neighbour again now is needless: the kernel
-    /// confirmed it within `window`, or never asks about it.
-    pub fn fresh(&self, window: Duration) -> bool {
-        self.confirmed.is_none_or(|age| age < window)
+    /// Whether the kernel confirms this entry at all: it never asks again
+    /// about one an administrator set (permanent, no-ARP).
+    pub fn kernel_confirms(&self) -> bool {
+        self.confirmed.is_some()
     }
 }
 
@@ -309,20 +309,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_neighbour_is_fresh_within_the_window_of_its_confirmation_or_if_static() {
-        let at = |ms| Neighbour {
+    fn only_entries_the_kernel_confirms_are_probed() {
+        let learnt = Neighbour {
             mac: [2, 0, 0, 0, 0, 1],
-            confirmed: Some(Duration::from_millis(ms)),
+            confirmed: Some(Duration::from_millis(60_000)),
         };
-        let window = Duration::from_millis(500);
-        assert!(at(0).fresh(window));
-        assert!(at(499).fresh(window));
-        assert!(!at(500).fresh(window));
-        assert!(!at(60_000).fresh(window));
+        assert!(learnt.kernel_confirms());
         let permanent = Neighbour {
             confirmed: None,
-            ..at(0)
+            ..learnt
         };
-        assert!(permanent.fresh(window));
+        assert!(!permanent.kernel_confirms());
     }
 }

@@ -14,11 +14,16 @@
 //! is not created by an answer: the kernel resolves those itself
 //! ([`super::solicit`]).
 //!
-//! Needs CAP_NET_RAW (an `AF_PACKET` socket); the socket is bound with
-//! protocol 0, so it receives nothing, and lives for one probe.
+//! Needs CAP_NET_RAW (an `AF_PACKET` socket per interface, bound with
+//! protocol 0, so it receives nothing). The sockets are kept from probe to
+//! probe: closing a packet socket waits for an RCU grace period
+//! (`synchronize_net`), tens of milliseconds on a busy machine, and a
+//! socket per probe held the daemon's loop up for most of each 50 ms
+//! probe tick, delaying the very neighbour events the probes provoke.
 
 mod frame;
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -40,49 +45,77 @@ pub enum ProbeError {
     },
 }
 
-/// Asks `target` for its MAC out of interface `ifindex` (the one its
-/// neighbour entry is on), from one of `addresses` on that interface.
-pub fn probe(ifindex: u32, addresses: &[Address], target: IpAddr) -> Result<(), ProbeError> {
-    let source = source(addresses, ifindex, target).ok_or(ProbeError::NoSource {
-        family: if target.is_ipv4() { "IPv4" } else { "IPv6" },
-        ifindex,
-    })?;
-    let fail = |step| {
-        move |errno| ProbeError::Socket {
-            step,
+/// The probing sockets, one per interface probed from.
+#[derive(Debug, Default)]
+pub struct Prober {
+    sockets: HashMap<u32, OwnedFd>,
+}
+
+impl Prober {
+    /// Asks `target` for its MAC out of interface `ifindex` (the one its
+    /// neighbour entry is on), from one of `addresses` on that interface.
+    pub fn probe(
+        &mut self,
+        ifindex: u32,
+        addresses: &[Address],
+        target: IpAddr,
+    ) -> Result<(), ProbeError> {
+        let source = source(addresses, ifindex, target).ok_or(ProbeError::NoSource {
+            family: if target.is_ipv4() { "IPv4" } else { "IPv6" },
             ifindex,
-            errno,
-        }
-    };
-    let socket = nix::sys::socket::socket(
-        AddressFamily::Packet,
-        SockType::Raw,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )
-    .map_err(fail("socket(AF_PACKET)"))?;
-    let mac = bind(&socket, ifindex).map_err(fail("bind"))?;
-    let sent = match (source, target) {
-        (IpAddr::V4(source), IpAddr::V4(target)) => {
-            send(&socket, &frame::arp_request(mac, source, target))
-        }
-        (IpAddr::V6(source), IpAddr::V6(target)) => {
-            send(&socket, &frame::neighbour_solicitation(mac, source, target))
-        }
-        _ => unreachable!("source() picks the target's family"),
-    };
-    sent.map_err(fail("send"))
+        })?;
+        let fail = |step| {
+            move |errno| ProbeError::Socket {
+                step,
+                ifindex,
+                errno,
+            }
+        };
+        let socket = match self.sockets.entry(ifindex) {
+            std::collections::hash_map::Entry::Occupied(socket) => socket.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let socket = nix::sys::socket::socket(
+                    AddressFamily::Packet,
+                    SockType::Raw,
+                    SockFlag::SOCK_CLOEXEC,
+                    None,
+                )
+                .map_err(fail("socket(AF_PACKET)"))?;
+                bind(&socket, ifindex).map_err(fail("bind"))?;
+                slot.insert(socket)
+            }
+        };
+        let sent = own_mac(socket).and_then(|mac| match (source, target) {
+            (IpAddr::V4(source), IpAddr::V4(target)) => {
+                send(socket, &frame::arp_request(mac, source, target))
+            }
+            (IpAddr::V6(source), IpAddr::V6(target)) => {
+                send(socket, &frame::neighbour_solicitation(mac, source, target))
+            }
+            _ => unreachable!("source() picks the target's family"),
+        });
+        // A socket whose interface went (or was made anew under the same
+        // index) is made again at the next probe.
+        sent.map_err(|errno| {
+            self.sockets.remove(&ifindex);
+            fail("send")(errno)
+        })
+    }
+
+    /// Closes the sockets of interfaces not in `probed`: they went, or no
+    /// next hop is behind them any more.
+    pub fn keep_only(&mut self, probed: impl Fn(u32) -> bool) {
+        self.sockets.retain(|&ifindex, _| probed(ifindex));
+    }
 }
 
 fn send(socket: &OwnedFd, frame: &[u8]) -> nix::Result<()> {
     nix::sys::socket::send(socket.as_raw_fd(), frame, MsgFlags::empty()).map(drop)
 }
 
-/// Binds `socket` to interface `ifindex` and returns the interface's MAC,
-/// read back from the bound address: a VLAN interface's may differ from
-/// its parent's, and the peer records the one the probe carries.
-fn bind(socket: &OwnedFd, ifindex: u32) -> nix::Result<[u8; 6]> {
-    let mut address = libc::sockaddr_ll {
+/// Binds `socket` to interface `ifindex`, for sending only.
+fn bind(socket: &OwnedFd, ifindex: u32) -> nix::Result<()> {
+    let address = libc::sockaddr_ll {
         sll_family: libc::AF_PACKET as u16,
         // Protocol 0: bound for sending only.
         sll_protocol: 0,
@@ -92,16 +125,26 @@ fn bind(socket: &OwnedFd, ifindex: u32) -> nix::Result<[u8; 6]> {
         sll_halen: 0,
         sll_addr: [0; 8],
     };
-    let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-    // SAFETY: `address` is a sockaddr_ll and `len` its size.
+    // SAFETY: `address` is a sockaddr_ll and the length its size.
     Errno::result(unsafe {
         libc::bind(
             socket.as_raw_fd(),
             (&raw const address).cast::<libc::sockaddr>(),
-            len,
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
         )
-    })?;
-    // SAFETY: as above; the kernel writes at most `len` bytes into it.
+    })
+    .map(drop)
+}
+
+/// The MAC of the interface `socket` is bound to, as it is now (the kernel
+/// reads the device at each call): a VLAN interface's may differ from its
+/// parent's, a port's may be changed, and the peer records the one the
+/// probe carries.
+fn own_mac(socket: &OwnedFd) -> nix::Result<[u8; 6]> {
+    // SAFETY: all-zero is a valid sockaddr_ll.
+    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `address`.
     Errno::result(unsafe {
         libc::getsockname(
             socket.as_raw_fd(),
@@ -109,13 +152,15 @@ fn bind(socket: &OwnedFd, ifindex: u32) -> nix::Result<[u8; 6]> {
             &mut len,
         )
     })?;
-    let mut mac = [0; 6];
     match address.sll_halen {
-        6 => mac.copy_from_slice(&address.sll_addr[..6]),
+        6 => {
+            let mut mac = [0; 6];
+            mac.copy_from_slice(&address.sll_addr[..6]);
+            Ok(mac)
+        }
         // Not Ethernet (a tunnel, a loopback): nothing to ask.
-        _ => return Err(Errno::EAFNOSUPPORT),
+        _ => Err(Errno::EAFNOSUPPORT),
     }
-    Ok(mac)
 }
 
 /// The address on `ifindex` a probe for `target` is sent from: of the
