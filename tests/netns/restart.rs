@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use fabriclb::dataplane::pins::PinDir;
-use fabriclb::testbed::scenario::restart::{self, Bpffs, Timing, pinned_map_id, program_on};
+use fabriclb::testbed::bpffs::Bpffs;
+use fabriclb::testbed::scenario::restart::{self, Timing, pinned_map_id, program_on};
 use lb_common::abi as names;
 
 use crate::bed::{Bed, fabriclb, wait_for};
@@ -89,7 +90,7 @@ fn stop(bpffs: &Bpffs, instance: &str, detach: bool) -> (Option<i32>, String, St
 #[test]
 fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
     let bed = Bed::up("6", 1);
-    let bpffs = Bpffs::mount(&bed.workdir().join("bpffs")).expect("bpffs");
+    let bpffs = Bpffs::at(&bed.workdir().join("bpffs")).expect("bpffs");
     let pins = PinDir::new(bpffs.path(), "t6");
     let args = bpffs.args("t6");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

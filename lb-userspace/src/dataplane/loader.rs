@@ -22,7 +22,7 @@ mod overrides;
 mod pinning;
 mod ports;
 mod routes;
-pub use pinning::{Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance};
+pub use pinning::{Pinned, PinningError, Plan, holder, remove_instance};
 
 /// The production XDP object, built from lb-ebpf by the build script: the
 /// forwarding program, the transmit-error tracepoints and their maps,

@@ -3,6 +3,7 @@
 //! program is in the way when ours cannot attach ([`occupant`]), and the
 //! tracepoints that count frames redirected but never sent ([`tx_errors`]).
 
+pub mod bpffs;
 mod btf;
 mod loader;
 mod maps;
@@ -11,10 +12,9 @@ pub mod pins;
 pub mod tables;
 mod tx_errors;
 
+pub use bpffs::mount_bpffs;
 #[cfg(test)]
 pub(crate) use loader::declared;
 pub(crate) use loader::said;
-pub use loader::{
-    Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, mount_bpffs, remove_instance,
-};
+pub use loader::{Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, remove_instance};
 pub use maps::Maps;

@@ -3,40 +3,51 @@
 //! `explain` to read with or without a daemon.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{Context, Result, anyhow, ensure};
+use anyhow::{Context, Result, anyhow};
 use aya::maps::MapData;
 use aya::programs::loaded_programs;
 
+use crate::dataplane::mount_bpffs;
 use crate::dataplane::pins::PinDir;
 
-/// Mounted at a directory of its own; unmounted and removed when dropped.
+/// Mounted at a directory of its own (in the test's mount namespace, so
+/// it outlives a daemon under `ip netns exec`); unmounted, which removes
+/// what is pinned in it, and removed when dropped.
 pub struct Bpffs(PathBuf);
 
 impl Bpffs {
     /// A bpffs at a new directory under the temporary directory, named
     /// after `name` and this process.
     pub fn mount(name: &str) -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!("fabriclb-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-        let mounted = Command::new("mount")
-            .args(["-t", "bpf", "bpf"])
-            .arg(&dir)
-            .status()
-            .context("mount")?;
-        ensure!(mounted.success(), "mount -t bpf at {}", dir.display());
-        Ok(Self(dir))
+        Self::at(&std::env::temp_dir().join(format!("fabriclb-{name}-{}", std::process::id())))
+    }
+
+    /// A bpffs at `dir`, created if missing.
+    pub fn at(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        mount_bpffs(dir).with_context(|| format!("mounting bpffs at {}", dir.display()))?;
+        Ok(Self(dir.to_owned()))
     }
 
     pub fn path(&self) -> &Path {
         &self.0
     }
+
+    /// `fabriclb run`'s arguments for instance `instance` in it.
+    pub fn args(&self, instance: &str) -> Vec<String> {
+        vec![
+            "--bpffs".into(),
+            self.0.display().to_string(),
+            "--instance".into(),
+            instance.into(),
+        ]
+    }
 }
 
 impl Drop for Bpffs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -5,12 +5,15 @@ use std::cell::Cell;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
 use super::Testbed;
+use super::bpffs::Bpffs;
 use super::netns::die_with_parent;
+use crate::dataplane::pins::DEFAULT_INSTANCE;
 
 /// How long [`Daemon::wait_for_log`] and start-up wait: far beyond what a
 /// reload takes, so only a daemon that never gets there fails, however
@@ -25,6 +28,15 @@ pub struct Daemon {
     log_file: PathBuf,
     /// Where in the log [`Daemon::wait_for_log`] looks from.
     cursor: Cell<usize>,
+    /// Dropped after the daemon is gone (fields drop after `drop`).
+    _own_bpffs: Option<Bpffs>,
+}
+
+/// A new path in `workdir` starting with `prefix`: each daemon of a test
+/// gets its own.
+fn unique(workdir: &Path, prefix: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    workdir.join(format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
 }
 
 impl Daemon {
@@ -48,6 +60,15 @@ impl Daemon {
         std::fs::write(&config_file, config)?;
         let _ = std::fs::remove_file(&metrics_file);
         let log = File::create(&log_file).context("creating the daemon's log")?;
+        // Unless `args` name a bpffs, one of this daemon's own, gone with
+        // it: each test starts from nothing, and leaves nothing pinned.
+        let own_bpffs = match args.contains(&"--bpffs") {
+            true => None,
+            false => Some(Bpffs::at(&unique(workdir, "bpffs"))?),
+        };
+        let own_args = own_bpffs
+            .as_ref()
+            .map_or_else(Vec::new, |bpffs| bpffs.args(DEFAULT_INSTANCE));
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", &bed.ns("leaf")])
@@ -57,6 +78,7 @@ impl Daemon {
             .arg("--metrics-file")
             .arg(&metrics_file)
             .args(args)
+            .args(&own_args)
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -64,9 +86,8 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SIGTERM: the daemon exits, leaving its pins in the bpffs it
-        // mounted in `ip netns exec`'s private mount namespace (unless
-        // `args` name another), which goes with it, the program along.
+        // SIGTERM: the daemon exits, leaving its pins, which go with the
+        // bpffs when this process's end drops it.
         die_with_parent(&mut command, nix::sys::signal::Signal::SIGTERM);
         let child = command.spawn().context("starting fabriclb run")?;
         let mut daemon = Self {
@@ -75,6 +96,7 @@ impl Daemon {
             metrics_file,
             log_file,
             cursor: Cell::new(0),
+            _own_bpffs: own_bpffs,
         };
         let deadline = Instant::now() + PATIENCE;
         while !daemon.metrics_file.exists() {

@@ -37,6 +37,13 @@ pub enum PinningError {
          (mount -t bpf bpf {root}) or pass --bpffs DIR"
     )]
     NotBpffs { root: String, cause: nix::Error },
+    #[error(
+        "{root}: this process runs in a mount namespace of its own (as under ip netns \
+         exec), where a bpffs dies with it, pins and program along, and mounting one in \
+         the namespace it came from failed ({cause}); mount one there (mount -t bpf bpf \
+         /run/fabriclb/bpf outside the namespace) and pass --bpffs /run/fabriclb/bpf"
+    )]
+    Ephemeral { root: String, cause: nix::Error },
     #[error("{path}: {cause}")]
     Io { path: String, cause: std::io::Error },
     #[error("another fabriclb (pid {pid}) runs instance {dir}")]
@@ -107,40 +114,6 @@ pub struct Pinned {
     /// An exclusive `flock` on the directory: one daemon per instance.
     _lock: File,
     plan: Plan,
-}
-
-/// Mounts bpffs at `root` unless one is there.
-pub fn ensure_bpffs(root: &Path) -> std::result::Result<(), PinningError> {
-    std::fs::create_dir_all(root).map_err(io(root))?;
-    if is_bpffs(root)? {
-        return Ok(());
-    }
-    mount_bpffs(root).map_err(|cause| PinningError::NotBpffs {
-        root: root.display().to_string(),
-        cause,
-    })?;
-    info!(root = %root.display(), "mounted bpffs");
-    Ok(())
-}
-
-/// `mount -t bpf bpf dir`: a bpffs of its own, whose pins go when it is
-/// unmounted.
-pub fn mount_bpffs(dir: &Path) -> nix::Result<()> {
-    nix::mount::mount(
-        Some("bpf"),
-        dir,
-        Some("bpf"),
-        nix::mount::MsFlags::empty(),
-        None::<&str>,
-    )
-}
-
-fn is_bpffs(path: &Path) -> std::result::Result<bool, PinningError> {
-    let fs = nix::sys::statfs::statfs(path).map_err(|e| PinningError::Io {
-        path: path.display().to_string(),
-        cause: e.into(),
-    })?;
-    Ok(fs.filesystem_type() == nix::sys::statfs::BPF_FS_MAGIC)
 }
 
 /// Opens and locks `pins`' directory (created if missing).
@@ -238,8 +211,7 @@ impl Pinned {
         instance: &str,
         flowlet_table_size: u32,
     ) -> std::result::Result<Self, PinningError> {
-        ensure_bpffs(bpffs)?;
-        let pins = PinDir::new(bpffs, instance);
+        let pins = PinDir::new(&crate::dataplane::bpffs::persistent(bpffs)?, instance);
         let lock = lock(&pins)?;
         let mut plan = Plan::default();
         for (name, wanted) in definitions(flowlet_table_size)? {
@@ -448,7 +420,7 @@ mod tests {
         fn new(tag: &str) -> Self {
             let dir = std::env::temp_dir().join(format!("fl{}-{tag}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("dir");
-            mount_bpffs(&dir).expect("mount bpffs (needs root)");
+            crate::dataplane::mount_bpffs(&dir).expect("mount bpffs (needs root)");
             Self(dir)
         }
     }
