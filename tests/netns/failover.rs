@@ -79,7 +79,8 @@ fn a_failed_neighbour_or_a_lost_carrier_takes_a_next_hop_out_at_once_and_it_rejo
 #[test]
 fn link_down_moves_only_the_dead_links_flows_and_brings_them_back() {
     let scenario = link_down(300);
-    let bed = Bed::shaped("8", scenario.shape.clone());
+    // Alone: the failover is a time.
+    let bed = Bed::shaped_alone("8", scenario.shape.clone());
     let report = bed
         .scenario(&scenario, &Name::LinkDown.modes())
         .expect("scenario run");
@@ -88,6 +89,13 @@ fn link_down_moves_only_the_dead_links_flows_and_brings_them_back() {
         panic!("ECMP alone: {report:?}")
     };
     let f = row.failover().expect("a failover measured");
+    // The README's figures are at most about 10 ms from the carrier
+    // change to the last packet sent to the dead next hop; null when none
+    // was sent to it after the change.
+    assert!(
+        f.failover_ms.is_none_or(|ms| ms <= 25.0),
+        "failover too slow: {f:?}"
+    );
     // 4 ranks, one connection each, 16 QPs with their own ports.
     assert_eq!(f.total_flows, 64, "{f:?}");
     assert!(f.dead_link_flows > 0, "no flow on spine 2: {f:?}");

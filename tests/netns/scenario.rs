@@ -107,19 +107,15 @@ fn telemetry_steers_flowlets_off_the_slow_spine() {
     };
     assert_eq!((row.mode.as_str(), row.telemetry), ("flowlet", true));
     let slow = SLOW_SPINE_RATES_MBIT.len() - 1;
-    // About 8% on a quiet machine; a loaded one slows the senders, so less
-    // is offered and the slow spine can take more without a queue.
+    // Measured 7-8% (blind ECMP: 22%); the test runs alone.
     assert!(
-        row.spine_share[slow] < 0.1875,
-        "the slow spine kept three quarters of its blind share or more: {row:?}"
+        row.spine_share[slow] < 0.12,
+        "the slow spine kept more than half its blind share: {row:?}"
     );
-    // Blind modes drop 12-15% here. What telemetry cannot spare is the
-    // start: 64 new flows placed before the first samples show the slow
-    // spine's queue, tens of packets on a quiet machine and a few hundred
-    // on one that runs other tests beside this one (its samples and
-    // senders late). A quarter of the blind loss is the bound; the demo's
-    // figure on a quiet machine is the 0.1% the product aims at.
-    assert!(row.dropped * 100 <= row.sent * 3, "{row:?}");
+    // Blind modes drop 12-15% here; steered, at most 0.1% was measured,
+    // what the start costs: 64 new flows placed before the first samples
+    // show the slow spine's queue.
+    assert!(row.dropped * 1000 <= row.sent * 3, "{row:?}");
     assert_eq!(
         row.received,
         row.sent - row.dropped - row.link_lost - row.tx_errors,
@@ -173,6 +169,9 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
     for row in [ecmp, steered] {
         let cross = row.cross.expect("cross traffic ran");
         assert!(cross.sent > 0, "{row:?}");
+        // The queues' drops less the cross traffic's counted losses are
+        // the collective's: every one of its packets accounted for.
+        assert_eq!(row.unaccounted, 0, "{row:?}");
     }
     assert!(ecmp.dropped > 0, "{ecmp:?}");
     // As above: a quarter of ECMP's loss here at most.

@@ -29,18 +29,19 @@ const QPS: u32 = 16;
 #[derive(serde::Serialize)]
 pub struct Forwarding {
     pub method: &'static str,
-    /// ns per packet fabriclb's hop adds, in an ECMP group.
-    pub fabriclb_ns: f64,
+    /// ns per packet fabriclb's hop adds, in an ECMP group; `None` (null)
+    /// where a hop's figure is lost in the floor's noise (see [`section`]).
+    pub fabriclb_ns: Option<f64>,
     /// ns per packet the kernel's hop adds.
-    pub kernel_ns: f64,
+    pub kernel_ns: Option<f64>,
     /// `fabriclb_ns / kernel_ns`.
-    pub ratio: f64,
+    pub ratio: Option<f64>,
     /// What the generator offers alone, Mpps, on one core.
     pub mpps: f64,
     /// Packets per second one core forwards at the hop's cost alone
     /// (1e3 / ns), Mpps.
-    pub fabriclb_mpps_per_core: f64,
-    pub kernel_mpps_per_core: f64,
+    pub fabriclb_mpps_per_core: Option<f64>,
+    pub kernel_mpps_per_core: Option<f64>,
     /// Generator and hop together on one core, Mpps.
     pub fabriclb_end_to_end_mpps: f64,
     pub kernel_end_to_end_mpps: f64,
@@ -57,11 +58,11 @@ pub struct Forwarding {
 #[derive(serde::Serialize)]
 pub struct ModeHop {
     pub mode: &'static str,
-    pub ns: f64,
-    pub mpps_per_core: f64,
+    pub ns: Option<f64>,
+    pub mpps_per_core: Option<f64>,
     pub end_to_end_mpps: f64,
     /// `ns / kernel_ns`.
-    pub ratio: f64,
+    pub ratio: Option<f64>,
 }
 
 const METHOD: &str = "live-frames generator (BPF_PROG_TEST_RUN) into the namespace leaf, spines dropping in XDP; the hop's ns/packet by difference against the leaf dropping in XDP; medians of interleaved runs, one core";
@@ -101,9 +102,15 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
 
     let medians: Vec<f64> = pps.iter_mut().map(|p| spread(p).1).collect();
     let ns = |i: usize| 1e9 / medians[i];
-    // What leg `i`'s hop adds to the generator alone.
-    let hop_ns = |i: usize| ns(i) - ns(0);
+    // What leg `i`'s hop adds to the generator alone: a difference of two
+    // medians, which says nothing (and would give an infinite or negative
+    // Mpps) unless it stands above the floor's own spread.
+    let (floor_lo, _, floor_hi) = spread(&mut pps[0]);
+    let noise_ns = (1e9 / floor_lo - 1e9 / floor_hi) / 2.0;
+    let hop_ns = |i: usize| Some(ns(i) - ns(0)).filter(|&d| d > noise_ns.max(0.0));
     let kernel_ns = hop_ns(KERNEL);
+    let per_core = |ns: Option<f64>| ns.map(|ns| 1e3 / ns);
+    let ratio = |ns: Option<f64>| Some(ns? / kernel_ns?);
     let modes: Vec<ModeHop> = LEGS
         .iter()
         .enumerate()
@@ -111,9 +118,9 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
             Hop::Fabriclb(mode) => Some(ModeHop {
                 mode: mode.name(),
                 ns: hop_ns(i),
-                mpps_per_core: 1e3 / hop_ns(i),
+                mpps_per_core: per_core(hop_ns(i)),
                 end_to_end_mpps: medians[i] / 1e6,
-                ratio: hop_ns(i) / kernel_ns,
+                ratio: ratio(hop_ns(i)),
             }),
             Hop::Drop | Hop::Kernel => None,
         })
@@ -126,7 +133,7 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
         ratio: ecmp.ratio,
         mpps: medians[0] / 1e6,
         fabriclb_mpps_per_core: ecmp.mpps_per_core,
-        kernel_mpps_per_core: 1e3 / kernel_ns,
+        kernel_mpps_per_core: per_core(kernel_ns),
         fabriclb_end_to_end_mpps: ecmp.end_to_end_mpps,
         kernel_end_to_end_mpps: medians[KERNEL] / 1e6,
         modes,
@@ -149,7 +156,7 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
         let (lo, mid, hi) = spread(runs);
         let hop_cell = match hop {
             Hop::Drop => "(floor)".to_owned(),
-            Hop::Fabriclb(_) | Hop::Kernel => format!("{:.0}", hop_ns(i)),
+            Hop::Fabriclb(_) | Hop::Kernel => figure(hop_ns(i), 0),
         };
         let _ = writeln!(
             report,
@@ -167,19 +174,32 @@ pub fn section(name: &str, budget: &Budget, report: &mut String) -> Result<Forwa
     for m in &f.modes {
         let _ = writeln!(
             report,
-            "| fabriclb, {} | {:.0} | {:.2} | {:.3} |",
-            m.mode, m.ns, m.mpps_per_core, m.ratio
+            "| fabriclb, {} | {} | {} | {} |",
+            m.mode,
+            figure(m.ns, 0),
+            figure(m.mpps_per_core, 2),
+            figure(m.ratio, 3)
         );
     }
     let _ = writeln!(
         report,
-        "| kernel multipath | {:.0} | {:.2} | 1 |\n\n\
-         fabriclb (ECMP) / kernel, ns per packet: **{:.3}**. The generator offers {:.2} Mpps alone on one core. \
+        "| kernel multipath | {} | {} | 1 |\n\n\
+         fabriclb (ECMP) / kernel, ns per packet: **{}**. The generator offers {:.2} Mpps alone on one core. \
          A 400GbE port carrying 4 KB frames takes about 12 Mpps, 84 ns per packet. \
-         Runs run again because frames went missing past the hop: {}.",
-        f.kernel_ns, f.kernel_mpps_per_core, f.ratio, f.mpps, f.retried_runs,
+         Runs run again because frames went missing past the hop: {}. \
+         A hop within the floor's own spread ({noise_ns:.1} ns) is n/a: no figure.",
+        figure(f.kernel_ns, 0),
+        figure(f.kernel_mpps_per_core, 2),
+        figure(f.ratio, 3),
+        f.mpps,
+        f.retried_runs,
     );
     Ok(forwarding)
+}
+
+/// `value` with `decimals`, or `n/a` when there is no figure.
+fn figure(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "n/a".into(), |v| format!("{v:.decimals$}"))
 }
 
 /// Frames per run: about a second of the generator alone.
@@ -256,7 +276,7 @@ pub fn chart(f: &Forwarding) -> String {
     let mut rows: Vec<(String, f64, f64)> = f
         .modes
         .iter()
-        .map(|m| (format!("{}, the hop alone", m.mode), m.ns, f.kernel_ns))
+        .filter_map(|m| Some((format!("{}, the hop alone", m.mode), m.ns?, f.kernel_ns?)))
         .collect();
     rows.push((
         "ecmp, with the generator".to_owned(),

@@ -141,13 +141,14 @@ impl LeafCounters {
             .collect()
     }
 
-    /// Busiest spine's bytes over the mean.
-    pub fn byte_mmr(&self) -> f64 {
+    /// Busiest spine's bytes over the mean; `None` when none carried any.
+    pub fn byte_mmr(&self) -> Option<f64> {
         mmr(self.spines.iter().map(|s| s.bytes))
     }
 
-    /// Busiest spine's sprayed packets over the mean.
-    pub fn sprayed_mmr(&self) -> f64 {
+    /// Busiest spine's sprayed packets over the mean; `None` when none
+    /// was sprayed.
+    pub fn sprayed_mmr(&self) -> Option<f64> {
         mmr(self.spines.iter().map(|s| s.sprayed))
     }
 
@@ -162,11 +163,13 @@ impl LeafCounters {
     }
 }
 
-/// Max over mean; 0 for nothing.
-pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> f64 {
-    let n = values.clone().count().max(1) as f64;
-    let mean = values.clone().sum::<u64>() as f64 / n;
-    values.max().unwrap_or(0) as f64 / mean.max(1.0)
+/// Max over mean; `None` for nothing (no values, or all 0), which no
+/// upper bound may pass for an even spread.
+pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> Option<f64> {
+    let n = values.clone().count() as f64;
+    let sum = values.clone().sum::<u64>();
+    let max = values.max()?;
+    (sum > 0).then(|| max as f64 / (sum as f64 / n))
 }
 
 #[cfg(test)]
@@ -175,6 +178,13 @@ mod tests {
 
     use super::*;
     use crate::metrics::{EgressSample, GroupSample, NextHopSample, render};
+
+    #[test]
+    fn max_over_mean_is_none_without_data() {
+        assert_eq!(mmr([3u64, 1, 2, 2].into_iter()), Some(1.5));
+        assert_eq!(mmr([0u64, 0].into_iter()), None);
+        assert_eq!(mmr(std::iter::empty::<u64>()), None);
+    }
 
     fn text() -> String {
         let verdicts = [3; Reason::COUNT as usize];

@@ -82,8 +82,11 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
                 }
                 let lost = report.drops.lost_on_the_way() + report.spine_drops();
                 println!(
-                    "{line} {:>6.3} {:>7} {:>7} {:>7} {:>8} {:>5} {:>6} {:>5} {:>9} {:>10}",
-                    report.leaf.byte_mmr(),
+                    "{line} {:>6} {:>7} {:>7} {:>7} {:>8} {:>5} {:>6} {:>5} {:>9} {:>10}",
+                    report
+                        .leaf
+                        .byte_mmr()
+                        .map_or_else(|| "n/a".into(), |mmr| format!("{mmr:.3}")),
                     report.leaf.sprayed,
                     report.leaf.flowlet_moves,
                     report.sent_packets,

@@ -53,8 +53,9 @@ pub struct LinkFlap {
 pub struct Failover {
     /// From the carrier change (the netlink request sent) to the last
     /// millisecond sample in which the dead next hop's packet counter
-    /// grew; 0 when it never grew after the change.
-    pub failover_ms: f64,
+    /// grew; `None` (null) when it never grew after the change: nothing
+    /// was measured, which is not a failover of 0 ms.
+    pub failover_ms: Option<f64>,
     /// Packets sent and never received, whatever dropped them.
     pub lost: u64,
     /// The collective's flows (connection and QP).
@@ -145,12 +146,12 @@ pub fn measure(
 }
 
 /// Milliseconds from `changed` to the last sample whose counter grew over
-/// the one before it; 0 when none after `changed` did.
-pub(super) fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> f64 {
+/// the one before it; `None` when none after `changed` did.
+pub(super) fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> Option<f64> {
     samples
         .windows(2)
         .rfind(|w| w[1].0 >= changed && w[1].1 > w[0].1)
-        .map_or(0.0, |w| (w[1].0 - changed).as_secs_f64() * 1e3)
+        .map(|w| (w[1].0 - changed).as_secs_f64() * 1e3)
 }
 
 /// Sets spine `spine`'s end of its link to the leaf up or down; returns
@@ -245,11 +246,11 @@ mod tests {
             (at(18), 25),
             (at(30), 25),
         ];
-        assert_eq!(last_growth(&samples, changed), 7.0);
-        // Nothing after the change: 0.
-        assert_eq!(last_growth(&samples[..2], changed), 0.0);
+        assert_eq!(last_growth(&samples, changed), Some(7.0));
+        // Nothing after the change: nothing measured.
+        assert_eq!(last_growth(&samples[..2], changed), None);
         let flat = [(at(0), 3), (at(11), 3), (at(20), 3)];
-        assert_eq!(last_growth(&flat, changed), 0.0);
+        assert_eq!(last_growth(&flat, changed), None);
     }
 
     #[test]

@@ -128,15 +128,19 @@ impl ModeReport {
     }
 
     /// With cross traffic, the spine's queue drops both kinds: `dropped`
-    /// becomes the collective's own loss, what was sent and neither
-    /// received nor lost on a testbed link or at the leaf (the sink counts
-    /// every one of its packets that arrives), which leaves nothing
-    /// unaccounted; `spine_dropped` stays the queues' count of both.
+    /// becomes the collective's own share of what the queues counted, less
+    /// the cross traffic's losses, which the far leaf counts (every
+    /// datagram it did not receive); `spine_dropped` stays the queues'
+    /// count of both, and `unaccounted` what neither count explains.
     pub fn with_cross(mut self, report: Option<CrossReport>) -> Self {
         if let Some(report) = report {
-            let lost_elsewhere = self.received + self.link_lost + self.tx_errors;
-            self.dropped = self.sent.saturating_sub(lost_elsewhere);
-            self.unaccounted = unaccounted(self.sent, lost_elsewhere, self.dropped);
+            let queues: u64 = self.spine_dropped.iter().sum();
+            self.dropped = queues.saturating_sub(report.lost);
+            self.unaccounted = unaccounted(
+                self.sent,
+                self.received,
+                self.dropped + self.link_lost + self.tx_errors,
+            );
             self.cross = Some(report);
         }
         self

@@ -160,9 +160,9 @@ pub struct Change {
     /// Each spine's share of the bytes over the window after it.
     pub spine_shares: Vec<f64>,
     /// From the write to the daemon's log that it applied (`config
-    /// reloaded`, `APPL_DB routes in the maps`; 0 for the first, read at
-    /// start).
-    pub applied_after_ms: u128,
+    /// reloaded`, `APPL_DB routes in the maps`); `None` (null) for the
+    /// first, read at start.
+    pub applied_after_ms: Option<u128>,
 }
 
 /// Each spine's share of the bytes over the next [`WINDOW`] packets the
@@ -246,11 +246,7 @@ pub fn measure(
                     write(step);
                     daemon.wait_for_log(step.applied)?;
                 }
-                let applied_after_ms = if i > 0 {
-                    written.elapsed().as_millis()
-                } else {
-                    0
-                };
+                let applied_after_ms = (i > 0).then(|| written.elapsed().as_millis());
                 let (spine_shares, counters) = shares(bed, daemon)?;
                 changes.push(Change {
                     change: step.change,

@@ -91,10 +91,10 @@ pub fn print(scenario: &Scenario, report: &Report) {
         for mode in &report.modes {
             let f = mode.failover().unwrap_or_default();
             println!(
-                "{:<12} failover {:>6.1} ms  lost {:>5}  moved {}/{} (of {} on it)  back {}  \
+                "{:<12} failover {:>6} ms  lost {:>5}  moved {}/{} (of {} on it)  back {}  \
                  displaced {}",
                 mode.mode,
-                f.failover_ms,
+                optional_ms(f.failover_ms),
                 f.lost,
                 f.moved_flows,
                 f.total_flows,
@@ -142,4 +142,9 @@ pub fn print(scenario: &Scenario, report: &Report) {
          time if longer; moves = flowlet moves; in-msg = MIDDLE/LAST packets that did not follow \
          their message's previous packet"
     );
+}
+
+/// A time in milliseconds, or `n/a` when it was not measured.
+pub(super) fn optional_ms(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "n/a".into(), |ms| format!("{ms:.1}"))
 }

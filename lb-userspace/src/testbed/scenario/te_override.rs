@@ -85,8 +85,8 @@ pub struct TeRun {
     /// started, the row written): before `applied_ms` begins.
     pub controller_ms: Vec<f64>,
     /// From the pinned spine's link going down to the last packet the
-    /// leaf sent to it.
-    pub fallback_ms: f64,
+    /// leaf sent to it; `None` (null) when none was sent after it.
+    pub fallback_ms: Option<f64>,
     /// Each spine's share of the bytes after each step.
     pub shares: Vec<Step>,
     /// What the daemon said of the row it refused.
@@ -317,11 +317,11 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
             list.join(" and ")
         };
         println!(
-            "applied {} ms after the controller's write (which took {} ms), fallback {:.1} ms; \
+            "applied {} ms after the controller's write (which took {} ms), fallback {} ms; \
              sent {}, received {}, lost {} (sent into the failover {}), in-message reorders {}",
             ms(&run.applied_ms),
             ms(&run.controller_ms),
-            run.fallback_ms,
+            super::table::optional_ms(run.fallback_ms),
             run.sent,
             run.received,
             run.lost,
