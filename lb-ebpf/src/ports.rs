@@ -21,6 +21,6 @@ pub fn addressed_to_us(start: usize, end: usize, ingress: u32) -> bool {
     match FL_PORT_SLOTS.get(port_slot(ingress)) {
         Some(port) if port.ifindex == ingress => accepts(port),
         // SAFETY: a hash lookup; the value is read at once.
-        _ => unsafe { FL_PORTS.get(&ingress) }.is_some_and(accepts),
+        _ => unsafe { FL_PORTS.get(ingress) }.is_some_and(accepts),
     }
 }

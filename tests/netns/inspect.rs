@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use fabriclb::testbed::bpffs::Bpffs;
-use fabriclb::testbed::{UdpLoad, receiver_addr};
+use fabriclb::testbed::{UdpLoad, in_netns, receiver_addr};
 
 use crate::bed::{Bed, wait_for};
 
@@ -88,7 +88,6 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
         &bpffs,
         &["explain", "--config", &config, "--ingress", "h1", &packet],
     );
-    let _ = std::fs::remove_file(&config);
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -122,6 +121,44 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
         next_hop.ends_with(&format!(" -> {mac}, untagged, usable")),
         "{next_hop}"
     );
+
+    // The packet itself, sent: it leaves by the spine explain named, and
+    // by no other.
+    let packets = |json: &str| -> Vec<u64> {
+        let status: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        let hops = status["groups"][0]["next_hops"]
+            .as_array()
+            .expect("next hops");
+        hops.iter()
+            .map(|nh| nh["packets"].as_u64().expect("packets"))
+            .collect()
+    };
+    let before = packets(&json);
+    in_netns(&bed.testbed.ns("h1"), || {
+        let socket = std::net::UdpSocket::bind("198.18.101.1:40000")?;
+        socket.send_to(b"explained", (receiver_addr(1), 9000))
+    })
+    .expect("netns")
+    .expect("the explained packet sent");
+    let (after, _) = wait_for("the packet counted at a next hop", || {
+        let now = packets(&in_leaf(
+            &bed,
+            &bpffs,
+            &["status", "--json", "--config", &config],
+        ));
+        Ok((now.iter().sum::<u64>() > before.iter().sum::<u64>()).then_some(now))
+    })
+    .expect("the packet forwarded");
+    let grew: Vec<usize> = (0..after.len())
+        .filter(|&i| after[i] != before[i])
+        .collect();
+    assert_eq!(
+        grew,
+        [j],
+        "explain said next hop {j}: {before:?} -> {after:?}"
+    );
+    assert_eq!(after[j], before[j] + 1);
+    let _ = std::fs::remove_file(&config);
 }
 
 /// `status --json` without the count of multicast frames: the hosts'

@@ -30,7 +30,8 @@ enum Cmd {
     Setup,
     /// Run setup, then build the release `fabriclb` binary with the eBPF object embedded
     Build,
-    /// Run setup, then rustfmt, clippy and the test suite (must run as root)
+    /// Run setup, then rustfmt, clippy (the eBPF crate too), the test suite,
+    /// a minute's parser campaign and the quick bench (must run as root)
     Test {
         /// Arguments for the test harness, e.g. `cargo xtask test -- --nocapture`
         #[arg(last = true)]
@@ -138,19 +139,71 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         ]),
     )?;
     step(
+        "clippy (lb-ebpf, bpfel-unknown-none)",
+        &mut ebpf_clippy(root),
+    )?;
+    step(
         "test",
         cargo(root)
             .args(["test", "--workspace", "--"])
             .args(harness_args),
+    )?;
+    step(
+        "parser campaign",
+        cargo(root)
+            .env("PARSER_CAMPAIGN_SECONDS", PARSER_CAMPAIGN_SECONDS)
+            .args(["test", "-p", "lb-userspace", "--test", "parser"])
+            .args(["--", "--ignored", "--exact", "campaign"]),
+    )?;
+    step(
+        "bench (quick)",
+        cargo(root).env("FABRICLB_BENCH_QUICK", "1").args(BENCH),
     )
+}
+
+/// How long the test run's parser campaign runs on random seeds: a
+/// minute of CI's budget; the README's 15 minutes are run by hand.
+const PARSER_CAMPAIGN_SECONDS: &str = "60";
+
+/// `cargo` arguments that run the data-plane benchmarks.
+const BENCH: [&str; 5] = ["bench", "-p", "lb-userspace", "--bench", "dataplane"];
+
+/// Clippy on the eBPF crate for its own target, with the toolchain its
+/// rust-toolchain.toml pins: `--workspace` above never reaches it.
+fn ebpf_clippy(root: &Path) -> Command {
+    let mut cmd = Command::new("cargo");
+    // The outer cargo's toolchain and flags must not leak in (as in
+    // lb-userspace/build.rs, which builds the same crate): lb-ebpf's
+    // rust-toolchain.toml picks the toolchain.
+    for var in [
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTFLAGS",
+        "CARGO",
+        "CARGO_TARGET_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(root.join("lb-ebpf"))
+        .args([
+            "clippy",
+            "--release",
+            "--locked",
+            "--target",
+            "bpfel-unknown-none",
+            "-Z",
+            "build-std=core",
+            "--target-dir",
+        ])
+        .arg(target_dir(root).join("bpf"))
+        .args(["--", "-D", "warnings"]);
+    cmd
 }
 
 fn bench(root: &Path) -> Result<()> {
     setup::setup(root)?;
-    step(
-        "bench",
-        cargo(root).args(["bench", "-p", "lb-userspace", "--bench", "dataplane"]),
-    )
+    step("bench", cargo(root).args(BENCH))
 }
 
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the

@@ -92,6 +92,11 @@ fn unquote(value: &str) -> Option<&str> {
     rest.find(quote).map(|end| &rest[..end])
 }
 
+/// What the eBPF nightly needs besides the compiler: the core library's
+/// source (`-Z build-std`) and clippy (the eBPF crate is linted for its
+/// own target).
+const COMPONENTS: [&str; 2] = ["rust-src", "clippy"];
+
 fn ensure_toolchain(toolchain: &str) -> Result<()> {
     let list = capture(Command::new("rustup").args(["toolchain", "list"]))?;
     let installed = list
@@ -100,29 +105,34 @@ fn ensure_toolchain(toolchain: &str) -> Result<()> {
         .any(|name| toolchain_matches(name, toolchain));
     // Only query components of an installed toolchain: asking about a missing
     // one may trigger rustup's auto-install, or fail, depending on settings.
-    let has_src = installed
-        && capture(Command::new("rustup").args([
+    let has_components = installed && {
+        let components = capture(Command::new("rustup").args([
             "component",
             "list",
             "--toolchain",
             toolchain,
             "--installed",
-        ]))?
-        .lines()
-        .any(|line| line.trim() == "rust-src");
-    if has_src {
+        ]))?;
+        COMPONENTS.iter().all(|wanted| {
+            components
+                .lines()
+                .map(str::trim)
+                .any(|line| line == *wanted || line.starts_with(&format!("{wanted}-")))
+        })
+    };
+    if has_components {
         return Ok(());
     }
-    println!("xtask setup: installing toolchain {toolchain} with rust-src");
-    run(Command::new("rustup").args([
-        "toolchain",
-        "install",
-        toolchain,
-        "--profile",
-        "minimal",
-        "-c",
-        "rust-src",
-    ]))
+    println!(
+        "xtask setup: installing toolchain {toolchain} with {}",
+        COMPONENTS.join(", ")
+    );
+    let mut install = Command::new("rustup");
+    install.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+    for component in COMPONENTS {
+        install.args(["-c", component]);
+    }
+    run(&mut install)
 }
 
 /// `rustup toolchain list` prints full names (`nightly-2026-05-20-x86_64-unknown-linux-gnu`)

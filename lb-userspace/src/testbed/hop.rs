@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 
 use super::netns::{in_netns, pin_to_cpu};
 use super::udp::RECEIVE_GRACE;
-use super::{Daemon, LeafCounters, Testbed, receiver_addr};
+use super::{Daemon, LeafCounters, LinkDrops, Testbed, receiver_addr};
 use crate::config::Mode;
 use crate::traffic::{self, Pattern, Workload, live};
 
@@ -56,6 +56,9 @@ pub struct HopReport {
     pub spines: Vec<u64>,
     /// fabriclb's counters, when it forwarded.
     pub leaf: Option<LeafCounters>,
+    /// What the testbed's links dropped during the run: a veth whose
+    /// peer's ring is full drops, a busy neighbour on the core enough.
+    pub drops: LinkDrops,
 }
 
 impl HopReport {
@@ -68,6 +71,12 @@ impl HopReport {
     /// spine.
     pub fn arrived(&self) -> u64 {
         self.dropped_at_leaf + self.spines.iter().sum::<u64>()
+    }
+
+    /// What the links dropped toward spine `j` (1-based): on the leaf's
+    /// port to it.
+    pub fn lost_toward(&self, j: usize) -> u64 {
+        self.drops.lost_in(&format!("leaf/s{j}"))
     }
 }
 
@@ -109,6 +118,7 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         small_messages: 0,
     };
     let packets = run.packets;
+    let drops_before = LinkDrops::read(bed)?;
     let (sent, frame_bytes, elapsed) = in_netns(&bed.ns("h1"), move || -> Result<_> {
         // One CPU for the whole run: veths process on the sender's.
         pin_to_cpu(1)?;
@@ -124,6 +134,7 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         dropped_at_leaf: 0,
         spines: Vec::new(),
         leaf: None,
+        drops: LinkDrops::default(),
     };
     // What is still in a veth's ring when the sender returns arrives soon
     // after; a hop that lost packets never gets there and the caller sees
@@ -137,6 +148,7 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    report.drops = LinkDrops::read(bed)?.since(&drops_before);
     if let Some(daemon) = daemon {
         report.leaf = Some(LeafCounters::from_metrics(bed, &daemon.stop()?)?);
     }

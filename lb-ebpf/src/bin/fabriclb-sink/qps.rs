@@ -34,7 +34,7 @@ pub fn receive(ctx: &XdpContext) -> u32 {
     let len = frame.len() as u64;
     // SAFETY: a helper without arguments.
     let now = unsafe { bpf_ktime_get_ns() };
-    match FL_SINK_QPS.get_ptr_mut(&key) {
+    match FL_SINK_QPS.get_ptr_mut(key) {
         // SAFETY: map value pointer; one sender per QP, so one writer.
         Some(qp) => unsafe {
             (*qp).order.observe(bth.psn);
@@ -50,7 +50,7 @@ pub fn receive(ctx: &XdpContext) -> u32 {
             };
             qp.order.observe(bth.psn);
             qp.message.observe(bth.opcode, bth.psn);
-            let _ = FL_SINK_QPS.insert(&key, &qp, 0);
+            let _ = FL_SINK_QPS.insert(key, qp, 0);
         }
     }
     xdp_action::XDP_DROP
