@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use aya::programs::xdp::XdpLinkId;
 use tracing::{info, warn};
 
-use super::state::{Attached, ifindex};
 use crate::config::{Config, NextHopSpec, XdpModeSetting};
 use crate::dataplane::tables::Tables;
 use crate::dataplane::{Dataplane, Pinned, occupant};
@@ -58,7 +58,7 @@ pub(super) fn link(
     dp: &mut Dataplane,
     interface: &str,
     setting: XdpModeSetting,
-) -> Result<Option<Attached>> {
+) -> Result<Option<XdpLinkId>> {
     let Some(link) = dp.adopt_link(interface)? else {
         return Ok(None);
     };
@@ -80,8 +80,5 @@ pub(super) fn link(
              fabriclb stop --detach, then run"
         );
     }
-    Ok(Some(Attached {
-        link,
-        ifindex: ifindex(interface).unwrap_or(0),
-    }))
+    Ok(Some(link))
 }

@@ -8,10 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use tracing::{info, warn};
 
-use super::state::Running;
 use crate::config::{self, Config};
-use crate::dataplane::Dataplane;
-use crate::netlink::Netlink;
 
 /// A file's modification time, size and inode: enough to notice an edit,
 /// also one saved by renaming a new file over the old.
@@ -78,6 +75,8 @@ pub(super) const SETTLE: Duration = Duration::from_millis(250);
 pub(super) struct ConfigWatch {
     in_force: Option<FileVersion>,
     settling: Option<(FileVersion, Instant)>,
+    /// The file could not be read at the last look: said once.
+    unreadable: bool,
 }
 
 impl ConfigWatch {
@@ -86,6 +85,7 @@ impl ConfigWatch {
         Self {
             in_force: Some(in_force),
             settling: None,
+            unreadable: false,
         }
     }
 
@@ -96,10 +96,34 @@ impl ConfigWatch {
         self.settling = None;
     }
 
+    /// One look at the file at `path`: whether to reload it now (see
+    /// [`Self::look`]). A file that cannot be read (deleted, a symlink
+    /// loop) is said once and changes nothing; its return is said.
+    pub(super) fn check(&mut self, path: &Path, at: Instant) -> bool {
+        let seen = match FileVersion::of(path) {
+            Ok(seen) => {
+                if std::mem::take(&mut self.unreadable) {
+                    info!(file = %path.display(), "config file readable again");
+                }
+                Some(seen)
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.unreadable, true) {
+                    warn!(
+                        file = %path.display(),
+                        "config file unreadable ({e}); the running config stays until it is back"
+                    );
+                }
+                None
+            }
+        };
+        self.look(seen, at)
+    }
+
     /// One look at the file, as `seen` at `at`: whether to reload it now,
     /// because it differs from the version in force and has held still
     /// for [`SETTLE`] since it was first seen so.
-    pub(super) fn look(&mut self, seen: Option<FileVersion>, at: Instant) -> bool {
+    fn look(&mut self, seen: Option<FileVersion>, at: Instant) -> bool {
         let Some(seen) = seen.filter(|&seen| Some(seen) != self.in_force) else {
             self.settling = None;
             return false;
@@ -110,45 +134,6 @@ impl ConfigWatch {
                 self.settling = Some((seen, at));
                 false
             }
-        }
-    }
-}
-
-/// The key under which an unreadable config file is said once.
-const UNREADABLE: &str = "config file unreadable";
-
-impl Running {
-    /// One look at the watched config file: a version that differs from
-    /// the one in force is reloaded once it held still for [`SETTLE`], so
-    /// that a file written in place in several writes is taken whole. A
-    /// file that cannot be read (deleted, a symlink loop) is said once and
-    /// changes nothing; its return is said and reloaded.
-    pub(super) async fn watch_config(
-        &mut self,
-        path: &Path,
-        netlink: &Netlink,
-        dp: &mut Dataplane,
-    ) {
-        let seen = match FileVersion::of(path) {
-            Ok(seen) => {
-                if self.ongoing.ended_now(UNREADABLE) {
-                    info!(file = %path.display(), "config file readable again");
-                }
-                Some(seen)
-            }
-            Err(e) => {
-                self.ongoing.started(UNREADABLE.into(), || {
-                    warn!(
-                        file = %path.display(),
-                        "config file unreadable ({e}); the running config stays until it is back"
-                    )
-                });
-                None
-            }
-        };
-        if self.watch.look(seen, Instant::now()) {
-            info!("{} changed: reloading", path.display());
-            self.reload(path, netlink, dp).await;
         }
     }
 }

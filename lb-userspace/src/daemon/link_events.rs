@@ -8,10 +8,8 @@
 use tracing::{info, warn};
 
 use super::links::Snapshot;
-use super::state::Running;
-use crate::dataplane::Dataplane;
 use crate::netlink::probe::Prober;
-use crate::netlink::{LinkEvent, LinkEvents, Netlink};
+use crate::netlink::{LinkEvent, LinkEvents};
 
 /// Links and neighbours as last heard, and how news of them arrives.
 pub(super) struct LinkWatch {
@@ -61,6 +59,12 @@ impl LinkWatch {
         self.events.is_some()
     }
 
+    /// The stream failed: subscribe again (or at the refresh).
+    pub(super) fn stopped(&mut self) {
+        self.events = None;
+        self.resubscribe();
+    }
+
     /// Subscribes again if the stream failed; call before reading.
     pub(super) fn resubscribe(&mut self) {
         if self.events.is_none() {
@@ -68,59 +72,6 @@ impl LinkWatch {
             if self.events.is_some() {
                 info!("link and neighbour events resumed");
             }
-        }
-    }
-}
-
-impl Running {
-    /// Applies link and neighbour events at once and rewrites the next
-    /// hops they changed; on lost events or a failed stream, reads links
-    /// and neighbours again first.
-    pub(super) async fn link_events(
-        &mut self,
-        events: Option<Vec<LinkEvent>>,
-        netlink: &Netlink,
-        dp: &mut Dataplane,
-    ) {
-        let mut read_again = false;
-        let mut links_changed = false;
-        match events {
-            None => {
-                warn!("link and neighbour events stopped; reading links and neighbours again");
-                self.links.events = None;
-                self.links.resubscribe();
-                read_again = true;
-            }
-            Some(events) => {
-                for event in events {
-                    read_again |= event == LinkEvent::Lost;
-                    links_changed |= !matches!(event, LinkEvent::Neighbour { .. });
-                    self.links.view.apply(event, &self.config);
-                }
-                if read_again {
-                    warn!("link and neighbour events lost; reading links and neighbours again");
-                }
-            }
-        }
-        if read_again {
-            match Snapshot::take(netlink, &self.config, &mut self.ongoing).await {
-                Ok(view) => self.links.view = view,
-                Err(e) => warn!("reading links and neighbours: {e:#}"),
-            }
-        }
-        if read_again || links_changed {
-            // A link back up comes without neighbours (the kernel flushes
-            // them when the carrier goes): ask now, not at the refresh.
-            self.links
-                .view
-                .solicit_missing(&self.config, &mut self.ongoing);
-            // An ingress interface created again gets the program now,
-            // and one whose MAC changed its new entry.
-            self.reattach_ingress(dp);
-            self.sync_ports(netlink, dp).await;
-        }
-        if let Err(e) = self.rewrite_nexthops(dp) {
-            warn!("writing next hops after link or neighbour events: {e}");
         }
     }
 }

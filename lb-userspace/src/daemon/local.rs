@@ -9,9 +9,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use tracing::{debug, error, info, warn};
 
-use super::state::Running;
+use crate::dataplane::DataplaneError;
 use crate::dataplane::tables::Tables;
-use crate::dataplane::{Dataplane, DataplaneError};
 use crate::netlink::{Address, AddressEvent, AddressEvents, Netlink, NetlinkError};
 
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +97,50 @@ impl Follower {
         }
     }
 
+    /// Takes a batch of events (`None`: the stream stopped, and the
+    /// refresh tick reads instead); returns whether what is known changed.
+    pub(super) fn take(&mut self, events: Option<Vec<AddressEvent>>) -> bool {
+        let Some(events) = events else {
+            warn!("address events stopped; reading addresses every refresh tick instead");
+            self.events = None;
+            return false;
+        };
+        let mut changed = false;
+        for event in events {
+            changed |= self.apply(event);
+        }
+        changed
+    }
+
+    /// Whether events were lost, or a write failed: the addresses must be
+    /// read again.
+    pub(super) fn stale(&self) -> bool {
+        self.stale
+    }
+
+    /// A write of what is known failed: read again at the next refresh.
+    pub(super) fn mark_stale(&mut self) {
+        self.stale = true;
+    }
+
+    /// Whether the addresses must be read now, because events were lost or
+    /// the stream failed; tries to subscribe again if it did.
+    pub(super) fn needs_read(&mut self) -> bool {
+        if self.events.is_some() && !self.stale {
+            return false;
+        }
+        if self.events.is_none() {
+            match AddressEvents::subscribe() {
+                Ok(events) => {
+                    info!("address events resumed");
+                    self.events = Some(events);
+                }
+                Err(e) => debug!("address events still unavailable: {e}"),
+            }
+        }
+        true
+    }
+
     /// Applies one event to what is known; returns whether it changed it.
     fn apply(&mut self, event: AddressEvent) -> bool {
         match event {
@@ -124,7 +167,7 @@ impl Follower {
     }
 
     /// Makes `addresses` what is known; logs each difference when `log`.
-    fn replace(&mut self, addresses: Vec<Address>, log: bool) {
+    pub(super) fn replace(&mut self, addresses: Vec<Address>, log: bool) {
         let fresh: BTreeMap<Key, Option<Ipv4Addr>> =
             addresses.iter().map(|a| (key(a), a.broadcast)).collect();
         if log {
@@ -171,78 +214,6 @@ pub(super) fn report_shadowed(before: Option<&Tables>, after: &Tables) {
     for prefix in was.iter().filter(|p| !now.contains(p)) {
         if after.routes.iter().any(|(p, _)| p == prefix) {
             info!("route {prefix} is in force again: no local address shadows it");
-        }
-    }
-}
-
-impl Running {
-    /// Applies address events at once.
-    pub(super) async fn address_events(
-        &mut self,
-        events: Option<Vec<AddressEvent>>,
-        netlink: &Netlink,
-        dp: &mut Dataplane,
-    ) {
-        let Some(events) = events else {
-            warn!("address events stopped; reading addresses every refresh tick instead");
-            self.local.events = None;
-            return;
-        };
-        let mut changed = false;
-        for event in events {
-            changed |= self.local.apply(event);
-        }
-        if self.local.stale {
-            // Lost events: read now rather than wait for the tick.
-            self.refresh_local(netlink, dp).await;
-        } else if changed {
-            self.write_local(dp);
-        }
-    }
-
-    /// On the refresh tick: reads the addresses again if events failed or
-    /// were lost, and tries to subscribe again.
-    pub(super) async fn refresh_local(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
-        if self.local.events.is_some() && !self.local.stale {
-            return;
-        }
-        if self.local.events.is_none() {
-            match AddressEvents::subscribe() {
-                Ok(events) => {
-                    info!("address events resumed");
-                    self.local.events = Some(events);
-                }
-                Err(e) => debug!("address events still unavailable: {e}"),
-            }
-        }
-        match netlink.addresses().await {
-            Ok(addresses) => {
-                self.local.replace(addresses, true);
-                self.write_local(dp);
-            }
-            Err(e) => warn!("{}", LocalError::from(e)),
-        }
-    }
-
-    /// Writes what the local addresses changed in the route tries. On a
-    /// failed write the tries are put back and the next read tries again.
-    fn write_local(&mut self, dp: &mut Dataplane) {
-        let previous = self.tables.clone();
-        program(&self.local, &mut self.tables);
-        if self.tables.local() == previous.local() {
-            return;
-        }
-        match self.tables.write(dp, Some(&previous)) {
-            Ok(()) => report_shadowed(Some(&previous), &self.tables),
-            Err(e) => {
-                let e = LocalError::from(e);
-                error!("{e}; reading the addresses again at the next refresh");
-                if let Err(undo) = previous.write(dp, Some(&self.tables)) {
-                    error!("restoring the route tables: {undo}");
-                }
-                self.tables = previous;
-                self.local.stale = true;
-            }
         }
     }
 }

@@ -10,8 +10,7 @@ use lb_common::abi::tx_errors::TxErrors;
 use lb_common::select::overrides::override_index;
 use tracing::{info, warn};
 
-use super::Options;
-use super::state::Running;
+use super::telemetry::Telemetry;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, OverrideSample, PathSample};
@@ -24,15 +23,31 @@ pub(super) struct MetricsTick {
     failing: Option<String>,
 }
 
+/// What the counters are named and read with: the tables in force and
+/// the paths' telemetry.
+#[derive(Clone, Copy)]
+pub(super) struct Sources<'a> {
+    pub(super) tables: &'a Tables,
+    pub(super) telemetry: &'a Telemetry,
+}
+
 impl MetricsTick {
-    pub(super) fn run(&mut self, options: &Options, dp: &Dataplane, running: &Running) {
-        let result = nexthop_samples(dp, running).and_then(|nexthops| {
-            if let Some(path) = &options.metrics_file {
-                let text = render_with(dp, running, &nexthops)?;
+    /// Writes the textfile at `file`, if any, and hands the next hops'
+    /// samples to `publish`.
+    pub(super) fn run(
+        &mut self,
+        file: Option<&std::path::Path>,
+        dp: &Dataplane,
+        sources: Sources<'_>,
+        publish: impl FnOnce(&[NextHopSample<'_>]),
+    ) {
+        let result = nexthop_samples(dp, sources).and_then(|nexthops| {
+            if let Some(path) = file {
+                let text = render_with(dp, sources.tables, &nexthops)?;
                 metrics::write_atomically(path, &text)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
-            running.sonic_publish(&nexthops);
+            publish(&nexthops);
             Ok(())
         });
         match result {
@@ -54,17 +69,12 @@ impl MetricsTick {
 
 /// The exposition of the data plane's counters now, as the textfile and
 /// the HTTP endpoint serve it.
-pub(super) fn render_metrics(dp: &Dataplane, running: &Running) -> Result<String> {
-    render_with(dp, running, &nexthop_samples(dp, running)?)
+pub(super) fn render_metrics(dp: &Dataplane, sources: Sources<'_>) -> Result<String> {
+    render_with(dp, sources.tables, &nexthop_samples(dp, sources)?)
 }
 
 /// [`render_metrics`] with the next hops' samples already read.
-fn render_with(
-    dp: &Dataplane,
-    running: &Running,
-    nexthops: &[NextHopSample<'_>],
-) -> Result<String> {
-    let tables = &running.tables;
+fn render_with(dp: &Dataplane, tables: &Tables, nexthops: &[NextHopSample<'_>]) -> Result<String> {
     let verdicts = dp.verdict_counts()?;
     let mut groups = Vec::new();
     for group in &tables.groups {
@@ -101,9 +111,9 @@ fn render_with(
 /// Every next hop's counters and telemetry now, group by group.
 pub(super) fn nexthop_samples<'a>(
     dp: &Dataplane,
-    running: &'a Running,
+    sources: Sources<'a>,
 ) -> Result<Vec<NextHopSample<'a>>> {
-    let (tables, now) = (&running.tables, Instant::now());
+    let (tables, telemetry, now) = (sources.tables, sources.telemetry, Instant::now());
     let mut nexthops = Vec::new();
     for group in &tables.groups {
         for (spec, &id) in group.specs.iter().zip(&group.members) {
@@ -114,11 +124,11 @@ pub(super) fn nexthop_samples<'a>(
                 usable: tables.nexthops[id as usize].flags & NEXTHOP_USABLE != 0,
                 stats: dp.nexthop_stats(id)?,
                 quality: tables.quality[id as usize],
-                path: running.telemetry.paths.get(&id).map(|p| PathSample {
+                path: telemetry.paths.get(&id).map(|p| PathSample {
                     source: p.source,
                     band: p.quality.band,
                     queued_bytes: p.queued_bytes,
-                    age_seconds: running.telemetry.age(id, now).unwrap_or_default(),
+                    age_seconds: telemetry.age(id, now).unwrap_or_default(),
                     errors: p.errors,
                     stale: p.stale,
                 }),

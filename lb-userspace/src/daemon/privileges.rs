@@ -4,10 +4,7 @@
 //! answers, netlink) cannot reach the rest of root's powers.
 
 use caps::{CapSet, Capability, CapsHashSet};
-use tracing::{info, warn};
-
-use super::state::Running;
-use crate::dataplane::Dataplane;
+use tracing::warn;
 
 /// What start-up uses: creating maps and loading the program (CAP_BPF),
 /// an XDP program and attaching it (CAP_NET_ADMIN), the verifier's pointer
@@ -79,34 +76,12 @@ fn kept(permitted: &CapsHashSet) -> CapsHashSet {
     kept
 }
 
-fn names<'a>(caps: impl IntoIterator<Item = &'a Capability>) -> String {
+pub(super) fn names<'a>(caps: impl IntoIterator<Item = &'a Capability>) -> String {
     let names: Vec<String> = caps.into_iter().map(Capability::to_string).collect();
     names.join(", ")
 }
 
-impl Running {
-    /// Drops every capability but [`kept`] from this thread's effective,
-    /// permitted, inheritable and ambient sets and from its bounding set,
-    /// and sets no_new_privs, so nothing it runs can gain them back. Says
-    /// what it kept, or why it could not drop them.
-    ///
-    /// Capabilities belong to threads: the telemetry pollers started
-    /// before this are started again, from this thread, to run without
-    /// them too.
-    pub(super) fn drop_privileges(&mut self, dp: &mut Dataplane) {
-        match drop_to_kept() {
-            Ok(kept) => {
-                let mut kept: Vec<Capability> = kept.into_iter().collect();
-                kept.sort_by_key(Capability::index);
-                info!(kept = %names(&kept), "capabilities dropped to what reloads use");
-            }
-            Err(e) => warn!("dropping capabilities, some may be kept: {e}"),
-        }
-        self.telemetry_restart(dp);
-    }
-}
-
-fn drop_to_kept() -> Result<CapsHashSet, caps::errors::CapsError> {
+pub(super) fn drop_to_kept() -> Result<CapsHashSet, caps::errors::CapsError> {
     let keep = kept(&caps::read(None, CapSet::Permitted)?);
     if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)? {
         for cap in caps::read(None, CapSet::Bounding)?.difference(&keep) {

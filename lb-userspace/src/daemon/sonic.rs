@@ -9,14 +9,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use tracing::{error, info, warn};
+use tracing::warn;
 
 use super::kernel_routes::with_learned_routes;
-use super::state::Running;
-use crate::config::{self, Config};
-use crate::dataplane::Dataplane;
+use crate::config::Config;
 use crate::metrics::NextHopSample;
-use crate::netlink::Netlink;
 use crate::sonic::{
     ApplRoutes, Follower, NextHopCounters, Overlay, OverrideRows, Publisher, Refusal, Rows,
 };
@@ -81,7 +78,7 @@ impl Sonic {
     /// their overrides are kept to lay over the file's, their refused
     /// route and override rows are kept to be said; their routes are
     /// returned.
-    fn take(&mut self, rows: &Rows) -> ApplRoutes {
+    pub(super) fn take(&mut self, rows: &Rows) -> ApplRoutes {
         let mut routes = ApplRoutes::from_rows(rows);
         self.overlay = Overlay::from_rows(rows);
         self.overrides = OverrideRows::from_rows(rows);
@@ -114,6 +111,29 @@ impl Sonic {
     /// learned group takes the ARS object its learned next hops lead to,
     /// as SONiC gives one to a next-hop group. The file's groups come out
     /// as [`Self::over`] made them.
+    /// The config file's config with SONiC's rows over it.
+    pub(super) fn overlaid(&mut self) -> Config {
+        self.over(self.base.clone())
+    }
+
+    /// Offers the next hops' counters for COUNTERS_DB.
+    pub(super) fn publish(&self, samples: &[NextHopSample<'_>]) {
+        self.publisher.offer(
+            samples
+                .iter()
+                .map(|s| NextHopCounters {
+                    name: NextHopCounters::name(s.group, &s.label),
+                    packets: s.stats.packets,
+                    bytes: s.stats.bytes,
+                    sprayed_packets: s.stats.sprayed,
+                    quality: s.quality,
+                    quality_band: s.path.as_ref().map(|p| p.band),
+                    usable: s.usable,
+                })
+                .collect(),
+        );
+    }
+
     pub(super) fn over_learned(&mut self, config: Config) -> Config {
         let (config, refusals) = self.overlay.apply(&config);
         let now = refusals
@@ -177,74 +197,5 @@ pub(super) async fn next(sonic: &mut Option<Sonic>) -> Rows {
     match sonic {
         Some(sonic) => sonic.follower.next().await,
         None => std::future::pending().await,
-    }
-}
-
-impl Running {
-    /// What the tables are built from: `file` with the learned groups in
-    /// place, and under `--sonic` their ARS objects.
-    pub(super) fn effective(&mut self, file: &Config) -> Config {
-        over_learned(&mut self.sonic, self.kernel.effective(file))
-    }
-
-    /// SONiC's rows changed: the file's config with them over it is
-    /// applied as a reload; if the file's groups stay as they were, the
-    /// groups learned from APPL_DB's routes (or from the kernel's) are
-    /// learned again, with the ARS objects their next hops lead to.
-    pub(super) async fn sonic_rows(&mut self, rows: Rows, netlink: &Netlink, dp: &mut Dataplane) {
-        let Some(sonic) = &mut self.sonic else {
-            return;
-        };
-        let routes = sonic.take(&rows);
-        let config = sonic.over(sonic.base.clone());
-        let routes_changed = self.kernel.take_appl(routes);
-        if config != self.file {
-            info!("sonic: SONiC's settings changed: reloading");
-            if let Err(e) = self.apply(config, netlink, dp).await {
-                error!("SONiC's settings refused, the running config stays: {e:#}");
-            }
-        } else {
-            // The file's groups stay: APPL_DB's routes, or the ARS objects
-            // their learned groups take, may have changed.
-            let old = self.config.clone();
-            match self.relearn(netlink, dp).await {
-                Ok(true) if routes_changed => info!(
-                    groups = self.tables.groups.len(),
-                    routes = self.tables.routes.len(),
-                    "APPL_DB routes in the maps"
-                ),
-                Ok(true) => {
-                    info!("sonic: SONiC's settings for the learned groups changed");
-                    let changes = config::changes(&old, &self.config);
-                    for change in &changes {
-                        info!("config change: {change}");
-                    }
-                    info!(changes = changes.len(), "config reloaded");
-                }
-                Ok(false) => {}
-                Err(e) => error!("SONiC's rows refused, the running tables stay: {e:#}"),
-            }
-        }
-    }
-
-    /// Offers the next hops' counters for COUNTERS_DB.
-    pub(super) fn sonic_publish(&self, samples: &[NextHopSample<'_>]) {
-        let Some(sonic) = &self.sonic else {
-            return;
-        };
-        sonic.publisher.offer(
-            samples
-                .iter()
-                .map(|s| NextHopCounters {
-                    name: NextHopCounters::name(s.group, &s.label),
-                    packets: s.stats.packets,
-                    bytes: s.stats.bytes,
-                    sprayed_packets: s.stats.sprayed,
-                    quality: s.quality,
-                    quality_band: s.path.as_ref().map(|p| p.band),
-                    usable: s.usable,
-                })
-                .collect(),
-        );
     }
 }

@@ -19,10 +19,7 @@ use anyhow::{Context, Result};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::links::Snapshot;
-use super::state::Running;
 use crate::config::{Config, KernelRoutes};
-use crate::dataplane::Dataplane;
 use crate::netlink::{Netlink, RouteEvent, RouteEvents};
 use crate::sonic::ApplRoutes;
 use kernel::KernelTable;
@@ -128,6 +125,35 @@ impl KernelWatch {
             Some(events) => Ok(events.dump().await?),
             None => Ok(Vec::new()),
         }
+    }
+
+    /// The first event not yet written, and when it came: the burst it
+    /// starts is being written.
+    pub(super) fn take_pending(&mut self) -> Option<Instant> {
+        self.pending.take().map(|(first, _)| first)
+    }
+
+    /// Whether the routes must be dumped again (events lost, the stream or
+    /// a dump failed).
+    pub(super) fn stale(&self) -> bool {
+        self.stale
+    }
+
+    /// A write of what was learned failed: dump again at the next event or
+    /// refresh.
+    pub(super) fn mark_stale(&mut self) {
+        self.stale = true;
+    }
+
+    /// Learns the groups' routes again: dumped anew when stale, else from
+    /// the events since; said when anything was learned.
+    pub(super) async fn relearn(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
+        if self.stale {
+            return self.follow(file, netlink).await;
+        }
+        let report = self.learn(file, netlink).await?;
+        log(&report);
+        Ok(report)
     }
 
     async fn learn(&mut self, file: &Config, netlink: &Netlink) -> Result<Report> {
@@ -244,85 +270,5 @@ fn log(report: &Report) {
     }
     for line in &report.groups {
         info!("learned routes: {line}");
-    }
-}
-
-impl Running {
-    /// Writes a burst of kernel route events: learns what they changed
-    /// and moves the tables to it; dumps again first if events were lost.
-    pub(super) async fn kernel_routes(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
-        let first = self.kernel.pending.take().map(|(first, _)| first);
-        let burst = first.map(|first| first.elapsed());
-        let changed = match self.relearn(netlink, dp).await {
-            Ok(changed) => changed,
-            Err(e) => {
-                warn!("kernel routes: {e:#}; retrying at the next event or refresh");
-                self.kernel.stale = true;
-                return;
-            }
-        };
-        if let (Some(first), Some(burst), true) = (first, burst, changed) {
-            info!(
-                event_to_write_us = first.elapsed().as_micros() as u64,
-                burst_us = burst.as_micros() as u64,
-                groups = self.tables.groups.len(),
-                routes = self.tables.routes.len(),
-                "kernel routes in the maps"
-            );
-        }
-    }
-
-    /// Reads the kernel's routes again if they went stale (lost events, a
-    /// failed stream); at each refresh.
-    pub(super) async fn refresh_kernel_routes(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
-        if self.kernel.stale {
-            self.kernel_routes(netlink, dp).await;
-        }
-    }
-
-    /// Learns again, and moves the tables to what was learned; returns
-    /// whether they changed.
-    pub(super) async fn relearn(&mut self, netlink: &Netlink, dp: &mut Dataplane) -> Result<bool> {
-        let file = self.file.clone();
-        let report = if self.kernel.stale {
-            self.kernel.follow(&file, netlink).await?
-        } else {
-            let report = self.kernel.learn(&file, netlink).await?;
-            log(&report);
-            report
-        };
-        let config = self.effective(&file);
-        if config == self.config {
-            return Ok(false);
-        }
-        let known = |c: &Config, name: &str| {
-            c.groups
-                .iter()
-                .flat_map(|g| &g.next_hops)
-                .any(|s| s.interface == name)
-        };
-        let new_port = config
-            .groups
-            .iter()
-            .flat_map(|g| &g.next_hops)
-            .any(|s| !known(&self.config, &s.interface));
-        if new_port {
-            self.links.view = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
-        }
-        self.links.view.solicit_missing(&config, &mut self.ongoing);
-        let tables = self.switch_tables(&config, dp, &report.splits)?;
-        let members = |c: &Config| -> Vec<_> {
-            c.groups
-                .iter()
-                .map(|g| (g.name.clone(), g.next_hops.clone()))
-                .collect()
-        };
-        let regrouped = members(&config) != members(&self.config);
-        self.tables = tables;
-        self.config = config;
-        if regrouped {
-            self.telemetry_restart(dp);
-        }
-        Ok(true)
     }
 }

@@ -10,19 +10,19 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
 
-use super::adopt;
-use super::config_file;
-use super::http::Scrapes;
-use super::ingress::Ingress;
-use super::kernel_routes::{self, KernelWatch};
-use super::link_events::{self, LinkWatch};
-use super::links::{Ongoing, resolve_with_wait};
-use super::local::{self, Follower};
-use super::metrics_file::{MetricsTick, render_metrics};
+use super::Running;
 use super::reload;
-use super::sonic::{self, Sonic};
-use super::state::Running;
-use super::telemetry::Telemetry;
+use crate::daemon::adopt;
+use crate::daemon::config_file;
+use crate::daemon::http::Scrapes;
+use crate::daemon::ingress::IngressPorts;
+use crate::daemon::kernel_routes::{self, KernelWatch};
+use crate::daemon::link_events::{self, LinkWatch};
+use crate::daemon::links::{Ongoing, resolve_with_wait};
+use crate::daemon::local::{self, Follower};
+use crate::daemon::metrics_file::MetricsTick;
+use crate::daemon::sonic::{self, Sonic};
+use crate::daemon::telemetry::Telemetry;
 use crate::netlink::Netlink;
 use crate::sonic::ApplRoutes;
 use crate::telemetry::counters_db::Address;
@@ -99,6 +99,7 @@ pub async fn run(options: Options) -> Result<()> {
     snapshot.warn_unusable(&config);
 
     let telemetry = Telemetry::start(&config, &tables);
+    let ingress = IngressPorts::attach(&mut dp, &config.switch, &mut ongoing)?;
     let mut running = Running {
         watch: config_file::ConfigWatch::new(version),
         tables,
@@ -106,22 +107,17 @@ pub async fn run(options: Options) -> Result<()> {
         kernel,
         local: follower,
         links: LinkWatch::new(link_events, snapshot),
-        ingress: Vec::new(),
+        ingress,
         config,
         telemetry,
         ongoing,
         sonic,
     };
-    for interface in &running.config.switch.interfaces {
-        let mode = running.config.switch.xdp_mode;
-        let ingress = Ingress::new(&mut dp, interface, mode, &mut running.ongoing)?;
-        running.ingress.push(ingress);
-    }
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.sync_ports(&netlink, &mut dp).await;
     running.drop_privileges(&mut dp);
     let mut metrics = MetricsTick::default();
-    metrics.run(&options, &dp, &running);
+    running.write_metrics(&mut metrics, options.metrics_file.as_deref(), &dp);
     info!(
         config = %options.config.display(),
         groups = running.config.groups.len(),
@@ -172,20 +168,20 @@ pub async fn run(options: Options) -> Result<()> {
                 }
                 running.refresh_local(&netlink, &mut dp).await;
                 running.refresh_kernel_routes(&netlink, &mut dp).await;
-                running.reattach_ingress(&mut dp);
+                running.ingress.reattach(&mut dp, &mut running.ongoing);
                 running.sync_ports(&netlink, &mut dp).await;
             }
             _ = probe.tick() => running.probe_nexthops(&netlink, &mut dp).await,
             _ = metrics_tick.tick() => {
-                metrics.run(&options, &dp, &running);
+                running.write_metrics(&mut metrics, options.metrics_file.as_deref(), &dp);
             }
             scrape = scrapes.next() => {
                 // A client that went away has nobody to answer.
-                let _ = scrape.send(render_metrics(&dp, &running).map_err(|e| format!("{e:#}")));
+                let _ = scrape.send(running.render_metrics(&dp).map_err(|e| format!("{e:#}")));
             }
         }
     }
-    metrics.run(&options, &dp, &running);
+    running.write_metrics(&mut metrics, options.metrics_file.as_deref(), &dp);
     // A restarted or upgraded daemon takes over without a gap; `fabriclb
     // stop --detach` removes the program for good.
     info!(

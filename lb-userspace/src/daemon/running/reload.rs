@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use tracing::{error, info, warn};
 
-use super::config_file::{self, FileVersion};
-use super::links::Snapshot;
-use super::local;
-use super::state::Running;
+use super::Running;
 use crate::config::{self, Config};
+use crate::daemon::config_file::{self, FileVersion};
+use crate::daemon::links::Snapshot;
+use crate::daemon::local;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::netlink::Netlink;
@@ -34,6 +34,21 @@ pub(super) fn report_override_skips(before: Option<&Tables>, after: &Tables) {
 }
 
 impl Running {
+    /// One look at the watched config file: a version that differs from
+    /// the one in force is reloaded once it held still (see
+    /// [`ConfigWatch`]).
+    pub(super) async fn watch_config(
+        &mut self,
+        path: &Path,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) {
+        if self.watch.check(path, std::time::Instant::now()) {
+            info!("{} changed: reloading", path.display());
+            self.reload(path, netlink, dp).await;
+        }
+    }
+
     /// Reads the config again and, if it is valid, moves the data plane to
     /// it without detaching: maps are rewritten in place, entry by entry.
     /// An invalid config changes nothing.
@@ -81,7 +96,7 @@ impl Running {
                 old.flowlet_table_size, file.switch.flowlet_table_size
             );
         }
-        super::sonic::needs_sonic(&file, self.sonic.is_some())?;
+        crate::daemon::sonic::needs_sonic(&file, self.sonic.is_some())?;
         // The routes learned from the kernel and SONiC stay, under the new
         // file's groups.
         let learned = self.kernel.follow(&file, netlink).await?;
@@ -96,7 +111,7 @@ impl Running {
                 return Err(e);
             }
         };
-        if let Err(e) = self.move_ingress(dp, &config.switch) {
+        if let Err(e) = self.ingress.move_to(dp, &config.switch, &mut self.ongoing) {
             if let Err(undo) = self.tables.write(dp, Some(&tables)) {
                 error!("restoring the running tables after a failed reload: {undo}");
             }

@@ -1,0 +1,60 @@
+//! Link and neighbour events into the next hops at once; lost events or a
+//! failed stream read everything again.
+
+use super::Running;
+use crate::daemon::links::Snapshot;
+use crate::dataplane::Dataplane;
+use crate::netlink::{LinkEvent, Netlink};
+use tracing::warn;
+
+impl Running {
+    /// Applies link and neighbour events at once and rewrites the next
+    /// hops they changed; on lost events or a failed stream, reads links
+    /// and neighbours again first.
+    pub(super) async fn link_events(
+        &mut self,
+        events: Option<Vec<LinkEvent>>,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) {
+        let mut read_again = false;
+        let mut links_changed = false;
+        match events {
+            None => {
+                warn!("link and neighbour events stopped; reading links and neighbours again");
+                self.links.stopped();
+                read_again = true;
+            }
+            Some(events) => {
+                for event in events {
+                    read_again |= event == LinkEvent::Lost;
+                    links_changed |= !matches!(event, LinkEvent::Neighbour { .. });
+                    self.links.view.apply(event, &self.config);
+                }
+                if read_again {
+                    warn!("link and neighbour events lost; reading links and neighbours again");
+                }
+            }
+        }
+        if read_again {
+            match Snapshot::take(netlink, &self.config, &mut self.ongoing).await {
+                Ok(view) => self.links.view = view,
+                Err(e) => warn!("reading links and neighbours: {e:#}"),
+            }
+        }
+        if read_again || links_changed {
+            // A link back up comes without neighbours (the kernel flushes
+            // them when the carrier goes): ask now, not at the refresh.
+            self.links
+                .view
+                .solicit_missing(&self.config, &mut self.ongoing);
+            // An ingress interface created again gets the program now,
+            // and one whose MAC changed its new entry.
+            self.ingress.reattach(dp, &mut self.ongoing);
+            self.sync_ports(netlink, dp).await;
+        }
+        if let Err(e) = self.rewrite_nexthops(dp) {
+            warn!("writing next hops after link or neighbour events: {e}");
+        }
+    }
+}
