@@ -1,6 +1,8 @@
 //! A tiny HTTP/1.1 server on a loopback port for the `remote` source's
 //! silence and garbage: each server answers every request the same way,
-//! keeps connections alive, and counts connections and requests.
+//! keeps connections alive, and counts connections and requests; servers
+//! may share an [`InFlight`] gauge, which shows whether their requests
+//! were open at the same time (scraped at once, not one after another).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -26,6 +28,30 @@ pub enum Answer {
     Slow(Duration, String),
 }
 
+/// Requests read and not yet answered (or, for a server that hangs, not
+/// yet given up by the client), across the servers that share it.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl InFlight {
+    /// The most requests ever open at once.
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
+
+    fn enter(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+    }
+
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -36,6 +62,12 @@ pub struct Server {
 
 impl Server {
     pub fn start(answer: Answer) -> Self {
+        Self::counted(answer, &Arc::default())
+    }
+
+    /// A server whose open requests count in `in_flight`.
+    pub fn counted(answer: Answer, in_flight: &Arc<InFlight>) -> Self {
+        let in_flight = in_flight.clone();
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -52,7 +84,10 @@ impl Server {
                     let Ok(stream) = stream else { continue };
                     connections.fetch_add(1, Ordering::SeqCst);
                     let (stop, requests, answer) = (stop.clone(), requests.clone(), answer.clone());
-                    std::thread::spawn(move || serve(stream, &answer, &stop, &requests));
+                    let in_flight = in_flight.clone();
+                    std::thread::spawn(move || {
+                        serve(stream, &answer, &stop, &requests, &in_flight)
+                    });
                 }
             })
         };
@@ -93,7 +128,13 @@ impl Drop for Server {
 
 /// Answers requests on `stream` until the client closes it or the server
 /// stops.
-fn serve(mut stream: TcpStream, answer: &Answer, stop: &AtomicBool, requests: &AtomicUsize) {
+fn serve(
+    mut stream: TcpStream,
+    answer: &Answer,
+    stop: &AtomicBool,
+    requests: &AtomicUsize,
+    in_flight: &InFlight,
+) {
     // Short reads, so that a stopped server's threads end soon.
     let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
     let mut pending = Vec::new();
@@ -111,6 +152,11 @@ fn serve(mut stream: TcpStream, answer: &Answer, stop: &AtomicBool, requests: &A
         };
         pending.drain(..end + 4);
         let earlier = requests.fetch_add(1, Ordering::SeqCst);
+        in_flight.enter();
+        let hang = |stream: &mut TcpStream| {
+            hang(stream, stop);
+            in_flight.leave();
+        };
         let reply = match answer {
             Answer::Metrics(body) => response("200 OK", METRICS, body),
             Answer::Raw(status, content_type, body) => response(status, content_type, body),
@@ -122,13 +168,15 @@ fn serve(mut stream: TcpStream, answer: &Answer, stop: &AtomicBool, requests: &A
                 let mut reply = response("200 OK", METRICS, body);
                 reply.truncate(reply.len() - body.len() / 2);
                 let _ = stream.write_all(&reply);
-                return hang(&stream, stop);
+                return hang(&mut stream);
             }
-            Answer::Hang => return hang(&stream, stop),
-            Answer::HangOnce(_) if earlier == 0 => return hang(&stream, stop),
+            Answer::Hang => return hang(&mut stream),
+            Answer::HangOnce(_) if earlier == 0 => return hang(&mut stream),
             Answer::HangOnce(body) => response("200 OK", METRICS, body),
         };
-        if stream.write_all(&reply).is_err() {
+        let written = stream.write_all(&reply);
+        in_flight.leave();
+        if written.is_err() {
             return;
         }
     }
@@ -144,10 +192,18 @@ fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Holds the connection open, saying nothing, until the server stops.
-fn hang(stream: &TcpStream, stop: &AtomicBool) {
+/// Holds the connection open, saying nothing, until the client gives up
+/// (closes it) or the server stops.
+fn hang(stream: &mut TcpStream, stop: &AtomicBool) {
+    let mut buf = [0u8; 4096];
     while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(10));
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            // Another request on a connection given up on: still nothing.
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => return,
+        }
     }
     let _ = stream.shutdown(Shutdown::Both);
 }
