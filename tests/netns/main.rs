@@ -26,6 +26,7 @@ mod rollback;
 mod routing;
 mod scenario;
 mod service;
+mod soak;
 mod sonic;
 mod startup;
 mod teardown;

@@ -31,9 +31,12 @@ pub enum TestbedCommand {
         #[arg(long, default_value_t = 64)]
         messages: u32,
         /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic,
-        /// link-down, restart, bgp-drain or sonic.
+        /// link-down, restart, bgp-drain, sonic, te-override or soak.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
+        /// How long `--scenario soak` runs, in seconds.
+        #[arg(long, default_value_t = testbed::scenario::soak::SECONDS, requires = "scenario")]
+        seconds: u64,
         /// Write the scenario's report as JSON to this file.
         #[arg(long, requires = "scenario")]
         json: Option<std::path::PathBuf>,
@@ -141,8 +144,12 @@ pub fn run(command: TestbedCommand) -> anyhow::Result<()> {
             shape,
             messages,
             scenario,
+            seconds,
             json,
         } => match scenario {
+            Some(testbed::scenario::Name::Soak) => {
+                testbed::scenario::soak::run(&shape.name, seconds, json.as_deref())
+            }
             Some(scenario) => testbed::scenario::run(&shape.name, scenario, json.as_deref()),
             None => testbed::demo::run(&shape.name, shape.shape(), messages),
         },

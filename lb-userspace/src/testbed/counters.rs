@@ -10,11 +10,14 @@ use super::Testbed;
 use crate::config::Mode;
 use crate::metrics;
 
-/// One spine as the leaf's fabriclb counted it: all zero while no group
-/// has it as a next hop (a route learned without it).
+/// One spine as the leaf's fabriclb counted it: all zero, and not
+/// `in_group`, while the group does not have it as a next hop (a route
+/// learned without it).
 #[derive(Clone, Debug, Default)]
 pub struct SpineCount {
     pub label: String,
+    /// Whether the group has it as a next hop now.
+    pub in_group: bool,
     pub packets: u64,
     pub bytes: u64,
     /// Of `packets`, those sprayed (per-packet mode).
@@ -67,24 +70,25 @@ impl LeafCounters {
         let spines = labels
             .iter()
             .map(|label| {
-                let filter = format!("nexthop=\"{label}\"");
+                // The group too: another group may have the same next hop.
+                let filter = format!("group=\"{group}\",nexthop=\"{label}\"");
                 let read = |metric| read_metric(text, metric, &filter);
                 let interface = label.split(' ').next().unwrap_or_default();
+                // Per egress interface, whether or not the group has the
+                // spine now: frames given up while it was leaving count.
+                let mut tx_errors = 0;
+                for cause in ["refused", "dropped"] {
+                    tx_errors += egress_errors(text, interface, cause)?;
+                }
                 if !text.contains(&filter) {
                     return Ok(SpineCount {
                         label: label.clone(),
+                        tx_errors,
                         ..SpineCount::default()
                     });
                 }
-                let mut tx_errors = 0;
-                for cause in ["refused", "dropped"] {
-                    tx_errors += read_metric(
-                        text,
-                        "fabriclb_egress_tx_errors_total",
-                        &format!("interface=\"{interface}\",cause=\"{cause}\""),
-                    )?;
-                }
                 Ok(SpineCount {
+                    in_group: true,
                     tx_errors,
                     packets: read("fabriclb_nexthop_packets_total")?,
                     bytes: read("fabriclb_nexthop_bytes_total")?,
@@ -93,7 +97,11 @@ impl LeafCounters {
                     label: label.clone(),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<SpineCount>>>()?;
+        // A group named wrong would read as every spine left out: said.
+        if !spines.iter().any(|s| s.in_group) {
+            bail!("group {group} has none of the next hops {labels:?} in the metrics");
+        }
         let count = |reason: Reason| {
             read_metric(
                 text,
@@ -160,6 +168,17 @@ impl LeafCounters {
             .filter(|(i, _)| i + 1 != j)
             .map(|(_, s)| s.packets)
             .sum()
+    }
+}
+
+/// What the leaf's egress `interface` failed to send for `cause`; 0 while
+/// the daemon has not seen it fail (the metric appears with its first
+/// error).
+fn egress_errors(text: &str, interface: &str, cause: &str) -> Result<u64> {
+    let labels = format!("interface=\"{interface}\",cause=\"{cause}\"");
+    match text.contains(&format!("fabriclb_egress_tx_errors_total{{{labels}")) {
+        true => read_metric(text, "fabriclb_egress_tx_errors_total", &labels),
+        false => Ok(0),
     }
 }
 

@@ -113,6 +113,11 @@ impl Daemon {
         Ok(daemon)
     }
 
+    /// The daemon's process id (`ip netns exec` executes it in place).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn config_file(&self) -> &Path {
         &self.config_file
     }

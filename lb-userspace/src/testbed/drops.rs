@@ -9,6 +9,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Testbed;
+use super::netns::in_netns;
 use super::topology::SHAPED_DEVICE;
 
 /// Dropped packets by link (`role/device`): received and transmitted.
@@ -149,6 +150,36 @@ fn parse(line: &str) -> Result<(String, u64, u64)> {
         Ok(value.parse()?)
     };
     Ok((device, dropped("RX:")?, dropped("TX:")?))
+}
+
+/// What `device` in `role`'s namespace dropped as addressed to another
+/// MAC (`rx_otherhost_dropped`, which `ip -s link` does not show): frames
+/// sent to a MAC the device no longer has.
+pub fn otherhost_dropped(bed: &Testbed, role: &str, device: &str) -> Result<u64> {
+    use futures_util::TryStreamExt;
+    use netlink_packet_route::link::LinkAttribute;
+    let device = device.to_owned();
+    in_netns(&bed.ns(role), move || -> Result<u64> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            tokio::spawn(connection);
+            let mut links = handle.link().get().match_name(device.clone()).execute();
+            let link = links
+                .try_next()
+                .await?
+                .with_context(|| format!("no device {device}"))?;
+            link.attributes
+                .iter()
+                .find_map(|a| match a {
+                    LinkAttribute::Stats64(stats) => Some(stats.rx_otherhost_dropped),
+                    _ => None,
+                })
+                .with_context(|| format!("no 64-bit counters for {device}"))
+        })
+    })?
 }
 
 #[cfg(test)]

@@ -40,44 +40,39 @@ impl Exporters {
     /// (as [`super::Daemon`]'s process does), so start them from the thread
     /// that holds the testbed.
     pub fn start(bed: &Testbed) -> Result<Exporters> {
-        // Logs of their own, should two sets run on one testbed.
-        static SETS: AtomicUsize = AtomicUsize::new(0);
-        let set = SETS.fetch_add(1, Ordering::Relaxed);
         let mut exporters = Self {
             exporters: Vec::new(),
         };
         for j in 1..=bed.shape().spines {
-            let log_file = std::env::temp_dir().join(format!(
-                "{}-s{j}-node-exporter-{}-{set}.log",
-                bed.name(),
-                std::process::id()
-            ));
-            let log = File::create(&log_file).context("creating node_exporter's log")?;
-            let mut command = Command::new("ip");
-            command
-                .args(["netns", "exec", &bed.ns(&format!("s{j}"))])
-                .arg("prometheus-node-exporter")
-                .args([
-                    "--collector.disable-defaults",
-                    "--collector.qdisc",
-                    "--web.disable-exporter-metrics",
-                ])
-                // No device filter: node_exporter 1.5 accepts
-                // `--collector.qdisk.device-include` but filters nothing
-                // with it (and `device-exclude` alone drops every device),
-                // so all three of the spine's devices are exported.
-                .arg(format!("--web.listen-address={}:{PORT}", spine_addr(j)))
-                .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log);
-            die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL);
-            let child = command
-                .spawn()
-                .context("starting prometheus-node-exporter")?;
-            exporters.exporters.push((j, child, log_file));
+            exporters.exporters.push(spawn(bed, j)?);
         }
         exporters.wait_ready(bed)?;
         Ok(exporters)
+    }
+
+    /// Kills spine `j`'s exporter (1-based), as a crashed one goes: its
+    /// source falls silent.
+    pub fn kill(&mut self, j: usize) -> Result<()> {
+        let (_, child, log) = self
+            .exporters
+            .iter_mut()
+            .find(|(spine, _, _)| *spine == j)
+            .with_context(|| format!("no exporter on spine {j}"))?;
+        child.kill()?;
+        child.wait()?;
+        let _ = std::fs::remove_file(log);
+        Ok(())
+    }
+
+    /// Starts spine `j`'s exporter again after [`Self::kill`]; returns once
+    /// every exporter answers.
+    pub fn restart(&mut self, bed: &Testbed, j: usize) -> Result<()> {
+        let fresh = spawn(bed, j)?;
+        match self.exporters.iter_mut().find(|(spine, _, _)| *spine == j) {
+            Some(slot) => *slot = fresh,
+            None => self.exporters.push(fresh),
+        }
+        self.wait_ready(bed)
     }
 
     /// Where spine `j`'s (1-based) exporter answers.
@@ -166,6 +161,41 @@ impl Exporters {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// Starts spine `j`'s exporter, its log a file of its own.
+fn spawn(bed: &Testbed, j: usize) -> Result<(usize, Child, PathBuf)> {
+    // Logs of their own, should two run on one testbed's spine.
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, Ordering::Relaxed);
+    let log_file = std::env::temp_dir().join(format!(
+        "{}-s{j}-node-exporter-{}-{n}.log",
+        bed.name(),
+        std::process::id()
+    ));
+    let log = File::create(&log_file).context("creating node_exporter's log")?;
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", &bed.ns(&format!("s{j}"))])
+        .arg("prometheus-node-exporter")
+        .args([
+            "--collector.disable-defaults",
+            "--collector.qdisc",
+            "--web.disable-exporter-metrics",
+        ])
+        // No device filter: node_exporter 1.5 accepts
+        // `--collector.qdisk.device-include` but filters nothing with it
+        // (and `device-exclude` alone drops every device), so all three of
+        // the spine's devices are exported.
+        .arg(format!("--web.listen-address={}:{PORT}", spine_addr(j)))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL);
+    let child = command
+        .spawn()
+        .context("starting prometheus-node-exporter")?;
+    Ok((j, child, log_file))
 }
 
 impl Drop for Exporters {

@@ -12,6 +12,7 @@ mod reaction;
 mod report;
 pub mod restart;
 mod slow_spine;
+pub mod soak;
 pub mod sonic;
 mod table;
 pub mod te_override;
@@ -59,10 +60,13 @@ pub enum Name {
     /// A controller's overrides pin traffic to a spine, unpin it, and the
     /// pinned spine's link goes down ([`te_override`]).
     TeOverride,
+    /// Collectives for ten minutes while links flap, MACs change, the
+    /// config, telemetry, BGP and the daemon come and go ([`soak`]).
+    Soak,
 }
 
 impl Name {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::SpineSlowdown,
@@ -72,6 +76,7 @@ impl Name {
         Self::BgpDrain,
         Self::Sonic,
         Self::TeOverride,
+        Self::Soak,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -85,6 +90,7 @@ impl Name {
             Self::BgpDrain => "bgp-drain",
             Self::Sonic => "sonic",
             Self::TeOverride => "te-override",
+            Self::Soak => "soak",
         }
     }
 
@@ -100,6 +106,7 @@ impl Name {
             Self::BgpDrain => bgp_drain(bgp_drain::MESSAGES),
             Self::Sonic => sonic::scenario(sonic::SECONDS),
             Self::TeOverride => te_override::scenario(te_override::SECONDS),
+            Self::Soak => soak::scenario(),
         }
     }
 
@@ -126,7 +133,7 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down, restart, bgp-drain, sonic and te-override"
+     cross-traffic, link-down, restart, bgp-drain, sonic, te-override and soak"
 )]
 pub struct UnknownScenario(String);
 
@@ -222,6 +229,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
         Name::Restart => return restart::run(bed_name, json),
         Name::Sonic => return sonic::run(bed_name, json),
         Name::TeOverride => return te_override::run(bed_name, json),
+        Name::Soak => return soak::run(bed_name, soak::SECONDS, json),
         _ => {}
     }
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;

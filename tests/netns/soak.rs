@@ -1,0 +1,48 @@
+//! The short soak: one round of every event a leaf in service meets
+//! (a link flap, a MAC change, config rewrites, a dying telemetry source,
+//! a BGP session drop, a kill -9 and restart), each in a collective of
+//! its own, counted.
+
+use fabriclb::testbed::scenario::soak::{self, Event};
+
+use crate::bed::{Bed, fabriclb};
+
+/// Every loss is explained by a counter, and each event costs at most
+/// what its spine carries in the time fabriclb promises to follow it in
+/// (10 ms of a link's share, 100 ms of a MAC's; nothing for reloads, a
+/// dying source and a restart); the daemon's descriptors do not grow.
+#[test]
+fn a_round_of_every_event_loses_only_what_each_is_allowed() {
+    let scenario = soak::scenario();
+    // Alone: the bounds are rates of traffic in time.
+    let bed = Bed::shaped_alone("S", scenario.shape.clone());
+    let run = soak::measure(&bed.testbed, fabriclb(), bed.workdir(), 1).expect("soak");
+    eprintln!("{run:#?}");
+    let events: Vec<Event> = run.segments.iter().map(|s| s.event).collect();
+    assert_eq!(
+        events,
+        [
+            Event::Quiet,
+            Event::LinkFlap,
+            Event::MacChange,
+            Event::Reloads,
+            Event::TelemetryLoss,
+            Event::BgpSession,
+            Event::Restart
+        ]
+    );
+    for s in &run.segments {
+        assert!(s.lost <= s.bound, "{s:?}");
+        // The spines' wrong-MAC filter also counts the leaf's own BGP
+        // frames caught between a MAC change and the probe that learns it.
+        match s.event {
+            Event::MacChange => assert!((-2..=0).contains(&s.unaccounted), "{s:?}"),
+            _ => assert_eq!(s.unaccounted, 0, "{s:?}"),
+        }
+        assert!(s.log_lines > 0 || s.event == Event::Quiet, "{s:?}");
+    }
+    assert_eq!(run.daemons.len(), 2, "{:?}", run.daemons);
+    for life in &run.daemons {
+        assert_eq!(life.fds_end, life.fds_start, "{life:?}");
+    }
+}
