@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Testbed;
-use super::netns::in_netns;
+use super::netns::rtnetlink_in;
 use super::topology::SHAPED_DEVICE;
 
 /// Dropped packets by link (`role/device`): received and transmitted.
@@ -159,27 +159,20 @@ pub fn otherhost_dropped(bed: &Testbed, role: &str, device: &str) -> Result<u64>
     use futures_util::TryStreamExt;
     use netlink_packet_route::link::LinkAttribute;
     let device = device.to_owned();
-    in_netns(&bed.ns(role), move || -> Result<u64> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(async {
-            let (connection, handle, _) = rtnetlink::new_connection()?;
-            tokio::spawn(connection);
-            let mut links = handle.link().get().match_name(device.clone()).execute();
-            let link = links
-                .try_next()
-                .await?
-                .with_context(|| format!("no device {device}"))?;
-            link.attributes
-                .iter()
-                .find_map(|a| match a {
-                    LinkAttribute::Stats64(stats) => Some(stats.rx_otherhost_dropped),
-                    _ => None,
-                })
-                .with_context(|| format!("no 64-bit counters for {device}"))
-        })
-    })?
+    rtnetlink_in(&bed.ns(role), move |handle| async move {
+        let mut links = handle.link().get().match_name(device.clone()).execute();
+        let link = links
+            .try_next()
+            .await?
+            .with_context(|| format!("no device {device}"))?;
+        link.attributes
+            .iter()
+            .find_map(|a| match a {
+                LinkAttribute::Stats64(stats) => Some(stats.rx_otherhost_dropped),
+                _ => None,
+            })
+            .with_context(|| format!("no 64-bit counters for {device}"))
+    })
 }
 
 #[cfg(test)]

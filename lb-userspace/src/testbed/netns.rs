@@ -53,6 +53,26 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
 }
 
+/// Runs `request` with an rtnetlink connection of namespace `ns`'s own,
+/// on a runtime of its own, and returns what it returns.
+pub fn rtnetlink_in<T, F, Fut>(ns: &str, request: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(rtnetlink::Handle) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    in_netns(ns, move || -> Result<T> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            tokio::spawn(connection);
+            request(handle).await
+        })
+    })?
+}
+
 /// Makes `command`'s process die by `signal` when the thread that spawns
 /// it exits without stopping it (killed, or exiting from the testbed's
 /// signal watcher), and start with no signal blocked: it inherits the

@@ -19,9 +19,8 @@ use super::Scenario;
 use super::slow_spine::{EVEN_RATES_MBIT, ring};
 use rtnetlink::LinkUnspec;
 
-use crate::testbed::{
-    Collective, LeafMaps, PATIENCE, Queues, Testbed, host_addr, in_netns, receiver_addr,
-};
+use crate::testbed::netns::rtnetlink_in;
+use crate::testbed::{Collective, LeafMaps, PATIENCE, Queues, Testbed, host_addr, receiver_addr};
 use crate::traffic::{Generator, Sender};
 
 /// Messages per connection at full length: about 2.3 s of sending.
@@ -158,20 +157,13 @@ pub(super) fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> Optio
 /// when the request went out. Over a netlink socket opened beforehand, not
 /// `ip`, whose start on a loaded machine would count as failover time.
 pub(super) fn set_link(bed: &Testbed, spine: usize, up: bool) -> Result<Instant> {
-    in_netns(&bed.ns(&format!("s{spine}")), move || -> Result<Instant> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(async {
-            let (connection, handle, _) = rtnetlink::new_connection()?;
-            tokio::spawn(connection);
-            let link = LinkUnspec::new_with_name("leaf");
-            let message = if up { link.up() } else { link.down() }.build();
-            let at = Instant::now();
-            handle.link().set(message).execute().await?;
-            Ok(at)
-        })
-    })?
+    rtnetlink_in(&bed.ns(&format!("s{spine}")), move |handle| async move {
+        let link = LinkUnspec::new_with_name("leaf");
+        let message = if up { link.up() } else { link.down() }.build();
+        let at = Instant::now();
+        handle.link().set(message).execute().await?;
+        Ok(at)
+    })
 }
 
 /// Where the leaf's group sends each flow of a collective: the bucket

@@ -86,12 +86,10 @@ const ROUND: [Event; 6] = [
     Event::BgpSession,
 ];
 
-/// One segment's counts.
-#[derive(Clone, Debug, Serialize)]
-pub struct Segment {
-    pub event: Event,
-    /// When it started, seconds into the soak.
-    pub at_s: f64,
+/// What a stretch of the soak sent and received, and what each counter
+/// says was dropped.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Counts {
     pub sent: u64,
     pub received: u64,
     /// What the spines' queues dropped.
@@ -102,6 +100,40 @@ pub struct Segment {
     pub tx_errors: u64,
     /// What the spines dropped as addressed to another MAC.
     pub wrong_mac: u64,
+}
+
+impl Counts {
+    /// What none of the counters explains.
+    pub fn unaccounted(&self) -> i64 {
+        unaccounted(
+            self.sent,
+            self.received,
+            self.dropped + self.link_lost + self.tx_errors + self.wrong_mac,
+        )
+    }
+}
+
+impl std::iter::Sum for Counts {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |a, b| Self {
+            sent: a.sent + b.sent,
+            received: a.received + b.received,
+            dropped: a.dropped + b.dropped,
+            link_lost: a.link_lost + b.link_lost,
+            tx_errors: a.tx_errors + b.tx_errors,
+            wrong_mac: a.wrong_mac + b.wrong_mac,
+        })
+    }
+}
+
+/// One segment's counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct Segment {
+    pub event: Event,
+    /// When it started, seconds into the soak.
+    pub at_s: f64,
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Sent and not received: what the event cost.
     pub lost: u64,
     /// What the event may cost: what its spine carries in the time the
@@ -140,12 +172,8 @@ pub struct DaemonLife {
 pub struct SoakRun {
     pub mode: &'static str,
     pub seconds: f64,
-    pub sent: u64,
-    pub received: u64,
-    pub dropped: u64,
-    pub link_lost: u64,
-    pub tx_errors: u64,
-    pub wrong_mac: u64,
+    #[serde(flatten)]
+    pub counts: Counts,
     pub unaccounted: i64,
     /// Segments whose loss went past their bound.
     pub over_bound: usize,
@@ -380,24 +408,21 @@ impl Rig<'_> {
         };
         let tx_errors = leaf_after.tx_errors.saturating_sub(leaf_before.tx_errors);
         let wrong_mac = wrong_mac(self.bed)?.saturating_sub(wrong_before);
-        let (dropped, link_lost) = (run.spine_drops(), run.drops.lost_on_the_way());
-        let lost = run.sent_packets.saturating_sub(run.received.packets);
+        let counts = Counts {
+            sent: run.sent_packets,
+            received: run.received.packets,
+            dropped: run.spine_drops(),
+            link_lost: run.drops.lost_on_the_way(),
+            tx_errors,
+            wrong_mac,
+        };
         Ok(Segment {
             event,
             at_s,
-            sent: run.sent_packets,
-            received: run.received.packets,
-            dropped,
-            link_lost,
-            tx_errors,
-            wrong_mac,
-            lost,
+            counts,
+            lost: counts.sent.saturating_sub(counts.received),
             bound: 0,
-            unaccounted: unaccounted(
-                run.sent_packets,
-                run.received.packets,
-                dropped + link_lost + tx_errors + wrong_mac,
-            ),
+            unaccounted: counts.unaccounted(),
             log_lines,
             spine_packets: leaf_after
                 .spines
@@ -518,17 +543,12 @@ pub fn measure(bed: &Testbed, fabriclb: &Path, workdir: &Path, seconds: u64) -> 
         .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .cloned()
         .context("no daemon ran")?;
-    let sum = |f: fn(&Segment) -> u64| segments.iter().map(f).sum::<u64>();
+    let counts: Counts = segments.iter().map(|s| s.counts).sum();
     Ok(SoakRun {
         mode: "flowlet, BGP routes, linux and remote telemetry",
         seconds: start.elapsed().as_secs_f64(),
-        sent: sum(|s| s.sent),
-        received: sum(|s| s.received),
-        dropped: sum(|s| s.dropped),
-        link_lost: sum(|s| s.link_lost),
-        tx_errors: sum(|s| s.tx_errors),
-        wrong_mac: sum(|s| s.wrong_mac),
-        unaccounted: segments.iter().map(|s| s.unaccounted).sum(),
+        counts,
+        unaccounted: counts.unaccounted(),
         over_bound: segments.iter().filter(|s| s.lost > s.bound).count(),
         rss_kb_start: longest.rss_kb_start,
         rss_kb_end: longest.rss_kb_end,
@@ -568,14 +588,14 @@ pub fn run(bed_name: &str, seconds: u64, json: Option<&Path>) -> Result<()> {
             "{:<15} {:>7.1} {:>8} {:>8} {:>6} {:>7} {:>9} {:>9} {:>6} {:>6} {:>11} {:>5}",
             serde_json::to_value(s.event)?.as_str().unwrap_or_default(),
             s.at_s,
-            s.sent,
-            s.received,
+            s.counts.sent,
+            s.counts.received,
             s.lost,
             s.bound,
-            s.dropped,
-            s.tx_errors,
-            s.wrong_mac,
-            s.link_lost,
+            s.counts.dropped,
+            s.counts.tx_errors,
+            s.counts.wrong_mac,
+            s.counts.link_lost,
             s.unaccounted,
             s.log_lines
         );
@@ -585,12 +605,12 @@ pub fn run(bed_name: &str, seconds: u64, json: Option<&Path>) -> Result<()> {
          unaccounted {}; {} segments over their bound; the longest-lived daemon: RSS {} -> {} kB, \
          fds {} -> {} over {:.0} s",
         run.seconds,
-        run.sent,
-        run.received,
-        run.dropped,
-        run.tx_errors,
-        run.wrong_mac,
-        run.link_lost,
+        run.counts.sent,
+        run.counts.received,
+        run.counts.dropped,
+        run.counts.tx_errors,
+        run.counts.wrong_mac,
+        run.counts.link_lost,
         run.unaccounted,
         run.over_bound,
         run.rss_kb_start,
