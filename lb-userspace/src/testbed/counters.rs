@@ -76,11 +76,14 @@ impl LeafCounters {
                 let interface = label.split(' ').next().unwrap_or_default();
                 // Per egress interface, whether or not the group has the
                 // spine now: frames given up while it was leaving count.
+                // The daemon writes every next hop's interface; one that
+                // left is written once it has failed to send.
+                let in_group = text.contains(&filter);
                 let mut tx_errors = 0;
                 for cause in ["refused", "dropped"] {
-                    tx_errors += egress_errors(text, interface, cause)?;
+                    tx_errors += egress_errors(text, interface, cause, in_group)?;
                 }
-                if !text.contains(&filter) {
+                if !in_group {
                     return Ok(SpineCount {
                         label: label.clone(),
                         tx_errors,
@@ -171,14 +174,16 @@ impl LeafCounters {
     }
 }
 
-/// What the leaf's egress `interface` failed to send for `cause`; 0 while
-/// the daemon has not seen it fail (the metric appears with its first
-/// error).
-fn egress_errors(text: &str, interface: &str, cause: &str) -> Result<u64> {
+/// What the leaf's egress `interface` failed to send for `cause`; a
+/// missing metric is an error where it must be there (`required`: the
+/// interface of a next hop in the group), 0 elsewhere.
+fn egress_errors(text: &str, interface: &str, cause: &str, required: bool) -> Result<u64> {
     let labels = format!("interface=\"{interface}\",cause=\"{cause}\"");
-    match text.contains(&format!("fabriclb_egress_tx_errors_total{{{labels}")) {
-        true => read_metric(text, "fabriclb_egress_tx_errors_total", &labels),
-        false => Ok(0),
+    let metric = "fabriclb_egress_tx_errors_total";
+    if required || text.contains(&format!("{metric}{{{labels}")) {
+        read_metric(text, metric, &labels)
+    } else {
+        Ok(0)
     }
 }
 
