@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use fabriclb::testbed::bpffs::Bpffs;
+
 use crate::bed::{Bed, wait_for};
 
 /// CAP_NET_ADMIN (12), CAP_NET_RAW (13) and CAP_BPF (39), as
@@ -124,11 +126,14 @@ fn a_started_daemon_keeps_only_what_reloads_use_and_holds_its_ports() {
         .split_once("prog/xdp id ")
         .and_then(|(_, rest)| rest.split_whitespace().next())
         .expect("the program's id");
+    // An instance of its own: refused at the port, not at the first's lock.
+    let bpffs = Bpffs::mount("privileges-second").expect("bpffs");
     let second = Command::new("ip")
         .args(["netns", "exec", &bed.testbed.ns("leaf")])
         .arg(env!("CARGO_BIN_EXE_fabriclb"))
         .args(["run", "--config"])
         .arg(daemon.config_file())
+        .args(bpffs.args("second"))
         .output()
         .expect("a second fabriclb run");
     let stderr = String::from_utf8_lossy(&second.stderr);

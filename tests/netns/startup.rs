@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use fabriclb::testbed::bpffs::Bpffs;
+
 use crate::bed::{name, wait_for};
 
 /// Removes the namespace on drop, also after a failed assertion.
@@ -44,6 +46,9 @@ fn a_log_to_a_file_has_no_colours() {
     let dir = std::env::temp_dir().join(format!("{}-logs", ns.0));
     let config = config_without_interfaces(&dir);
     let log = dir.join("log");
+    // Pins of its own, gone with the test (the default bpffs would keep
+    // them in the host's namespace).
+    let bpffs = Bpffs::mount("startup-log").expect("bpffs");
     let mut child = Command::new("ip")
         .args([
             "netns",
@@ -54,6 +59,7 @@ fn a_log_to_a_file_has_no_colours() {
             "--config",
         ])
         .arg(&config)
+        .args(bpffs.args("log"))
         .env_remove("NO_COLOR")
         .env("RUST_LOG", "info")
         .stderr(std::fs::File::create(&log).expect("log file"))
