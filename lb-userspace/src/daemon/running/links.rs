@@ -2,7 +2,7 @@
 //! neighbour probes, and the rewrite of the next hops that changed.
 
 use super::Running;
-use crate::config::{self};
+use crate::config;
 use crate::daemon::links::Snapshot;
 use crate::dataplane::{Dataplane, DataplaneError};
 use crate::netlink::Netlink;
