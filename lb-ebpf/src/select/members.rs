@@ -38,15 +38,48 @@ pub(super) fn quality(nh_id: u32) -> u32 {
 /// The slot of next hop `nh_id` in `group`.
 #[inline(always)]
 pub(super) fn slot_of(group: &GroupEntry, nh_id: u32) -> Option<u32> {
-    for slot in 0..MAX_NEXTHOPS_PER_GROUP as u32 {
-        if slot >= group.member_count {
-            break;
-        }
-        if group.members[slot as usize] == nh_id {
-            return Some(slot);
-        }
+    let mut search = SlotSearch {
+        group,
+        nh_id,
+        found: NO_NEXTHOP,
+    };
+    // In a bpf_loop, as [`choose`]'s walk: unrolled, each slot the search
+    // can end at is a constant the verifier carries through the rest of
+    // the path, which it then checks once per slot (364k instructions
+    // verified, 0.8 s of every cold start, against 11k).
+    // SAFETY: the callback only reads `search` and writes its `found`.
+    unsafe {
+        bpf_loop(
+            MAX_NEXTHOPS_PER_GROUP as u32,
+            find_slot as *mut c_void,
+            (&mut search as *mut SlotSearch).cast(),
+            0,
+        )
+    };
+    (search.found != NO_NEXTHOP).then_some(search.found)
+}
+
+/// State of [`slot_of`]'s search.
+struct SlotSearch<'a> {
+    group: &'a GroupEntry,
+    nh_id: u32,
+    found: u32,
+}
+
+/// One slot for [`slot_of`]; returns 1 to stop at the match or past the
+/// last member.
+extern "C" fn find_slot(index: u64, search: *mut c_void) -> i64 {
+    // SAFETY: `search` is the `SlotSearch` `slot_of` passed to bpf_loop.
+    let search = unsafe { &mut *search.cast::<SlotSearch>() };
+    let nh_id = member(search.group, index as u32);
+    if nh_id == NO_NEXTHOP {
+        return 1;
     }
-    None
+    if nh_id == search.nh_id {
+        search.found = index as u32;
+        return 1;
+    }
+    0
 }
 
 /// A new flowlet's slot: the usable member with the least recent load per
