@@ -100,6 +100,8 @@ pub async fn run(options: Options) -> Result<()> {
 
     let telemetry = Telemetry::start(&config, &tables);
     let ingress = IngressPorts::attach(&mut dp, &config.switch, &mut ongoing)?;
+    // After attaching: forwarding does not wait on them.
+    dp.count_tx_errors(ingress.attached())?;
     let mut running = Running {
         watch: config_file::ConfigWatch::new(version),
         tables,

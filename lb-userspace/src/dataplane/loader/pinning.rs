@@ -268,7 +268,6 @@ impl Dataplane {
         }
         let mut dataplane = Self::from_loader(&mut loader, OBJECT)?;
         dataplane.pinned = Some(pinned);
-        dataplane.count_tx_errors()?;
         Ok(dataplane)
     }
 
@@ -295,7 +294,7 @@ impl Dataplane {
             });
         match swapped {
             Ok(id) => {
-                self.note_ingress(interface);
+                self.note_attached(interface);
                 Ok(Some(id))
             }
             Err(e) => {
