@@ -30,6 +30,9 @@ const PACKAGES: &[(&str, &str)] = &[
     ("systemd-analyze", "systemd"),
     // BGP in the testbed (`--routing bgp`): zebra and bgpd.
     ("vtysh", "frr"),
+    // The soak's count of RoCEv2 frames a spine drops for a MAC it no
+    // longer has.
+    ("nft", "nftables"),
 ];
 
 pub fn setup(root: &Path) -> Result<()> {

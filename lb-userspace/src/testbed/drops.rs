@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
+use lb_common::packet::parse::ROCEV2_UDP_PORT;
 
 use super::Testbed;
-use super::netns::rtnetlink_in;
 use super::topology::SHAPED_DEVICE;
 
 /// Dropped packets by link (`role/device`): received and transmitted.
@@ -152,27 +152,91 @@ fn parse(line: &str) -> Result<(String, u64, u64)> {
     Ok((device, dropped("RX:")?, dropped("TX:")?))
 }
 
-/// What `device` in `role`'s namespace dropped as addressed to another
-/// MAC (`rx_otherhost_dropped`, which `ip -s link` does not show): frames
-/// sent to a MAC the device no longer has.
-pub fn otherhost_dropped(bed: &Testbed, role: &str, device: &str) -> Result<u64> {
-    use futures_util::TryStreamExt;
-    use netlink_packet_route::link::LinkAttribute;
-    let device = device.to_owned();
-    rtnetlink_in(&bed.ns(role), move |handle| async move {
-        let mut links = handle.link().get().match_name(device.clone()).execute();
-        let link = links
-            .try_next()
-            .await?
-            .with_context(|| format!("no device {device}"))?;
-        link.attributes
-            .iter()
-            .find_map(|a| match a {
-                LinkAttribute::Stats64(stats) => Some(stats.rx_otherhost_dropped),
-                _ => None,
-            })
-            .with_context(|| format!("no 64-bit counters for {device}"))
-    })
+/// The RoCEv2 frames devices drop as addressed to another MAC: sent to a
+/// MAC the device no longer has. Counted by an nftables rule on each
+/// device's ingress, since the device's own count (`rx_otherhost_dropped`)
+/// takes every frame, the sender's BGP and ARP too, which no traffic
+/// count explains. The rule goes with the namespace.
+pub struct WrongMac {
+    /// (namespace, device) of each counting rule.
+    devices: Vec<(String, String)>,
+}
+
+/// The nftables table and counter the rules count in.
+const WRONG_MAC_TABLE: &str = "fabriclb_testbed";
+const WRONG_MAC_COUNTER: &str = "wrong_mac_rocev2";
+
+impl WrongMac {
+    /// Counts on `device` of each of `roles`' namespaces.
+    pub fn count(bed: &Testbed, roles: &[String], device: &str) -> Result<Self> {
+        let mut devices = Vec::new();
+        for role in roles {
+            let ns = bed.ns(role);
+            // pkttype `other` is the kernel's PACKET_OTHERHOST, set before
+            // ingress hooks run.
+            let rules = format!(
+                "table netdev {WRONG_MAC_TABLE} {{\n\
+                   counter {WRONG_MAC_COUNTER} {{}}\n\
+                   chain ingress {{\n\
+                     type filter hook ingress device \"{device}\" priority 0;\n\
+                     meta pkttype other udp dport {ROCEV2_UDP_PORT} counter name \"{WRONG_MAC_COUNTER}\";\n\
+                   }}\n\
+                 }}\n"
+            );
+            nft(&ns, &["-f", "-"], Some(&rules))?;
+            devices.push((ns, device.to_owned()));
+        }
+        Ok(Self { devices })
+    }
+
+    /// The frames dropped so far, over every device.
+    pub fn dropped(&self) -> Result<u64> {
+        let mut total = 0;
+        for (ns, device) in &self.devices {
+            let listed = nft(
+                ns,
+                &["-j", "list", "counter", "netdev", WRONG_MAC_TABLE, WRONG_MAC_COUNTER],
+                None,
+            )?;
+            let listed: serde_json::Value = serde_json::from_str(&listed)
+                .with_context(|| format!("nft's counter on {device} in {ns}: {listed}"))?;
+            let packets = listed["nftables"]
+                .as_array()
+                .and_then(|items| items.iter().find_map(|i| i["counter"]["packets"].as_u64()))
+                .with_context(|| format!("no packet count in nft's counter on {device} in {ns}"))?;
+            total += packets;
+        }
+        Ok(total)
+    }
+}
+
+/// Runs `nft` in namespace `ns` with `input` on its stdin; its stdout.
+fn nft(ns: &str, args: &[&str], input: Option<&str>) -> Result<String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "nft"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("ip netns exec")?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(input.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("exec of \"nft\" failed") {
+        bail!("nft is not installed (Debian nftables): `cargo xtask setup` installs it");
+    }
+    ensure!(
+        output.status.success(),
+        "nft {} in {ns}: {}",
+        args.join(" "),
+        stderr.trim()
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 #[cfg(test)]

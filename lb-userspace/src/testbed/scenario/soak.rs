@@ -12,7 +12,7 @@
 //! of its own (a few seconds), so that what an event cost is counted, not
 //! estimated: per segment what was sent and received, what the spines'
 //! queues, the testbed's links, the leaf's transmit path and the spines'
-//! wrong-MAC filter dropped (`unaccounted`: what none of them explains),
+//! ports dropped as addressed to another MAC (`unaccounted`: what none of them explains),
 //! the bound the event's loss is held to, the daemon's log lines, and its
 //! RSS and open file descriptors.
 
@@ -27,7 +27,7 @@ use super::link_down::set_link;
 use super::slow_spine::{EVEN_RATES_MBIT, ring};
 use super::{Scenario, on_own_bed};
 use crate::testbed::bpffs::Bpffs;
-use crate::testbed::drops::{otherhost_dropped, unaccounted};
+use crate::testbed::drops::{WrongMac, unaccounted};
 use crate::testbed::topology::spine_addr;
 use crate::testbed::{
     Collective, Daemon, Exporters, Leaf, LeafCounters, Queues, Routing, Testbed,
@@ -98,7 +98,8 @@ pub struct Counts {
     pub link_lost: u64,
     /// What the leaf redirected and its kernel failed to send.
     pub tx_errors: u64,
-    /// What the spines dropped as addressed to another MAC.
+    /// The collective's packets the spines dropped as addressed to
+    /// another MAC.
     pub wrong_mac: u64,
 }
 
@@ -235,7 +236,7 @@ fn config(bed: &Testbed, gap_us: u32) -> String {
 }
 
 /// What a segment holds on to: the daemon (replaced by a restart), the
-/// exporters, and the turn of the MAC.
+/// exporters, the spines' wrong-MAC counters and the turn of the MAC.
 struct Rig<'a> {
     bed: &'a Testbed,
     fabriclb: &'a Path,
@@ -243,6 +244,7 @@ struct Rig<'a> {
     args: Vec<String>,
     daemon: RefCell<Option<Daemon>>,
     exporters: RefCell<Exporters>,
+    wrong_mac: WrongMac,
     renamed: RefCell<usize>,
     lives: RefCell<Vec<DaemonLife>>,
     /// The running daemon's start: its RSS and descriptors then.
@@ -382,7 +384,7 @@ impl Rig<'_> {
     fn segment(&self, event: Event, soak_start: Instant) -> Result<Segment> {
         let at_s = soak_start.elapsed().as_secs_f64();
         let log_before = self.with_daemon(|d| Ok(d.log()?.lines().count()))?;
-        let wrong_before = wrong_mac(self.bed)?;
+        let wrong_before = self.wrong_mac.dropped()?;
         let leaf_before = self.counters()?;
         let collective = Collective {
             leaf: Leaf::Started,
@@ -407,7 +409,7 @@ impl Rig<'_> {
             _ => log_after.saturating_sub(log_before),
         };
         let tx_errors = leaf_after.tx_errors.saturating_sub(leaf_before.tx_errors);
-        let wrong_mac = wrong_mac(self.bed)?.saturating_sub(wrong_before);
+        let wrong_mac = self.wrong_mac.dropped()?.saturating_sub(wrong_before);
         let counts = Counts {
             sent: run.sent_packets,
             received: run.received.packets,
@@ -466,14 +468,6 @@ fn bound(event: Event, quiet: &Segment) -> u64 {
     (carried as f64 * within.as_secs_f64() / quiet.sending_s.max(f64::EPSILON)).ceil() as u64
 }
 
-/// What the spines' ports toward the leaf dropped as addressed to another
-/// MAC, so far.
-fn wrong_mac(bed: &Testbed) -> Result<u64> {
-    (1..=bed.shape().spines)
-        .map(|j| otherhost_dropped(bed, &format!("s{j}"), "leaf"))
-        .sum()
-}
-
 /// A process's threads.
 fn threads(pid: u32) -> Result<usize> {
     Ok(std::fs::read_dir(format!("/proc/{pid}/task"))?.count())
@@ -496,6 +490,7 @@ pub fn measure(bed: &Testbed, fabriclb: &Path, workdir: &Path, seconds: u64) -> 
     // Pins that outlive a killed daemon, removed (program and all) when
     // this drops.
     let bpffs = Bpffs::at(&workdir.join("bpffs"))?;
+    let spines: Vec<String> = (1..=bed.shape().spines).map(|j| format!("s{j}")).collect();
     let rig = Rig {
         bed,
         fabriclb,
@@ -503,6 +498,7 @@ pub fn measure(bed: &Testbed, fabriclb: &Path, workdir: &Path, seconds: u64) -> 
         args: bpffs.args("soak"),
         daemon: RefCell::new(None),
         exporters: RefCell::new(Exporters::start(bed)?),
+        wrong_mac: WrongMac::count(bed, &spines, "leaf")?,
         renamed: RefCell::new(0),
         lives: RefCell::new(Vec::new()),
         life: RefCell::new((Instant::now(), 0, 0)),
