@@ -42,6 +42,11 @@ impl Running {
                 Err(e) => warn!("reading links and neighbours: {e:#}"),
             }
         }
+        // The next hops first: until they are written the program goes on
+        // sending into a link that is down.
+        if let Err(e) = self.rewrite_nexthops(dp) {
+            warn!("writing next hops after link or neighbour events: {e}");
+        }
         if read_again || links_changed {
             // A link back up comes without neighbours (the kernel flushes
             // them when the carrier goes): ask now, not at the refresh.
@@ -52,9 +57,6 @@ impl Running {
             // and one whose MAC changed its new entry.
             self.ingress.reattach(dp, &mut self.ongoing);
             self.sync_ports(netlink, dp).await;
-        }
-        if let Err(e) = self.rewrite_nexthops(dp) {
-            warn!("writing next hops after link or neighbour events: {e}");
         }
     }
 }
