@@ -148,5 +148,8 @@ fn a_started_daemon_keeps_only_what_reloads_use_and_holds_its_ports() {
         last.starts_with(&prefix) && last.ends_with("; stop that process to remove it"),
         "{last}"
     );
+    // Its start failed after pinning a new instance: the pins went with it.
+    let pins = bpffs.path().join("fabriclb/second");
+    assert!(!pins.exists(), "{} left behind: {stderr}", pins.display());
     daemon.stop().expect("stop");
 }

@@ -114,6 +114,11 @@ pub struct Pinned {
     /// An exclusive `flock` on the directory: one daemon per instance.
     _lock: File,
     plan: Plan,
+    /// Whether the directory held no map of this object when opened and
+    /// the start has not committed yet: then dropping removes the pins,
+    /// so that a daemon that fails to start leaves nothing attached or
+    /// pinned behind it.
+    provisional: bool,
 }
 
 /// Opens and locks `pins`' directory (created if missing).
@@ -227,10 +232,12 @@ impl Pinned {
                 }
             }
         }
+        let provisional = plan.reused.is_empty() && plan.replaced.is_empty();
         Ok(Self {
             pins,
             _lock: lock,
             plan,
+            provisional,
         })
     }
 
@@ -354,6 +361,7 @@ impl Dataplane {
         let Some(pinned) = &mut self.pinned else {
             return Ok(());
         };
+        pinned.provisional = false;
         let entries = std::fs::read_dir(pinned.pins.dir())
             .map_err(|e| pin_error("links", pinned.pins.dir(), e))?;
         for entry in entries.flatten() {
@@ -385,6 +393,22 @@ impl Dataplane {
         self.pinned
             .as_ref()
             .is_some_and(|p| !p.plan.reused.is_empty())
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if !self.provisional {
+            return;
+        }
+        let dir = self.pins.dir().display().to_string();
+        match remove_instance(&self.pins) {
+            Ok(_) => info!(pins = dir, "start failed: the new instance's pins removed"),
+            Err(e) => warn!(
+                pins = dir,
+                "start failed, and removing the new instance's pins: {e}"
+            ),
+        }
     }
 }
 
@@ -439,7 +463,8 @@ mod tests {
     /// definitions (flags it adds itself aside), so a restart with the same
     /// flowlet table reuses every map; another size replaces the flowlet
     /// table alone, and a map the object no longer has is unpinned. While
-    /// one daemon holds the instance, a second is refused with its pid.
+    /// one daemon holds the instance, a second is refused with its pid. A
+    /// new instance whose start never committed is removed.
     #[test]
     fn a_pinned_instance_is_reused_unless_its_layout_changed() {
         let mount = Mount::new("pinning");
@@ -451,10 +476,17 @@ mod tests {
             Err(PinningError::Locked { dir: locked, pid }) => {
                 assert_eq!((locked, pid), (dir, std::process::id().to_string()))
             }
-            other => panic!("not refused: {:?}", other.map(|p| p.plan)),
+            other => panic!("not refused: {:?}", other.as_ref().map(Pinned::plan)),
         }
         let dataplane = Dataplane::load_pinned(1024, pinned).expect("load");
         assert!(!dataplane.took_over());
+        drop(dataplane);
+        // A start that fails before committing leaves nothing pinned.
+        let pins = PinDir::new(&mount.0, "t");
+        assert!(!pins.dir().exists());
+        let pinned = Pinned::open(&mount.0, "t", 1024).expect("open anew");
+        let mut dataplane = Dataplane::load_pinned(1024, pinned).expect("load anew");
+        dataplane.commit_pins(&[]).expect("commit");
         drop(dataplane);
 
         let again = Pinned::open(&mount.0, "t", 1024).expect("open again");
@@ -467,7 +499,6 @@ mod tests {
         );
         drop(again);
         // A map an older object had and this one does not.
-        let pins = PinDir::new(&mount.0, "t");
         let old = MapData::from_pin(pins.map(names::ROUTES_V4)).expect("pinned");
         old.pin(pins.map("FL_OLD")).expect("pin");
         let upgraded = Pinned::open(&mount.0, "t", 2048).expect("open upgraded");
