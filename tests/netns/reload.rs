@@ -168,3 +168,55 @@ fn with_no_watch_only_sighup_reloads() {
     expect_reload(&bed, &daemon, SIGHUP, "ecmp", "flowlet");
     daemon.stop().expect("stop");
 }
+
+/// A reload that changes nothing the telemetry pollers use (here the
+/// flowlet gap) keeps them running, the same thread with its sockets and
+/// counters; one that takes a group's source away stops its poller. (Each
+/// reload started every poller anew, and the daemon's memory grew by
+/// about 12 kB a reload.)
+#[test]
+fn a_reload_keeps_the_telemetry_pollers_it_does_not_change() {
+    let bed = Bed::up("k", 1);
+    let linux = "mode = \"flowlet\"\ntelemetry = \"linux\"";
+    let daemon = bed.daemon(&bed.config(linux), &[]).expect("fabriclb");
+    let pollers = || telemetry_threads(daemon.pid());
+    // The pollers started before the daemon dropped its capabilities end
+    // at their next poll.
+    let (before, _) = wait_for("one poller", || {
+        let threads = pollers();
+        Ok((threads.len() == 1).then_some(threads))
+    })
+    .expect("one poller for the one group with a source");
+
+    daemon
+        .write_config(&bed.config(&format!("{linux}\nflowlet_gap_us = 30000")))
+        .expect("write");
+    let log = daemon.wait_for_log("config reloaded").expect("reloaded");
+    let change = format!("flowlet_gap_us {} -> 30000", config::FLOWLET_GAP_DEFAULT_US);
+    assert!(log.contains(&change), "{log}");
+    assert_eq!(pollers(), before);
+
+    daemon.skip_log().expect("log");
+    daemon
+        .write_config(&bed.config("mode = \"flowlet\"\nflowlet_gap_us = 30000"))
+        .expect("write");
+    daemon.wait_for_log("config reloaded").expect("reloaded");
+    wait_for("the poller stopped", || {
+        Ok(pollers().is_empty().then_some(()))
+    })
+    .expect("no poller without a source");
+    daemon.stop().expect("stop");
+}
+
+/// The thread ids of process `pid`'s telemetry pollers.
+fn telemetry_threads(pid: u32) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| name.starts_with("telemetry-"))
+        })
+        .filter_map(|task| task.file_name().to_str()?.parse().ok())
+        .collect()
+}

@@ -109,6 +109,42 @@ pub(super) struct Telemetry {
     stale_after: Duration,
     pub(super) paths: HashMap<u32, PathState>,
     started: Instant,
+    /// What the running pollers were started from.
+    inputs: PollerInputs,
+}
+
+/// Everything a config gives its pollers: a config with the same keeps
+/// them running, sockets and connections included, instead of starting
+/// threads anew at each reload or route change.
+#[derive(Debug, Default, PartialEq)]
+struct PollerInputs {
+    interval: Duration,
+    timeout: Duration,
+    counters_db: Option<crate::telemetry::counters_db::Address>,
+    /// Per group with a source: its index, source, next hops' interfaces
+    /// and next-hop ids.
+    groups: Vec<(usize, GroupTelemetry, Vec<String>, Vec<u32>)>,
+}
+
+impl PollerInputs {
+    fn of(config: &Config, tables: &Tables) -> Self {
+        Self {
+            interval: Duration::from_micros(config.ars_profile.sampling_interval_us.into()),
+            timeout: Duration::from_millis(config.telemetry.timeout_ms.into()),
+            counters_db: config.telemetry.counters_db.clone(),
+            groups: (config.groups.iter().zip(&tables.groups).enumerate())
+                .filter_map(|(index, (group, table))| {
+                    let interfaces = group.next_hops.iter().map(|n| n.interface.clone());
+                    Some((
+                        index,
+                        group.telemetry.clone()?,
+                        interfaces.collect(),
+                        table.members.clone(),
+                    ))
+                })
+                .collect(),
+        }
+    }
 }
 
 impl Telemetry {
@@ -126,13 +162,24 @@ impl Telemetry {
             stale_after,
             paths: HashMap::new(),
             started: Instant::now(),
+            inputs: PollerInputs::default(),
         };
         telemetry.spawn(config, tables);
         telemetry
     }
 
-    /// Moves to a new config: stops the old pollers, starts new ones, and
-    /// keeps the state of every path that keeps its next-hop id and source.
+    /// Moves to a new config: the pollers stay when it gives them what
+    /// they run with; otherwise [`Self::restart`].
+    pub(super) fn follow(&mut self, config: &Config, tables: &Tables) {
+        if PollerInputs::of(config, tables) == self.inputs {
+            (self.profile, self.stale_after) = settings(config);
+            return;
+        }
+        self.restart(config, tables);
+    }
+
+    /// Stops the old pollers, starts new ones, and keeps the state of
+    /// every path that keeps its next-hop id and source.
     pub(super) fn restart(&mut self, config: &Config, tables: &Tables) {
         self.stop.store(true, Ordering::Relaxed);
         self.stop = Arc::new(AtomicBool::new(false));
@@ -148,8 +195,8 @@ impl Telemetry {
     }
 
     fn spawn(&mut self, config: &Config, tables: &Tables) {
-        let interval = Duration::from_micros(config.ars_profile.sampling_interval_us.into());
-        let timeout = Duration::from_millis(config.telemetry.timeout_ms.into());
+        self.inputs = PollerInputs::of(config, tables);
+        let (interval, timeout) = (self.inputs.interval, self.inputs.timeout);
         for (index, (group, table)) in config.groups.iter().zip(&tables.groups).enumerate() {
             let Some(telemetry) = &group.telemetry else {
                 continue;

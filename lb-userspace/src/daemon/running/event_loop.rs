@@ -117,7 +117,7 @@ pub async fn run(options: Options) -> Result<()> {
     };
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.sync_ports(&netlink, &mut dp).await;
-    running.drop_privileges(&mut dp);
+    running.drop_privileges();
     let mut metrics = MetricsTick::default();
     running.write_metrics(&mut metrics, options.metrics_file.as_deref(), &dp);
     info!(

@@ -67,18 +67,9 @@ impl Running {
         }
         self.links.view.solicit_missing(&config, &mut self.ongoing);
         let tables = self.switch_tables(&config, dp, &report.splits)?;
-        let members = |c: &Config| -> Vec<_> {
-            c.groups
-                .iter()
-                .map(|g| (g.name.clone(), g.next_hops.clone()))
-                .collect()
-        };
-        let regrouped = members(&config) != members(&self.config);
         self.tables = tables;
         self.config = config;
-        if regrouped {
-            self.telemetry_restart(dp);
-        }
+        self.telemetry_follow(dp);
         Ok(true)
     }
 }

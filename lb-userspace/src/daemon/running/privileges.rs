@@ -2,7 +2,6 @@
 
 use super::Running;
 use crate::daemon::privileges::{drop_to_kept, names};
-use crate::dataplane::Dataplane;
 use caps::Capability;
 use tracing::{info, warn};
 
@@ -15,7 +14,7 @@ impl Running {
     /// Capabilities belong to threads: the telemetry pollers started
     /// before this are started again, from this thread, to run without
     /// them too.
-    pub(super) fn drop_privileges(&mut self, dp: &mut Dataplane) {
+    pub(super) fn drop_privileges(&mut self) {
         match drop_to_kept() {
             Ok(kept) => {
                 let mut kept: Vec<Capability> = kept.into_iter().collect();
@@ -24,6 +23,6 @@ impl Running {
             }
             Err(e) => warn!("dropping capabilities, some may be kept: {e}"),
         }
-        self.telemetry_restart(dp);
+        self.telemetry.restart(&self.config, &self.tables);
     }
 }

@@ -126,7 +126,7 @@ impl Running {
         self.config = config;
         self.file = file;
         self.sync_ports(netlink, dp).await;
-        self.telemetry_restart(dp);
+        self.telemetry_follow(dp);
         info!(changes = changes.len(), "config reloaded");
         Ok(())
     }

@@ -1,5 +1,5 @@
 //! Telemetry samples into path qualities and spray sequences; silent
-//! paths back to the default; pollers restarted with a reload.
+//! paths back to the default; pollers following reloads.
 
 use super::Running;
 use crate::daemon::telemetry::Batch;
@@ -18,10 +18,11 @@ impl Running {
         self.write_qualities(&changes, dp);
     }
 
-    /// After a reload: new pollers for the new config, and the qualities
-    /// of next hops that gained or lost a source.
-    pub(super) fn telemetry_restart(&mut self, dp: &mut Dataplane) {
-        self.telemetry.restart(&self.config, &self.tables);
+    /// After a reload or a change of learned next hops: the pollers of
+    /// the new config (the running ones when it changed nothing they use),
+    /// and the qualities of next hops that gained or lost a source.
+    pub(super) fn telemetry_follow(&mut self, dp: &mut Dataplane) {
+        self.telemetry.follow(&self.config, &self.tables);
         let changes = self.telemetry.changes(&self.tables);
         self.write_qualities(&changes, dp);
     }
