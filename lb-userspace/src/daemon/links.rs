@@ -202,7 +202,7 @@ impl Snapshot {
             let Some((ifindex, neighbour)) = self.neighbour(spec, ip, link) else {
                 continue;
             };
-            if !neighbour.kernel_confirms() || !probed.insert((ifindex, ip)) {
+            if !neighbour.kernel_confirms || !probed.insert((ifindex, ip)) {
                 continue;
             }
             let key = format!("probe {spec}");
@@ -326,7 +326,7 @@ mod tests {
     const PEER: [u8; 6] = [2, 0, 0, 0, 0, 2];
     const NEIGHBOUR: Neighbour = Neighbour {
         mac: PEER,
-        confirmed: None,
+        kernel_confirms: false,
     };
 
     fn spec(interface: &str, addr: &str, vlan: Option<u16>) -> NextHopSpec {
@@ -445,7 +445,7 @@ mod tests {
         let new_mac = [2, 0, 0, 0, 0, 0x99];
         let entry = Some(Neighbour {
             mac: new_mac,
-            confirmed: None,
+            kernel_confirms: false,
         });
         view.apply(LinkEvent::Neighbour { key, entry }, &config);
         assert_eq!(view.resolve(&s1).dst_mac, new_mac);

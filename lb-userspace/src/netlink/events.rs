@@ -331,18 +331,24 @@ mod tests {
     fn a_neighbour_is_usable_only_with_a_mac_and_a_usable_state() {
         let event = |state| decode(RouteNetlinkMessage::NewNeighbour(neighbour(state)));
         let entry = |entry| Some(LinkEvent::Neighbour { key: KEY, entry });
-        let usable = entry(Some(Neighbour {
-            mac: MAC,
-            confirmed: None,
-        }));
+        let usable = |kernel_confirms| {
+            entry(Some(Neighbour {
+                mac: MAC,
+                kernel_confirms,
+            }))
+        };
         for state in [
             NeighbourState::Reachable,
             NeighbourState::Stale,
             NeighbourState::Delay,
             NeighbourState::Probe,
-            NeighbourState::Permanent,
         ] {
-            assert_eq!(event(state), usable, "{state:?}");
+            assert_eq!(event(state), usable(true), "{state:?}");
+        }
+        // Set by an administrator: the kernel never confirms it, so it is
+        // never probed.
+        for state in [NeighbourState::Permanent, NeighbourState::Noarp] {
+            assert_eq!(event(state), usable(false), "{state:?}");
         }
         for state in [NeighbourState::Failed, NeighbourState::Incomplete] {
             assert_eq!(event(state), entry(None), "{state:?}");

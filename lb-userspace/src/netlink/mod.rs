@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, UdpSocket};
-use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use netlink_packet_route::{
@@ -202,15 +201,14 @@ impl Netlink {
 
 /// The unit of the ages in a neighbour's cache info (`clock_t`): 100 a
 /// second on every architecture but alpha.
-const USER_HZ: u64 = 100;
-
 /// A usable neighbour entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Neighbour {
     pub mac: [u8; 6],
-    /// How long ago the kernel last confirmed that the neighbour answers at
-    /// `mac`; `None` for an entry it never confirms (permanent or no-ARP).
-    pub confirmed: Option<Duration>,
+    /// Whether the kernel confirms that the neighbour answers at `mac`:
+    /// it never asks again about an entry an administrator set
+    /// (permanent, no-ARP), so probing one would be noise.
+    pub kernel_confirms: bool,
 }
 
 /// Where a neighbour entry is: its interface and IP address.
@@ -225,7 +223,6 @@ impl Neighbour {
         let state = entry.header.state;
         let mut dest = None;
         let mut lladdr = None;
-        let mut confirmed = None;
         for attribute in &entry.attributes {
             match attribute {
                 NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
@@ -237,11 +234,6 @@ impl Neighbour {
                 NeighbourAttribute::LinkLayerAddress(bytes) => {
                     lladdr = <[u8; 6]>::try_from(bytes.as_slice()).ok()
                 }
-                NeighbourAttribute::CacheInfo(info) => {
-                    confirmed = Some(Duration::from_millis(
-                        u64::from(info.confirmed) * 1000 / USER_HZ,
-                    ))
-                }
                 _ => {}
             }
         }
@@ -250,20 +242,12 @@ impl Neighbour {
             state,
             NeighbourState::Incomplete | NeighbourState::Failed | NeighbourState::None
         );
-        // The kernel never asks again for what an administrator set.
-        if matches!(state, NeighbourState::Permanent | NeighbourState::Noarp) {
-            confirmed = None;
-        }
-        let neighbour = lladdr
-            .filter(|_| !unusable)
-            .map(|mac| Self { mac, confirmed });
+        let kernel_confirms = !matches!(state, NeighbourState::Permanent | NeighbourState::Noarp);
+        let neighbour = lladdr.filter(|_| !unusable).map(|mac| Self {
+            mac,
+            kernel_confirms,
+        });
         Some((key, neighbour))
-    }
-
-    /// Whether the kernel confirms this entry at all: it never asks again
-    /// about one an administrator set (permanent, no-ARP).
-    pub fn kernel_confirms(&self) -> bool {
-        self.confirmed.is_some()
     }
 }
 
@@ -302,23 +286,4 @@ pub fn ifindex(name: &str) -> Option<u32> {
     // SAFETY: a NUL-terminated string that outlives the call.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
     (index != 0).then_some(index)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_entries_the_kernel_confirms_are_probed() {
-        let learnt = Neighbour {
-            mac: [2, 0, 0, 0, 0, 1],
-            confirmed: Some(Duration::from_millis(60_000)),
-        };
-        assert!(learnt.kernel_confirms());
-        let permanent = Neighbour {
-            confirmed: None,
-            ..learnt
-        };
-        assert!(!permanent.kernel_confirms());
-    }
 }

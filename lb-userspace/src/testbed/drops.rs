@@ -195,7 +195,14 @@ impl WrongMac {
         for (ns, device) in &self.devices {
             let listed = nft(
                 ns,
-                &["-j", "list", "counter", "netdev", WRONG_MAC_TABLE, WRONG_MAC_COUNTER],
+                &[
+                    "-j",
+                    "list",
+                    "counter",
+                    "netdev",
+                    WRONG_MAC_TABLE,
+                    WRONG_MAC_COUNTER,
+                ],
                 None,
             )?;
             let listed: serde_json::Value = serde_json::from_str(&listed)
