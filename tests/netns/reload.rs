@@ -176,7 +176,7 @@ fn with_no_watch_only_sighup_reloads() {
 /// about 12 kB a reload.)
 #[test]
 fn a_reload_keeps_the_telemetry_pollers_it_does_not_change() {
-    let bed = Bed::up("k", 1);
+    let bed = Bed::up("W", 1);
     let linux = "mode = \"flowlet\"\ntelemetry = \"linux\"";
     let daemon = bed.daemon(&bed.config(linux), &[]).expect("fabriclb");
     let pollers = || telemetry_threads(daemon.pid());
