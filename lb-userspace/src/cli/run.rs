@@ -60,7 +60,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Before anything is loaded: one line naming what lacks, not the
     // verifier's refusal.
     daemon::require_at_start()?;
-    bound_malloc_arenas();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -76,20 +75,4 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         instance: args.pins.instance,
         sonic: args.sonic,
     }))
-}
-
-/// Caps glibc's malloc at two arenas, unless `MALLOC_ARENA_MAX` says
-/// otherwise. glibc gives threads arenas of their own, up to eight per
-/// core, and a telemetry restart (a reload or a BGP change that touches a
-/// group's pollers) briefly runs old and new pollers side by side, each
-/// new one taking an arena the others hold: over a ten-minute soak the
-/// daemon's RSS grew 11-13%, two arenas held it within 2.3%. Nothing the
-/// daemon allocates is contended enough to need more.
-fn bound_malloc_arenas() {
-    #[cfg(target_env = "gnu")]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: before any thread starts; a rejected value leaves glibc's
-        // default.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-    }
 }
