@@ -180,8 +180,9 @@ fn a_reload_keeps_the_telemetry_pollers_it_does_not_change() {
     let linux = "mode = \"flowlet\"\ntelemetry = \"linux\"";
     let daemon = bed.daemon(&bed.config(linux), &[]).expect("fabriclb");
     let pollers = || telemetry_threads(daemon.pid());
-    // The pollers started before the daemon dropped its capabilities end
-    // at their next poll.
+    // The pollers started before the daemon dropped its capabilities (just
+    // before its ready line) end at their next poll.
+    daemon.wait_for_log("ready").expect("ready");
     let (before, _) = wait_for("one poller", || {
         let threads = pollers();
         Ok((threads.len() == 1).then_some(threads))

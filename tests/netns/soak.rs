@@ -51,9 +51,11 @@ fn a_round_of_every_event_loses_only_what_each_is_allowed() {
         assert!(s.log_lines > 0 || s.event == Event::Quiet, "{s:?}");
     }
     assert_eq!(run.daemons.len(), 2, "{:?}", run.daemons);
-    // Within 5% (60 descriptors, 59-65 at a start with its start-up
-    // sockets still open, 60 at the end, in the runs so far).
-    for life in &run.daemons {
-        assert!(life.fds_end * 20 <= life.fds_start * 21, "{life:?}");
+    // Within 5% of what the daemon held after the first segment (60 in
+    // the runs so far): at its ready line it holds 57-65, start-up sockets
+    // still open or telemetry connections not yet made.
+    let settled = run.segments[0].fds;
+    for s in &run.segments {
+        assert!(s.fds * 20 <= settled * 21, "{s:?}");
     }
 }
