@@ -107,6 +107,8 @@ pub fn measure(
     let flows = FlowBuckets::new(bed, collective, &maps, 0)?;
     let next_hops = || flows.next_hops(&maps);
     let before = next_hops()?;
+    let share = |table: &[u32]| table.iter().filter(|&&hop| hop == dead).count();
+    let share_before = share(&maps.buckets(0)?);
 
     let mut samples = Vec::new();
     let watch_start = Instant::now();
@@ -123,7 +125,9 @@ pub fn measure(
 
     std::thread::sleep((started + flap.up_after).saturating_duration_since(Instant::now()));
     let back = set_link(bed, flap.spine, true)?;
-    while !maps.buckets(0)?.contains(&dead) {
+    // The daemon writes the table bucket by bucket: read the flows once
+    // the next hop has its whole share back, not at its first bucket.
+    while share(&maps.buckets(0)?) < share_before {
         ensure!(
             back.elapsed() < PATIENCE,
             "spine {}'s next hop not back after {PATIENCE:?}",

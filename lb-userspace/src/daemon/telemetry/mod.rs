@@ -9,9 +9,9 @@
 //! to the default quality; each path logs when it starts failing and when
 //! it recovers, not on every poll.
 
+mod pollers;
+
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
@@ -19,23 +19,19 @@ use lb_common::select::quality::{Measures, PathQuality, Profile};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::config::{Config, GroupTelemetry};
+use crate::config::Config;
 use crate::dataplane::tables::Tables;
-use crate::telemetry::counters_db::CountersDb;
-use crate::telemetry::linux::Linux;
-use crate::telemetry::remote::Remote;
-use crate::telemetry::{Reading, Source, TelemetryError};
+use crate::telemetry::{Reading, TelemetryError};
+use pollers::{Pollers, Spec};
 
 /// Batches a poller may have in flight before it drops the newest.
 const CHANNEL_DEPTH: usize = 64;
 
 /// What one poll of one group's source read.
 pub(super) struct Batch {
-    /// The [`Telemetry`] generation whose pollers sent it; batches of an
-    /// older config are ignored.
-    generation: u64,
-    /// Index of the group in the config.
-    group: usize,
+    /// The poller that sent it; batches of one since replaced are
+    /// ignored.
+    poller: u64,
     at: Instant,
     readings: Vec<Result<Reading, TelemetryError>>,
 }
@@ -101,50 +97,12 @@ impl PathState {
 
 /// The pollers of one config and every path's state, by next-hop id.
 pub(super) struct Telemetry {
-    generation: u64,
-    stop: Arc<AtomicBool>,
+    pollers: Pollers,
     batches: mpsc::Receiver<Batch>,
-    sender: mpsc::Sender<Batch>,
     profile: Profile,
     stale_after: Duration,
     pub(super) paths: HashMap<u32, PathState>,
     started: Instant,
-    /// What the running pollers were started from.
-    inputs: PollerInputs,
-}
-
-/// Everything a config gives its pollers: a config with the same keeps
-/// them running, sockets and connections included, instead of starting
-/// threads anew at each reload or route change.
-#[derive(Debug, Default, PartialEq)]
-struct PollerInputs {
-    interval: Duration,
-    timeout: Duration,
-    counters_db: Option<crate::telemetry::counters_db::Address>,
-    /// Per group with a source: its index, source, next hops' interfaces
-    /// and next-hop ids.
-    groups: Vec<(usize, GroupTelemetry, Vec<String>, Vec<u32>)>,
-}
-
-impl PollerInputs {
-    fn of(config: &Config, tables: &Tables) -> Self {
-        Self {
-            interval: Duration::from_micros(config.ars_profile.sampling_interval_us.into()),
-            timeout: Duration::from_millis(config.telemetry.timeout_ms.into()),
-            counters_db: config.telemetry.counters_db.clone(),
-            groups: (config.groups.iter().zip(&tables.groups).enumerate())
-                .filter_map(|(index, (group, table))| {
-                    let interfaces = group.next_hops.iter().map(|n| n.interface.clone());
-                    Some((
-                        index,
-                        group.telemetry.clone()?,
-                        interfaces.collect(),
-                        table.members.clone(),
-                    ))
-                })
-                .collect(),
-        }
-    }
 }
 
 impl Telemetry {
@@ -154,97 +112,45 @@ impl Telemetry {
         let (sender, batches) = mpsc::channel(CHANNEL_DEPTH);
         let (profile, stale_after) = settings(config);
         let mut telemetry = Self {
-            generation: 0,
-            stop: Arc::new(AtomicBool::new(false)),
+            pollers: Pollers::new(sender),
             batches,
-            sender,
             profile,
             stale_after,
             paths: HashMap::new(),
             started: Instant::now(),
-            inputs: PollerInputs::default(),
         };
-        telemetry.spawn(config, tables);
+        telemetry.follow(config, tables);
         telemetry
     }
 
-    /// Moves to a new config: the pollers stay when it gives them what
-    /// they run with; otherwise [`Self::restart`].
+    /// Moves to a new config: a group's poller stays when the config
+    /// gives it what it runs with, others start anew. Paths keep their
+    /// state while they keep their next-hop id and source.
     pub(super) fn follow(&mut self, config: &Config, tables: &Tables) {
-        if PollerInputs::of(config, tables) == self.inputs {
-            (self.profile, self.stale_after) = settings(config);
-            return;
-        }
-        self.restart(config, tables);
+        self.move_to(config, tables, false);
     }
 
-    /// Stops the old pollers, starts new ones, and keeps the state of
-    /// every path that keeps its next-hop id and source.
+    /// [`Self::follow`], every poller started anew.
     pub(super) fn restart(&mut self, config: &Config, tables: &Tables) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.stop = Arc::new(AtomicBool::new(false));
-        self.generation += 1;
-        (self.profile, self.stale_after) = settings(config);
-        let old = std::mem::take(&mut self.paths);
-        self.spawn(config, tables);
-        for (id, path) in &mut self.paths {
-            if let Some(kept) = old.get(id).filter(|o| o.source == path.source) {
-                *path = kept.clone();
-            }
-        }
+        self.move_to(config, tables, true);
     }
 
-    fn spawn(&mut self, config: &Config, tables: &Tables) {
-        self.inputs = PollerInputs::of(config, tables);
-        let (interval, timeout) = (self.inputs.interval, self.inputs.timeout);
-        for (index, (group, table)) in config.groups.iter().zip(&tables.groups).enumerate() {
-            let Some(telemetry) = &group.telemetry else {
-                continue;
-            };
-            let source: Box<dyn Source> = match telemetry {
-                GroupTelemetry::Linux => Box::new(Linux::new(
-                    group
-                        .next_hops
-                        .iter()
-                        .map(|n| n.interface.clone())
-                        .collect(),
-                )),
-                GroupTelemetry::CountersDb { ports } => {
-                    // Validation refuses counters-db without an address.
-                    let Some(address) = config.telemetry.counters_db.clone() else {
-                        continue;
-                    };
-                    Box::new(CountersDb::new(address, ports.clone(), timeout))
-                }
-                GroupTelemetry::Remote { targets } => {
-                    Box::new(Remote::new(targets.clone(), timeout))
-                }
-            };
-            for &id in &table.members {
-                self.paths.insert(id, PathState::new(source.name()));
-            }
-            let poller = Poller {
-                source,
-                generation: self.generation,
-                group: index,
-                interval,
-                stop: self.stop.clone(),
-                sender: self.sender.clone(),
-            };
-            let name = format!("telemetry-{}", group.name);
-            if let Err(e) = std::thread::Builder::new()
-                .name(name)
-                .spawn(move || poller.run())
-            {
-                warn!(group = %group.name, "no telemetry poller: {e}");
-            }
-        }
+    fn move_to(&mut self, config: &Config, tables: &Tables, all: bool) {
+        (self.profile, self.stale_after) = settings(config);
+        self.pollers.follow(Spec::of(config, tables), all);
+        let mut old = std::mem::take(&mut self.paths);
+        self.paths = (self.pollers.paths())
+            .map(|(id, source)| {
+                let kept = old.remove(&id).filter(|o| o.source == source);
+                (id, kept.unwrap_or_else(|| PathState::new(source)))
+            })
+            .collect();
     }
 
     /// The next batch; pends forever when no group has a source.
     pub(super) async fn next(&mut self) -> Batch {
         loop {
-            // The channel never closes: `self` holds a sender.
+            // The channel never closes: `self.pollers` holds a sender.
             if let Some(batch) = self.batches.recv().await {
                 return batch;
             }
@@ -254,18 +160,17 @@ impl Telemetry {
     /// Takes `batch` into the paths' state. Returns the qualities that
     /// now differ from `tables`', as (next-hop id, quality).
     pub(super) fn apply(&mut self, batch: Batch, tables: &Tables) -> Vec<(u32, u32)> {
-        if batch.generation != self.generation {
-            return Vec::new();
-        }
-        let Some(group) = tables.groups.get(batch.group) else {
+        let Some(spec) = self.pollers.current(batch.poller) else {
             return Vec::new();
         };
-        let name = &group.name;
-        for (&id, reading) in group.members.iter().zip(batch.readings) {
+        let Some(name) = tables.groups.get(spec.group).map(|g| &g.name) else {
+            return Vec::new();
+        };
+        for (&id, reading) in spec.members.iter().zip(batch.readings) {
             let Some(path) = self.paths.get_mut(&id) else {
                 continue;
             };
-            let label = || path_label(tables, batch.group, id);
+            let label = || path_label(tables, spec.group, id);
             match reading {
                 Ok(reading) => {
                     if std::mem::take(&mut path.failing) {
@@ -339,12 +244,6 @@ impl Telemetry {
     }
 }
 
-impl Drop for Telemetry {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 /// What a path's state is judged by: the quality profile and how long a
 /// reading stays good.
 fn settings(config: &Config) -> (Profile, Duration) {
@@ -368,42 +267,4 @@ fn id_label(tables: &Tables, id: u32) -> String {
         .enumerate()
         .find(|(_, g)| g.members.contains(&id))
         .map_or_else(|| id.to_string(), |(i, _)| path_label(tables, i, id))
-}
-
-/// One group's source on a thread of its own.
-struct Poller {
-    source: Box<dyn Source>,
-    generation: u64,
-    group: usize,
-    interval: Duration,
-    stop: Arc<AtomicBool>,
-    sender: mpsc::Sender<Batch>,
-}
-
-impl Poller {
-    fn run(mut self) {
-        let mut next = Instant::now();
-        while !self.stop.load(Ordering::Relaxed) {
-            let readings = self.source.poll();
-            let batch = Batch {
-                generation: self.generation,
-                group: self.group,
-                at: Instant::now(),
-                readings,
-            };
-            // Full: the event loop is busy; this sample is dropped, the
-            // next one is fresher anyway. Closed: the daemon is stopping.
-            if let Err(mpsc::error::TrySendError::Closed(_)) = self.sender.try_send(batch) {
-                return;
-            }
-            next += self.interval;
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(next - now);
-            } else {
-                // A slow poll: start again from now rather than burst.
-                next = now;
-            }
-        }
-    }
 }
