@@ -432,3 +432,88 @@ fn reload_keeps_learned_routes_and_a_restart_takes_them_over() {
     only_the_leaver_moved(&learned, &buckets(0)(&bed));
     all_delivered(&bed, load);
 }
+
+/// A port losing its carrier: the kernel deletes the next-hop objects
+/// through it and shrinks their groups without a word. FRR 8.4 (Debian
+/// 12's) then adds the object back and moves its route back onto the
+/// group, which no longer holds it. The daemon learns the route as the
+/// kernel has it, as a daemon started then would.
+#[test]
+fn a_lost_carrier_deletes_its_next_hop_objects_as_the_kernel_does() {
+    let bed = Bed::up("X", 1);
+    let add_single = |j: u32| {
+        let (id, via, dev) = (j.to_string(), format!("198.18.{j}.2"), format!("s{j}"));
+        bed.ip(
+            "leaf",
+            &["nexthop", "add", "id", &id, "via", &via, "dev", &dev],
+        )
+        .expect("ip nexthop");
+    };
+    (1..=3).for_each(add_single);
+    for (id, group) in [("10", "1/2/3"), ("11", "1/3")] {
+        bed.ip("leaf", &["nexthop", "add", "id", id, "group", group])
+            .expect("ip nexthop group");
+    }
+    let route_via = |nhid: &str| {
+        bed.ip(
+            "leaf",
+            &[
+                "route",
+                "replace",
+                "198.19.101.0/24",
+                "nhid",
+                nhid,
+                "proto",
+                "bgp",
+            ],
+        )
+        .expect("ip route");
+    };
+    route_via("10");
+    let daemon = bed.daemon(&config_text("ecmp"), &[]).expect("fabriclb");
+    daemon
+        .wait_for_log("learned: s1 198.18.1.2, s2 198.18.2.2, s3 198.18.3.2, 1 routes")
+        .expect("the route learned");
+
+    // Spine 2's end down, and what zebra does about it.
+    bed.ip("s2", &["link", "set", "leaf", "down"])
+        .expect("down");
+    route_via("11");
+    daemon
+        .wait_for_log("s1 198.18.1.2, s3 198.18.3.2, 1 routes")
+        .expect("spine 2 out");
+    bed.ip("s2", &["link", "set", "leaf", "up"]).expect("up");
+    add_single(2);
+    daemon.skip_log().expect("log");
+    route_via("10");
+    let group = bed
+        .ip("leaf", &["nexthop", "show", "id", "10"])
+        .expect("ip");
+    assert!(group.contains("group 1/3 "), "the kernel's group: {group}");
+    // A route whose learning is logged: by then the move back was read.
+    bed.ip(
+        "leaf",
+        &[
+            "route",
+            "add",
+            "198.19.102.0/24",
+            "via",
+            "198.18.4.2",
+            "dev",
+            "s4",
+            "proto",
+            "bgp",
+        ],
+    )
+    .expect("ip route");
+    let log = daemon
+        .wait_for_log("s4 198.18.4.2, 1 routes")
+        .expect("the second route learned");
+    assert!(
+        !log.contains("s2 198.18.2.2"),
+        "spine 2 learned back: {log}"
+    );
+    let groups = LeafMaps::open(&bed.testbed).expect("maps");
+    let members = |id| groups.group(id).expect("group").member_count;
+    assert_eq!((members(0), members(1)), (2, 1));
+}

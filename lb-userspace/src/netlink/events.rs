@@ -93,6 +93,23 @@ pub enum LinkEvent {
     Lost,
 }
 
+impl LinkEvent {
+    /// The port this event takes down (administratively, by its carrier,
+    /// or deleted): where the kernel deletes the next-hop objects that
+    /// leave by it.
+    pub fn port_down(&self) -> Option<u32> {
+        match self {
+            Self::Link {
+                ifindex,
+                link: Some(link),
+                ..
+            } if !link.up => Some(*ifindex),
+            Self::Deleted { ifindex, .. } => Some(*ifindex),
+            _ => None,
+        }
+    }
+}
+
 impl Event for LinkEvent {
     type Message = RouteNetlinkMessage;
     const GROUPS: &'static [MulticastGroup] = &[MulticastGroup::Link, MulticastGroup::Neigh];

@@ -128,13 +128,47 @@ impl KernelTable {
                 self.objects.insert(id, object);
             }
             RouteEvent::NextHop { id, object: None } | RouteEvent::NextHopRemoved(id) => {
-                self.objects.remove(&id);
-                // The kernel deletes the routes through it and says nothing.
-                self.routes.retain(|_, r| r.via != Via::Object(id));
+                self.remove_object(id);
             }
             RouteEvent::Lost => return false,
         }
         true
+    }
+
+    /// Port `ifindex` went down or lost its carrier: the kernel deletes
+    /// the next-hop objects that leave by it, and says nothing (only an
+    /// object deleted by request is announced), so a group object shrinks
+    /// in silence and a route moved back to it later would otherwise be
+    /// learned with next hops the kernel no longer has. Returns whether
+    /// anything was deleted.
+    pub(super) fn port_down(&mut self, ifindex: u32) -> bool {
+        let gone: Vec<u32> = (self.objects.iter())
+            .filter(|(_, o)| matches!(o, NextHopObject::Single(g) if g.ifindex == ifindex))
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &gone {
+            self.remove_object(id);
+        }
+        !gone.is_empty()
+    }
+
+    /// Deletes object `id` as the kernel does: out of every group object,
+    /// a group left empty deleted with it, and the routes through any of
+    /// them deleted, all without a word from the kernel.
+    fn remove_object(&mut self, id: u32) {
+        let mut gone = vec![id];
+        while let Some(id) = gone.pop() {
+            self.objects.remove(&id);
+            self.routes.retain(|_, r| r.via != Via::Object(id));
+            for (&group, object) in &mut self.objects {
+                if let NextHopObject::Group(members) = object {
+                    members.retain(|&(member, _)| member != id);
+                    if members.is_empty() {
+                        gone.push(group);
+                    }
+                }
+            }
+        }
     }
 
     /// The routes `filter` takes, per prefix the one of lowest metric,

@@ -214,6 +214,21 @@ impl KernelWatch {
                 }
             }
         }
+        self.schedule();
+    }
+
+    /// Port `ifindex` went down or lost its carrier: what the kernel
+    /// deleted with it, silently, deleted here too and written with the
+    /// burst.
+    pub(super) fn port_down(&mut self, ifindex: u32) {
+        if self.table.port_down(ifindex) {
+            self.schedule();
+        }
+    }
+
+    /// A burst of changes to write: when it ends, or at the latest
+    /// [`MAX_WAIT`] after it began.
+    fn schedule(&mut self) {
         let now = Instant::now();
         self.pending = Some(match self.pending {
             None => (now, now + QUIET),

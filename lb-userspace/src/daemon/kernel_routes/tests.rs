@@ -338,6 +338,68 @@ fn next_hop_objects_and_their_groups() {
     assert_eq!(routes_of(&config, "uplinks#2"), ["10.2.0.0/16"]);
 }
 
+/// A port's carrier lost: the kernel deletes its next-hop objects and
+/// shrinks their groups without a word. FRR, its link back, adds the
+/// object again and moves the route back to the group object, still
+/// without that member (seen on the BGP testbed: `ip monitor nexthop
+/// route` shows the object added and the route moved, nothing else). The
+/// route is learned as the kernel has it, as a daemon started then would.
+#[test]
+fn a_port_down_deletes_its_next_hop_objects_as_the_kernel_does() {
+    let mut table = table();
+    for n in 1..=3 {
+        table.apply(RouteEvent::NextHop {
+            id: u32::from(n),
+            object: Some(NextHopObject::Single(spine(n, 1))),
+        });
+    }
+    let group = |members: &[u32]| NextHopObject::Group(members.iter().map(|&m| (m, 1)).collect());
+    table.apply(RouteEvent::NextHop {
+        id: 100,
+        object: Some(group(&[1, 2, 3])),
+    });
+    table.apply(RouteEvent::NextHop {
+        id: 101,
+        object: Some(group(&[2])),
+    });
+    table.apply(route("10.1.0.0/16", BGP, Via::Object(100)));
+    table.apply(route("10.2.0.0/16", BGP, Via::Object(101)));
+    let mut learned = Learned::default();
+
+    assert!(table.port_down(spine(2, 1).ifindex));
+    assert!(
+        !table.port_down(spine(2, 1).ifindex),
+        "nothing left to delete"
+    );
+    // The link back: the object again, the route back onto group 100.
+    table.apply(RouteEvent::NextHop {
+        id: 2,
+        object: Some(NextHopObject::Single(spine(2, 1))),
+    });
+    table.apply(route("10.1.0.0/16", BGP, Via::Object(100)));
+    let (_, config) = learn(&mut learned, &table);
+    let next_hops: Vec<String> = group_of(&config, "10.1.0.0/16")
+        .next_hops
+        .iter()
+        .map(|n| n.interface.clone())
+        .collect();
+    assert_eq!(next_hops, ["s1", "s3"]);
+    // The group that held spine 2 alone went with it, and its route.
+    assert!(
+        config
+            .routes
+            .iter()
+            .all(|r| r.prefix != prefix("10.2.0.0/16")),
+        "{config:?}"
+    );
+}
+
+/// The group `config` routes `p` to.
+fn group_of<'a>(config: &'a Config, p: &str) -> &'a config::Group {
+    let route = config.routes.iter().find(|r| r.prefix == prefix(p));
+    &config.groups[route.expect("routed").group]
+}
+
 #[test]
 fn routes_fabriclb_cannot_forward_are_skipped_and_said_once() {
     let mut table = table();

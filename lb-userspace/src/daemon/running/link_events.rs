@@ -29,6 +29,9 @@ impl Running {
                 for event in events {
                     read_again |= event == LinkEvent::Lost;
                     links_changed |= !matches!(event, LinkEvent::Neighbour { .. });
+                    if let Some(ifindex) = event.port_down() {
+                        self.kernel.port_down(ifindex);
+                    }
                     self.links.view.apply(event, &self.config);
                 }
                 if read_again {
