@@ -21,6 +21,13 @@ use super::topology::{host_addr, receiver_addr, spine_addr};
 
 /// Where Debian's `frr` package puts the daemons.
 const DAEMONS: &str = "/usr/lib/frr";
+/// Routes installed with their next hops inline, not through `ip nexthop`
+/// objects: Debian 12's FRR (8.4) keeps a next-hop group whose member the
+/// kernel deleted with a lost carrier, and moves the route back onto it
+/// when the link returns, so the kernel forwards without that spine until
+/// the group goes (fixed upstream in 2023, FRR pull request 14080). Inline routes
+/// are rewritten whole at each change.
+const ZEBRA_CONF: &str = "no zebra nexthop kernel enable\n";
 /// The leaf's, the spines' and the far leaf's AS.
 pub const LEAF_AS: u32 = 65001;
 pub const SPINE_AS: u32 = 65100;
@@ -84,7 +91,7 @@ impl Routers {
     fn start_router(&self, router: &Router, ns: &str) -> Result<()> {
         let dir = self.dir.join(&router.role);
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("zebra.conf"), "")?;
+        std::fs::write(dir.join("zebra.conf"), ZEBRA_CONF)?;
         std::fs::write(dir.join("bgpd.conf"), config(router))?;
         run(Command::new("chown").args(["-R", "frr:frr"]).arg(&dir))?;
         for daemon in ["zebra", "bgpd"] {
