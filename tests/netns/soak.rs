@@ -9,8 +9,10 @@ use crate::bed::{Bed, fabriclb};
 
 /// Every loss is explained by a counter, and each event costs at most
 /// what its spine carries in the time fabriclb promises to follow it in
-/// (10 ms of a link's share, held to four times that here; 100 ms of a
-/// MAC's; nothing for reloads, a dying source and a restart); the
+/// (10 ms of a link's share at its busiest, held to twice that here; 100 ms
+/// of a MAC's; nothing for reloads, a dying source and a restart); every
+/// spine carries again after the restart (a flap before it no longer takes
+/// one out of the kernel's routes for good); the
 /// daemon's descriptors do not grow past 5%.
 #[test]
 fn a_round_of_every_event_loses_only_what_each_is_allowed() {
@@ -35,15 +37,21 @@ fn a_round_of_every_event_loses_only_what_each_is_allowed() {
     for s in &run.segments {
         // A flap's frames are lost between the carrier going and the
         // kernel's link event (the daemon writes the next hop within about
-        // a millisecond of the event, debug build included), and they are
-        // lost in whole 32-frame batches. On a box busy with the suite the
-        // event comes late now and then: fresh-clone runs lost 64 and 128
-        // against 10 ms of the spine's share (48), which the product does
-        // not yet hold to (issue 25's note). Four times that share is what
-        // the suite holds it to; a flap followed only at the refresh loses
-        // thousands.
+        // a millisecond of the event, debug build included), in whole
+        // 32-frame batches; its bound is what the spine carried in its
+        // busiest 10 ms (96-128 where the mean gives 48-64: the collective
+        // sends in rounds). Release runs stay within it (0 or 32 lost,
+        // failover 0.4-3 ms); on a box busy with the suite the event comes
+        // late now and then (fresh-clone runs lost 64 and 128), so the
+        // suite holds a flap to twice that, and its failover to 25 ms, as
+        // the link-down test does. A flap followed only at the refresh
+        // loses thousands.
         let bound = match s.event {
-            Event::LinkFlap => 4 * s.bound,
+            Event::LinkFlap => {
+                assert!(s.failover_ms.is_none_or(|ms| ms <= 25.0), "{s:?}");
+                assert!(s.busiest_10ms.is_some_and(|b| b > 0), "spine 2 idle: {s:?}");
+                2 * s.bound
+            }
             _ => s.bound,
         };
         assert!(s.lost <= bound, "{s:?}");
@@ -51,6 +59,16 @@ fn a_round_of_every_event_loses_only_what_each_is_allowed() {
         assert!(s.log_lines > 0 || s.event == Event::Quiet, "{s:?}");
     }
     assert_eq!(run.daemons.len(), 2, "{:?}", run.daemons);
+    let after_restart = run.segments.last().expect("the restart");
+    assert!(
+        after_restart
+            .spine_packets
+            .iter()
+            .filter(|p| p.is_some())
+            .count()
+            >= 3,
+        "{after_restart:?}"
+    );
     // Within 5% of what the daemon held after the first segment (60 in
     // the runs so far): at its ready line it holds 57-65, start-up sockets
     // still open or telemetry connections not yet made.

@@ -10,10 +10,10 @@ use anyhow::{Context, Result, anyhow};
 use aya::maps::{Array, Map, MapData, PerCpuArray};
 use aya::programs::loaded_programs;
 use lb_common::abi::{
-    BUCKETS, GROUPS, GroupEntry, NEXTHOP_STATS, NextHopStats, OVERRIDE_STATS, OverrideStats,
-    PATH_QUALITY,
+    BUCKETS, GROUPS, GroupEntry, NEXTHOP_STATS, NEXTHOPS, NextHop, NextHopStats, OVERRIDE_STATS,
+    OverrideStats, PATH_QUALITY,
 };
-use lb_common::limits::{BUCKETS_PER_GROUP, MAX_OVERRIDES_PER_GROUP};
+use lb_common::limits::{BUCKETS_PER_GROUP, MAX_GROUPS, MAX_OVERRIDES_PER_GROUP};
 use lb_common::select::overrides::override_index;
 
 use super::Testbed;
@@ -25,6 +25,7 @@ pub struct LeafMaps {
     groups: Array<MapData, GroupEntry>,
     buckets: Array<MapData, u32>,
     overrides: PerCpuArray<MapData, OverrideStats>,
+    nexthops: Array<MapData, NextHop>,
 }
 
 impl LeafMaps {
@@ -38,8 +39,8 @@ impl LeafMaps {
         let ids = info
             .map_ids()?
             .ok_or_else(|| anyhow!("program {prog_id} lists no maps"))?;
-        let (mut quality, mut stats, mut groups, mut buckets, mut overrides) =
-            (None, None, None, None, None);
+        let (mut quality, mut stats, mut groups, mut buckets, mut overrides, mut nexthops) =
+            (None, None, None, None, None, None);
         for id in ids {
             let data = MapData::from_id(id)?;
             let name = data.info()?.name_as_str().map(str::to_owned);
@@ -53,6 +54,7 @@ impl LeafMaps {
                 Some(OVERRIDE_STATS) => {
                     overrides = Some(PerCpuArray::try_from(Map::from_map_data(data)?)?)
                 }
+                Some(NEXTHOPS) => nexthops = Some(Array::try_from(Map::from_map_data(data)?)?),
                 _ => {}
             }
         }
@@ -63,6 +65,7 @@ impl LeafMaps {
             buckets: buckets.with_context(|| format!("no {BUCKETS} in program {prog_id}"))?,
             overrides: overrides
                 .with_context(|| format!("no {OVERRIDE_STATS} in program {prog_id}"))?,
+            nexthops: nexthops.with_context(|| format!("no {NEXTHOPS} in program {prog_id}"))?,
         })
     }
 
@@ -99,12 +102,36 @@ impl LeafMaps {
         Ok(self.groups.get(&id, 0)?)
     }
 
+    /// The next hops of every group that leave by port `ifindex`.
+    pub fn next_hops_via(&self, ifindex: u32) -> Result<Vec<u32>> {
+        let mut via = Vec::new();
+        for id in 0..MAX_GROUPS {
+            let group = self.group(id)?;
+            for &member in group.members.iter().take(group.member_count as usize) {
+                if self.nexthops.get(&member, 0)?.ifindex == ifindex && !via.contains(&member) {
+                    via.push(member);
+                }
+            }
+        }
+        Ok(via)
+    }
+
     /// Group `id`'s bucket table: a next-hop id per bucket.
     pub fn buckets(&self, id: u32) -> Result<Vec<u32>> {
         (id * BUCKETS_PER_GROUP..(id + 1) * BUCKETS_PER_GROUP)
             .map(|b| Ok(self.buckets.get(&b, 0)?))
             .collect()
     }
+}
+
+/// The ifindex of the leaf's port `port`.
+pub fn leaf_ifindex(bed: &Testbed, port: &str) -> Result<u32> {
+    let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", port]))?;
+    let links: serde_json::Value = serde_json::from_str(&out)?;
+    links[0]["ifindex"]
+        .as_u64()
+        .map(|id| id as u32)
+        .ok_or_else(|| anyhow!("no ifindex for the leaf's {port}: {out}"))
 }
 
 /// The id of the XDP program on the leaf's `h1`, as `ip -j link` shows it.

@@ -111,16 +111,10 @@ pub fn measure(
     let share_before = share(&maps.buckets(0)?);
 
     let mut samples = Vec::new();
-    let watch_start = Instant::now();
-    while watch_start.elapsed() < BEFORE {
-        samples.push((Instant::now(), maps.packets(dead)?));
-        std::thread::sleep(SAMPLE_EVERY);
-    }
+    let counter = || maps.packets(dead);
+    sample_until(&counter, Instant::now() + BEFORE, &mut samples)?;
     let changed = set_link(bed, flap.spine, false)?;
-    while changed.elapsed() < AFTER {
-        samples.push((Instant::now(), maps.packets(dead)?));
-        std::thread::sleep(SAMPLE_EVERY);
-    }
+    sample_until(&counter, changed + AFTER, &mut samples)?;
     let down = next_hops()?;
 
     std::thread::sleep((started + flap.up_after).saturating_duration_since(Instant::now()));
@@ -146,6 +140,36 @@ pub fn measure(
         rejoin_moved_flows: count(&|i| up[i] != down[i]),
         displaced_flows: count(&|i| up[i] != before[i]),
     })
+}
+
+/// Samples `counter` every [`SAMPLE_EVERY`] into `samples` until `until`.
+pub(super) fn sample_until(
+    counter: &dyn Fn() -> Result<u64>,
+    until: Instant,
+    samples: &mut Vec<(Instant, u64)>,
+) -> Result<()> {
+    while Instant::now() < until {
+        samples.push((Instant::now(), counter()?));
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    Ok(())
+}
+
+/// The most the counter grew by within any `window` of `samples`: what
+/// the path carried in its busiest stretch that long. Collectives send in
+/// rounds, so this is the loss a reaction within `window` may cost, where
+/// the mean rate over `window` would be less than one round.
+pub(super) fn busiest(samples: &[(Instant, u64)], window: Duration) -> u64 {
+    let mut most = 0;
+    for (i, &(start, first)) in samples.iter().enumerate() {
+        let within = samples[i..]
+            .iter()
+            .take_while(|(t, _)| *t - start <= window);
+        if let Some(&(_, last)) = within.last() {
+            most = most.max(last.saturating_sub(first));
+        }
+    }
+    most
 }
 
 /// Milliseconds from `changed` to the last sample whose counter grew over
@@ -228,6 +252,25 @@ fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busiest_window_is_the_most_a_counter_grew_within_it() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let samples = [
+            (at(0), 0),
+            (at(4), 32),
+            (at(9), 32),
+            (at(12), 64),
+            (at(30), 70),
+        ];
+        let ten = Duration::from_millis(10);
+        // 0-9 ms: 32; 4-12 ms: 32; 9-12: 32; 12-30 is wider than 10 ms.
+        assert_eq!(busiest(&samples, ten), 32);
+        assert_eq!(busiest(&samples, Duration::from_millis(12)), 64);
+        assert_eq!(busiest(&samples[..1], ten), 0);
+        assert_eq!(busiest(&[], ten), 0);
+    }
 
     #[test]
     fn failover_ends_at_the_last_sample_the_counter_grew_in() {

@@ -23,15 +23,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
 
-use super::link_down::set_link;
+use super::link_down::{busiest, last_growth, sample_until, set_link};
 use super::slow_spine::{EVEN_RATES_MBIT, ring};
 use super::{Scenario, on_own_bed};
 use crate::testbed::bpffs::Bpffs;
 use crate::testbed::drops::{WrongMac, unaccounted};
 use crate::testbed::topology::spine_addr;
 use crate::testbed::{
-    Collective, Daemon, Exporters, Leaf, LeafCounters, Queues, Routing, Testbed,
-    run_collective_with,
+    Collective, Daemon, Exporters, Leaf, LeafCounters, LeafMaps, Queues, Routing, Testbed,
+    leaf_ifindex, run_collective_with,
 };
 
 /// The soak's length at full length, seconds.
@@ -50,6 +50,13 @@ const FLAPPED: usize = 2;
 const RENAMED: usize = 3;
 const SILENCED: usize = 1;
 const DRAINED: usize = 4;
+/// A flap's next hop watched (its packet counter, every millisecond)
+/// from this long before its link goes to this long after.
+const WATCHED_BEFORE: Duration = Duration::from_millis(300);
+const WATCHED_AFTER: Duration = Duration::from_millis(100);
+/// The time the product follows a link or a session in, and a MAC.
+const LINK_WITHIN: Duration = Duration::from_millis(10);
+const MAC_WITHIN: Duration = Duration::from_millis(100);
 /// The MACs spine [`RENAMED`] takes in turn.
 const MACS: [&str; 2] = ["02:42:00:00:5a:01", "02:42:00:00:5a:02"];
 /// The telemetry group's route: a documentation prefix no traffic uses.
@@ -137,9 +144,18 @@ pub struct Segment {
     pub counts: Counts,
     /// Sent and not received: what the event cost.
     pub lost: u64,
+    /// For a flap: from the carrier change to the last millisecond in
+    /// which the leaf still sent to the flapped spine; null when it sent
+    /// nothing after the change, or for other events.
+    pub failover_ms: Option<f64>,
+    /// For a flap: the most the leaf sent to the flapped spine in any
+    /// 10 ms before the change (the collective sends in rounds, so this
+    /// may be several times the mean).
+    pub busiest_10ms: Option<u64>,
     /// What the event may cost: what its spine carries in the time the
-    /// product promises to follow it in (10 ms for a link, 100 ms for a
-    /// MAC), 0 where nothing should be lost.
+    /// product promises to follow it in (10 ms for a link, at its busiest
+    /// if more than at its mean; 100 ms for a MAC), 0 where nothing should
+    /// be lost.
     pub bound: u64,
     pub unaccounted: i64,
     /// Lines the daemon logged during it.
@@ -293,19 +309,21 @@ impl Rig<'_> {
         f(self.daemon.borrow().as_ref().context("no daemon")?)
     }
 
-    /// Does `event` at its times, counted from the segment's `start`.
-    fn event(&self, event: Event, start: Instant) -> Result<()> {
+    /// Does `event` at its times, counted from the segment's `start`; for
+    /// a flap, what the leaf sent to the spine around it.
+    fn event(&self, event: Event, start: Instant) -> Result<Option<FlapWatch>> {
         let at = |offset: Duration| {
             std::thread::sleep((start + offset).saturating_duration_since(Instant::now()));
         };
+        if event == Event::LinkFlap {
+            let watch = self.flap(start)?;
+            at(EVENT_AT + BACK_AFTER);
+            set_link(self.bed, FLAPPED, true)?;
+            return Ok(Some(watch));
+        }
         at(EVENT_AT);
         match event {
-            Event::Quiet => {}
-            Event::LinkFlap => {
-                set_link(self.bed, FLAPPED, false)?;
-                at(EVENT_AT + BACK_AFTER);
-                set_link(self.bed, FLAPPED, true)?;
-            }
+            Event::Quiet | Event::LinkFlap => {}
             Event::MacChange => {
                 let turn = {
                     let mut renamed = self.renamed.borrow_mut();
@@ -348,7 +366,33 @@ impl Rig<'_> {
                 self.start_daemon()?;
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Takes spine [`FLAPPED`]'s link down at [`EVENT_AT`], watching what
+    /// the leaf sends it from [`WATCHED_BEFORE`] that to
+    /// [`WATCHED_AFTER`] the change.
+    fn flap(&self, start: Instant) -> Result<FlapWatch> {
+        let maps = LeafMaps::open(self.bed)?;
+        let ifindex = leaf_ifindex(self.bed, &format!("s{FLAPPED}"))?;
+        let ids = maps.next_hops_via(ifindex)?;
+        anyhow::ensure!(
+            !ids.is_empty(),
+            "spine {FLAPPED} is in no group before its flap"
+        );
+        let counter = || ids.iter().map(|&id| maps.packets(id)).sum::<Result<u64>>();
+        std::thread::sleep(
+            (start + EVENT_AT - WATCHED_BEFORE).saturating_duration_since(Instant::now()),
+        );
+        let mut samples = Vec::new();
+        sample_until(&counter, start + EVENT_AT, &mut samples)?;
+        let busiest_10ms = busiest(&samples, LINK_WITHIN);
+        let changed = set_link(self.bed, FLAPPED, false)?;
+        sample_until(&counter, changed + WATCHED_AFTER, &mut samples)?;
+        Ok(FlapWatch {
+            failover_ms: last_growth(&samples, changed),
+            busiest_10ms,
+        })
     }
 
     /// The leaf's counters now, from a metrics snapshot written after
@@ -390,7 +434,7 @@ impl Rig<'_> {
             leaf: Leaf::Started,
             ..scenario().collective
         };
-        let (run, ()) = run_collective_with(
+        let (run, flap) = run_collective_with(
             self.bed,
             self.fabriclb,
             self.workdir,
@@ -423,6 +467,8 @@ impl Rig<'_> {
             at_s,
             counts,
             lost: counts.sent.saturating_sub(counts.received),
+            failover_ms: flap.and_then(|f| f.failover_ms),
+            busiest_10ms: flap.map(|f| f.busiest_10ms),
             bound: 0,
             unaccounted: counts.unaccounted(),
             log_lines,
@@ -443,20 +489,29 @@ impl Rig<'_> {
     }
 }
 
+/// What the leaf sent a flapped spine around the change.
+#[derive(Clone, Copy, Debug)]
+struct FlapWatch {
+    failover_ms: Option<f64>,
+    busiest_10ms: u64,
+}
+
 /// The flowlet gaps the valid reloads switch between, µs.
 const GAPS_US: [u32; 2] = [25_000, 30_000];
 /// Between the reloads: more than the config watch's settle time.
 const RELOAD_EVERY: Duration = Duration::from_millis(600);
 
-/// What `event` may lose: what the spine it is done to carries, at the
-/// rate the round's quiet segment measured (the spines are equal), in the time the product
-/// follows it in (10 ms for a link or a session, 100 ms for a MAC). The
-/// event's own segment cannot say: the spine leaves the group in it.
-fn bound(event: Event, quiet: &Segment) -> u64 {
-    let (spine, within) = match event {
-        Event::LinkFlap => (FLAPPED, Duration::from_millis(10)),
-        Event::MacChange => (RENAMED, Duration::from_millis(100)),
-        Event::BgpSession => (DRAINED, Duration::from_millis(10)),
+/// What `segment`'s event may cost: what its spine carries in the time
+/// the product follows it in ([`LINK_WITHIN`] for a link or a session,
+/// [`MAC_WITHIN`] for a MAC), at the rate the round's quiet segment
+/// measured (the spines are equal), or for a flap what its spine carried
+/// in its busiest such stretch if that is more. The event's own segment
+/// cannot give the rate: the spine leaves the group in it.
+fn bound(segment: &Segment, quiet: &Segment) -> u64 {
+    let (spine, within) = match segment.event {
+        Event::LinkFlap => (FLAPPED, LINK_WITHIN),
+        Event::MacChange => (RENAMED, MAC_WITHIN),
+        Event::BgpSession => (DRAINED, LINK_WITHIN),
         Event::Quiet | Event::Reloads | Event::TelemetryLoss | Event::Restart => return 0,
     };
     // A spine still coming back (a BGP session re-established in the
@@ -465,7 +520,9 @@ fn bound(event: Event, quiet: &Segment) -> u64 {
     let known: Vec<u64> = quiet.spine_packets.iter().flatten().copied().collect();
     let mean = known.iter().sum::<u64>() / known.len().max(1) as u64;
     let carried = quiet.spine_packets[spine - 1].unwrap_or(mean);
-    (carried as f64 * within.as_secs_f64() / quiet.sending_s.max(f64::EPSILON)).ceil() as u64
+    let at_mean =
+        (carried as f64 * within.as_secs_f64() / quiet.sending_s.max(f64::EPSILON)).ceil() as u64;
+    at_mean.max(segment.busiest_10ms.unwrap_or(0))
 }
 
 /// A process's threads.
@@ -513,7 +570,7 @@ pub fn measure(bed: &Testbed, fabriclb: &Path, workdir: &Path, seconds: u64) -> 
         let mut segment = rig.segment(event, start)?;
         match event {
             Event::Quiet => *quiet = Some(segment.clone()),
-            _ => segment.bound = quiet.as_ref().map_or(0, |q| bound(event, q)),
+            _ => segment.bound = quiet.as_ref().map_or(0, |q| bound(&segment, q)),
         }
         Ok(segment)
     };
@@ -565,13 +622,14 @@ pub fn run(bed_name: &str, seconds: u64, json: Option<&Path>) -> Result<()> {
     .context("scenario soak")?;
     println!("soak: {}", scenario.workload);
     println!(
-        "{:<15} {:>7} {:>8} {:>8} {:>6} {:>7} {:>9} {:>9} {:>6} {:>6} {:>11} {:>5}",
+        "{:<15} {:>7} {:>8} {:>8} {:>6} {:>7} {:>11} {:>9} {:>9} {:>6} {:>6} {:>11} {:>5}",
         "event",
         "at_s",
         "sent",
         "received",
         "lost",
         "bound",
+        "failover_ms",
         "dropped",
         "tx_errors",
         "wrong",
@@ -581,13 +639,15 @@ pub fn run(bed_name: &str, seconds: u64, json: Option<&Path>) -> Result<()> {
     );
     for s in &run.segments {
         println!(
-            "{:<15} {:>7.1} {:>8} {:>8} {:>6} {:>7} {:>9} {:>9} {:>6} {:>6} {:>11} {:>5}",
+            "{:<15} {:>7.1} {:>8} {:>8} {:>6} {:>7} {:>11} {:>9} {:>9} {:>6} {:>6} {:>11} {:>5}",
             serde_json::to_value(s.event)?.as_str().unwrap_or_default(),
             s.at_s,
             s.counts.sent,
             s.counts.received,
             s.lost,
             s.bound,
+            s.failover_ms
+                .map_or("-".to_owned(), |ms| format!("{ms:.1}")),
             s.counts.dropped,
             s.counts.tx_errors,
             s.counts.wrong_mac,
