@@ -40,7 +40,7 @@ enum Cmd {
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
-    /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic and te-override scenarios (JSON in target/demo/)
+    /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic and te-override scenarios (JSON in target/demo/)
     Demo {
         /// Extra arguments for `fabriclb testbed demo`
         #[arg(last = true)]
@@ -210,9 +210,10 @@ fn bench(root: &Path) -> Result<()> {
 /// adaptive-routing results, failover, a hitless restart (about 10 s), a
 /// spine drained by BGP (about 15 s), the leaf driven from SONiC's
 /// CONFIG_DB (about 15 s) and a controller's overrides (about 30 s).
-const HEADLINE_SCENARIOS: [&str; 9] = [
+const HEADLINE_SCENARIOS: [&str; 10] = [
     "slow-spine",
     "slow-spine-lossless",
+    "bgp-slow-spine",
     "spine-slowdown",
     "cross-traffic",
     "link-down",

@@ -30,8 +30,9 @@ pub enum TestbedCommand {
         /// Messages per connection.
         #[arg(long, default_value_t = 64)]
         messages: u32,
-        /// slow-spine, slow-spine-lossless, spine-slowdown, cross-traffic,
-        /// link-down, restart, bgp-drain, sonic, te-override or soak.
+        /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown,
+        /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override
+        /// or soak.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// How long `--scenario soak` runs, in seconds.

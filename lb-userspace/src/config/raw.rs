@@ -53,6 +53,9 @@ pub(super) struct RawGroup {
     pub(super) flowlet_gap_us: Option<Spanned<i64>>,
     pub(super) spray: Option<Spanned<String>>,
     pub(super) telemetry: Option<Spanned<String>>,
+    /// Templates for the next hops a group learns.
+    pub(super) telemetry_url: Option<Spanned<String>>,
+    pub(super) telemetry_device: Option<Spanned<String>>,
     pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
     pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,
     pub(super) sonic_routes: Option<Spanned<RawSonicRoutes>>,

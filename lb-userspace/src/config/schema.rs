@@ -414,6 +414,16 @@ pub enum NextHopAddr {
     Ip(IpAddr),
 }
 
+impl NextHopAddr {
+    /// The address, for a next hop resolved from one.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Self::Mac(_) => None,
+            Self::Ip(ip) => Some(*ip),
+        }
+    }
+}
+
 impl fmt::Display for NextHopAddr {
     /// A MAC as lowercase `02:00:00:00:01:02`, an IP in its standard form.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -547,6 +557,10 @@ pub enum GroupTelemetry {
     CountersDb { ports: Vec<String> },
     /// `telemetry_url` and `telemetry_device` of each next hop.
     Remote { targets: Vec<remote::Target> },
+    /// In a group that learns its next hops: the group's `telemetry_url`
+    /// and `telemetry_device`, each learned next hop's target made from
+    /// them.
+    RemoteTemplate { template: remote::TargetTemplate },
 }
 
 impl GroupTelemetry {
@@ -554,7 +568,25 @@ impl GroupTelemetry {
         match self {
             Self::Linux => TelemetrySource::Linux,
             Self::CountersDb { .. } => TelemetrySource::CountersDb,
-            Self::Remote { .. } => TelemetrySource::Remote,
+            Self::Remote { .. } | Self::RemoteTemplate { .. } => TelemetrySource::Remote,
+        }
+    }
+
+    /// A learning group's telemetry for the group it learned with
+    /// `next_hops`: a SONiC port and a remote target per next hop, named
+    /// after its interface, made from the templates.
+    pub fn for_learned(&self, next_hops: &[NextHopSpec]) -> Self {
+        match self {
+            Self::Linux | Self::Remote { .. } => self.clone(),
+            Self::CountersDb { .. } => Self::CountersDb {
+                ports: next_hops.iter().map(|n| n.interface.clone()).collect(),
+            },
+            Self::RemoteTemplate { template } => Self::Remote {
+                targets: next_hops
+                    .iter()
+                    .map(|n| template.target(n.addr.ip(), &n.interface))
+                    .collect(),
+            },
         }
     }
 }

@@ -24,6 +24,7 @@
 
 mod exposition;
 mod scrape;
+mod template;
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ use ureq::http::Uri;
 
 use super::{Reading, Source, TelemetryError};
 use scrape::{Failure, Scraper, Series};
+pub use template::TargetTemplate;
 
 const NAME: &str = "remote";
 const BACKLOG: &str = "node_qdisc_backlog";

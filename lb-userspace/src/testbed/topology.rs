@@ -20,9 +20,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 
-use super::Exporters;
 use super::frr::{self, Routers};
 use super::netns::{ethtool, in_netns, ip, ip_tc};
+use super::{Exporters, exporters};
 
 /// The shape of a testbed.
 #[derive(Clone, Debug)]
@@ -307,17 +307,24 @@ impl Testbed {
             text.push_str(line.trim());
             text.push('\n');
         }
-        match self.shape.routing {
-            // The spines and the receivers' routes are BGP's.
-            Routing::Bgp => {
-                text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
-                return text;
+        // The spines and the receivers' routes are BGP's.
+        let learned = match self.shape.routing {
+            Routing::Bgp => Some("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n"),
+            Routing::AppDb => Some("sonic_routes = { protocol = \"bgp\" }\n"),
+            Routing::Static => None,
+        };
+        if let Some(routes) = learned {
+            text.push_str(routes);
+            if remote {
+                // Each spine's exporter listens on its address toward the
+                // leaf: the learned next hop's own.
+                text.push_str(&format!(
+                    "telemetry_url = \"http://{{ip}}:{}/metrics\"\ntelemetry_device = \"{}\"\n",
+                    exporters::PORT,
+                    exporters::DEVICE
+                ));
             }
-            Routing::AppDb => {
-                text.push_str("sonic_routes = { protocol = \"bgp\" }\n");
-                return text;
-            }
-            Routing::Static => {}
+            return text;
         }
         text.push_str("next_hops = [\n");
         for j in 1..=self.shape.spines {

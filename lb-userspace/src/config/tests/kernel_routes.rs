@@ -1,8 +1,9 @@
 //! `kernel_routes` and `sonic_routes`: groups that follow the kernel's
 //! routing table or SONiC's APPL_DB routes.
 
-use super::{NEXT_HOPS, SWITCH, err, ok, warnings, with_groups};
-use crate::config::{KernelRoutes, RT_TABLE_MAIN};
+use super::{NEXT_HOPS, SWITCH, err, ok, warnings, with_group_key, with_groups};
+use crate::config::{GroupTelemetry, KernelRoutes, RT_TABLE_MAIN};
+use crate::telemetry::remote;
 
 /// `SWITCH`, then a group "uplinks" on lines 3-5 whose line 5 is `keys`,
 /// then `rest` from line 6.
@@ -83,20 +84,66 @@ fn a_group_has_next_hops_or_kernel_routes() {
     );
 }
 
+/// A learning group reads its learned next hops' own egress queues
+/// (`linux`), their SONiC ports (`counters-db`, a port per interface), or
+/// the next switches' queues (`remote`, a target per next hop made from
+/// the group's templates).
 #[test]
-fn kernel_groups_take_linux_telemetry_only() {
+fn kernel_groups_take_telemetry_by_template() {
     let linux = ok(&followed(
         BGP,
         "mode = \"flowlet\"\ntelemetry = \"linux\"\n",
     ));
-    assert!(linux.groups[0].telemetry.is_some());
+    assert_eq!(linux.groups[0].telemetry, Some(GroupTelemetry::Linux));
+    let templates = "telemetry_url = \"http://{ip}:9100/metrics\"\n\
+                     telemetry_device = \"to-{interface}\"\n";
+    let remote = ok(&followed(
+        BGP,
+        &format!("mode = \"flowlet\"\ntelemetry = \"remote\"\n{templates}"),
+    ));
+    let template = remote::TargetTemplate {
+        url: "http://{ip}:9100/metrics".into(),
+        device: "to-{interface}".into(),
+    };
+    assert_eq!(
+        remote.groups[0].telemetry,
+        Some(GroupTelemetry::RemoteTemplate { template })
+    );
     assert_eq!(
         err(&followed(
             BGP,
             "mode = \"flowlet\"\ntelemetry = \"remote\"\n"
         )),
         "configs/x.toml:7:13: group \"uplinks\" follows the kernel's routes: its next hops \
-         are learned, so only telemetry = \"linux\" (each next hop's own egress queue) applies"
+         are learned, so telemetry = \"remote\" needs telemetry_url and telemetry_device at \
+         the group, templates in which {ip} and {interface} stand for each next hop's address \
+         and port, e.g. telemetry_url = \"http://{ip}:9100/metrics\", telemetry_device = \
+         \"eth1\""
+    );
+    assert_eq!(
+        err(&followed(
+            BGP,
+            "telemetry = \"remote\"\ntelemetry_url = \"http://{host}:9100/\"\n\
+             telemetry_device = \"eth1\"\n"
+        )),
+        "configs/x.toml:7:17: telemetry_url \"http://{host}:9100/\": only {ip} (the next \
+         hop's address) and {interface} (the port toward it) may be written in braces"
+    );
+    assert_eq!(
+        err(&followed(
+            BGP,
+            &format!("telemetry = \"linux\"\n{templates}")
+        )),
+        "configs/x.toml:7:17: telemetry_url does not apply to group \"uplinks\"'s \
+         telemetry = \"linux\""
+    );
+    // A group that lists its next hops sets them on each.
+    let why = err(&with_group_key(&format!(
+        "telemetry = \"remote\"\n{templates}"
+    )));
+    assert!(
+        why.contains("telemetry_url at the group is a template for next hops the group learns"),
+        "{why}"
     );
 }
 

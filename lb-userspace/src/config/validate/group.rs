@@ -7,7 +7,7 @@ use lb_common::select::hash::HashFields;
 use toml::Spanned;
 
 use super::route_source::Followed;
-use super::telemetry::PathKeys;
+use super::telemetry::{PathKeys, Template};
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
 use crate::config::schema::{
@@ -90,8 +90,8 @@ impl Ctx<'_> {
                 group.next_hops,
                 learns.as_ref().map(|(source, _)| source),
             )?;
+            let learns_from = learns.as_ref().map(|(routes, _)| routes.whose());
             if let Some((routes, span)) = learns {
-                self.learned_telemetry(&name, &routes, &group.telemetry)?;
                 followed.push(Followed {
                     name: name.clone(),
                     routes,
@@ -150,8 +150,19 @@ impl Ctx<'_> {
                 )?;
                 next_hops.push(spec);
             }
-            let telemetry =
-                self.group_telemetry(&name, group.telemetry, paths, &next_hops, telemetry)?;
+            let template = Template {
+                url: group.telemetry_url,
+                device: group.telemetry_device,
+                learns_from,
+            };
+            let telemetry = self.group_telemetry(
+                &name,
+                group.telemetry,
+                template,
+                paths,
+                &next_hops,
+                telemetry,
+            )?;
 
             groups.push(Group {
                 name,

@@ -10,7 +10,6 @@ use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::{NameOrNumber, RawKernelRoutes, RawSonicRoutes};
 use crate::config::schema::{
     Group, KernelRoutes, RT_PROTOS, RT_TABLE_MAIN, RT_TABLES, Route, RouteSource, SonicRoutes,
-    TelemetrySource,
 };
 
 /// A group that learns its routes as validation saw it: where its keys
@@ -200,31 +199,6 @@ impl Ctx<'_> {
             )),
             (list, _) => Ok(list),
         }
-    }
-
-    /// A learning group's telemetry: `linux` only, the one source that
-    /// needs nothing per next hop.
-    pub(super) fn learned_telemetry(
-        &self,
-        group: &str,
-        source: &RouteSource,
-        telemetry: &Option<Spanned<String>>,
-    ) -> Result<(), ConfigError> {
-        let source_routes = source.whose();
-        let source = telemetry;
-        let Some(source) = source else {
-            return Ok(());
-        };
-        if source.get_ref() == TelemetrySource::Linux.name() {
-            return Ok(());
-        }
-        Err(self.error(
-            source.span(),
-            format!(
-                "group {group:?} follows {source_routes}: its next hops are learned, \
-                 so only telemetry = \"linux\" (each next hop's own egress queue) applies"
-            ),
-        ))
     }
 
     /// A `[[route]]` cannot point at a group that learns its routes.

@@ -48,6 +48,21 @@ impl PathKeys {
     }
 }
 
+/// A group's own `telemetry_url` and `telemetry_device`: templates for
+/// the next hops it learns, when it learns them (from `learns_from`).
+pub(super) struct Template {
+    pub(super) url: Option<Spanned<String>>,
+    pub(super) device: Option<Spanned<String>>,
+    pub(super) learns_from: Option<&'static str>,
+}
+
+impl Template {
+    fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
+        (self.url.as_ref().map(|u| (u.span(), "telemetry_url")))
+            .or_else(|| self.device.as_ref().map(|d| (d.span(), "telemetry_device")))
+    }
+}
+
 impl Ctx<'_> {
     pub(super) fn ars_profile(
         &self,
@@ -234,18 +249,29 @@ impl Ctx<'_> {
         }
     }
 
-    /// Group `group`'s telemetry from its `telemetry` key and its next
-    /// hops' keys (`paths`, same order as `specs`).
+    /// Group `group`'s telemetry from its `telemetry` key, its own
+    /// templates and its next hops' keys (`paths`, same order as `specs`).
     pub(super) fn group_telemetry(
         &self,
         group: &str,
         source: Option<Spanned<String>>,
+        template: Template,
         paths: Vec<PathKeys>,
         specs: &[NextHopSpec],
         settings: &TelemetrySettings,
     ) -> Result<Option<GroupTelemetry>, ConfigError> {
+        if let (Some((span, key)), None) = (template.first_key(), template.learns_from) {
+            return Err(self.error(
+                span,
+                format!(
+                    "{key} at the group is a template for next hops the group learns                      (kernel_routes, sonic_routes); group {group:?} lists its next hops:                      set {key} on each"
+                ),
+            ));
+        }
         let Some(source_key) = source else {
-            if let Some((span, key)) = paths.iter().find_map(PathKeys::first_key) {
+            let stray =
+                (template.first_key()).or_else(|| paths.iter().find_map(PathKeys::first_key));
+            if let Some((span, key)) = stray {
                 return Err(self.error(
                     span,
                     format!("{key} is set but group {group:?} has no `telemetry` source"),
@@ -274,6 +300,14 @@ impl Ctx<'_> {
                 ));
             }
         }
+        if source != TelemetrySource::Remote
+            && let Some((span, key)) = template.first_key()
+        {
+            return Err(self.error(
+                span,
+                format!("{key} does not apply to group {group:?}'s telemetry = \"{source}\""),
+            ));
+        }
         Ok(Some(match source {
             TelemetrySource::Linux => GroupTelemetry::Linux,
             TelemetrySource::CountersDb => {
@@ -297,6 +331,9 @@ impl Ctx<'_> {
                     })
                     .collect::<Result<_, _>>()?;
                 GroupTelemetry::CountersDb { ports }
+            }
+            TelemetrySource::Remote if template.learns_from.is_some() => {
+                self.remote_template(group, source_key.span(), template)?
             }
             TelemetrySource::Remote => {
                 let mut targets = Vec::with_capacity(paths.len());
@@ -324,6 +361,57 @@ impl Ctx<'_> {
                 GroupTelemetry::Remote { targets }
             }
         }))
+    }
+}
+
+impl Ctx<'_> {
+    /// A learning group's `remote` telemetry: both templates, each with
+    /// known placeholders only, the URL one that makes a URL, the device
+    /// one that fits a device label whatever it is filled with.
+    fn remote_template(
+        &self,
+        group: &str,
+        source_span: Range<usize>,
+        template: Template,
+    ) -> Result<GroupTelemetry, ConfigError> {
+        let whose = template.learns_from.unwrap_or("its routes");
+        let (Some(url), Some(device)) = (template.url, template.device) else {
+            return Err(self.error(
+                source_span,
+                format!(
+                    "group {group:?} follows {whose}: its next hops are learned, so \
+                     telemetry = \"remote\" needs telemetry_url and telemetry_device at the \
+                     group, templates in which {{ip}} and {{interface}} stand for each next \
+                     hop's address and port, e.g. telemetry_url = \
+                     \"http://{{ip}}:9100/metrics\", telemetry_device = \"eth1\""
+                ),
+            ));
+        };
+        for (text, in_url, key) in [
+            (&url, true, "telemetry_url"),
+            (&device, false, "telemetry_device"),
+        ] {
+            remote::TargetTemplate::check(text.get_ref(), in_url)
+                .map_err(|why| self.error(text.span(), format!("{key} {why}")))?;
+        }
+        let longest = remote::TargetTemplate::longest(device.get_ref());
+        if longest.len() > NAME_MAX_LEN {
+            return Err(self.error(
+                device.span(),
+                format!(
+                    "telemetry_device {:?} may make a label of {} bytes (with {{ip}} an IPv6 \
+                     address, {{interface}} 15 bytes); at most {NAME_MAX_LEN} are allowed",
+                    device.get_ref(),
+                    longest.len()
+                ),
+            ));
+        }
+        Ok(GroupTelemetry::RemoteTemplate {
+            template: remote::TargetTemplate {
+                url: url.into_inner(),
+                device: self.name(device, "telemetry_device", NAME_MAX_LEN)?,
+            },
+        })
     }
 }
 

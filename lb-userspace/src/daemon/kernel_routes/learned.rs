@@ -237,8 +237,10 @@ impl Learned {
             let (next_hops, weights): (Vec<_>, Vec<_>) = learned.set.iter().cloned().unzip();
             let equal = weights.windows(2).all(|w| w[0] == w[1]);
             let group = out.groups.len();
+            let telemetry = (parent.telemetry.as_ref()).map(|t| t.for_learned(&next_hops));
             out.groups.push(Group {
                 name: learned_group_name(&parent.name, learned.n),
+                telemetry,
                 next_hops,
                 weights: if equal { Vec::new() } else { weights },
                 kernel_routes: None,

@@ -73,11 +73,19 @@ fn port(ifindex: u32) -> Option<String> {
 
 /// Learns `table` for `file()`: the report and the effective config.
 fn learn(learned: &mut Learned, table: &KernelTable) -> (super::learned::Report, Config) {
-    let file = file();
+    learn_for(&file(), learned, table)
+}
+
+/// Learns `table` for `file`, whose first group follows it.
+fn learn_for(
+    file: &Config,
+    learned: &mut Learned,
+    table: &KernelTable,
+) -> (super::learned::Report, Config) {
     let kernel = file.groups[0].kernel_routes.expect("follows");
     let selected = BTreeMap::from([("uplinks".to_string(), table.select(&kernel, &port))]);
-    let report = learned.update(&file, &selected);
-    (report, learned.effective(&file))
+    let report = learned.update(file, &selected);
+    (report, learned.effective(file))
 }
 
 /// `n` routes, `10.1.0.0/16` ... `10.n.0.0/16`, all over spines 1-4.
@@ -156,6 +164,46 @@ fn routes_with_the_same_next_hops_share_a_group_with_the_parents_settings() {
     let tables = Tables::build(&config, None, usable).expect("tables");
     assert_eq!(tables.groups.len(), 3);
     assert_eq!(tables.routes.len(), 4);
+}
+
+/// A learning group's telemetry, per learned group: `remote` targets
+/// made from its templates for each next hop, `counters-db` ports named
+/// after the interfaces.
+#[test]
+fn learned_groups_get_a_telemetry_target_per_next_hop() {
+    let mut table = table();
+    table.apply(route("10.1.0.0/16", BGP, via(&[1, 2])));
+    let with = |keys: &str| {
+        let text = format!(
+            "[switch]\ninterfaces = [\"eth0\"]\n[telemetry]\n\
+             counters_db = \"unix:/run/redis/redis.sock\"\n\
+             [[group]]\nname = \"uplinks\"\nmode = \"flowlet\"\n\
+             kernel_routes = {{ table = \"main\", protocol = \"bgp\" }}\n{keys}"
+        );
+        let file = config::parse(&text, Path::new("kernel.toml")).expect("valid config");
+        let (_, config) = learn_for(&file, &mut Learned::default(), &table);
+        group(&config, "uplinks#1").telemetry.clone()
+    };
+    let remote = with(
+        "telemetry = \"remote\"\ntelemetry_url = \"http://{ip}:9100/metrics\"\n\
+         telemetry_device = \"fleaf\"\n",
+    );
+    let target = |j: u8| crate::telemetry::remote::Target {
+        url: format!("http://198.18.{j}.2:9100/metrics"),
+        device: "fleaf".into(),
+    };
+    assert_eq!(
+        remote,
+        Some(config::GroupTelemetry::Remote {
+            targets: vec![target(1), target(2)]
+        })
+    );
+    assert_eq!(
+        with("telemetry = \"counters-db\"\n"),
+        Some(config::GroupTelemetry::CountersDb {
+            ports: vec!["s1".into(), "s2".into()]
+        })
+    );
 }
 
 #[test]

@@ -70,9 +70,11 @@ impl Spec {
     }
 
     /// The source this spec polls; `None` for `counters-db` without an
-    /// address, which validation refuses.
+    /// address, which validation refuses, and for the templates of a group
+    /// that learns its next hops, whose learned groups poll instead.
     fn source(&self) -> Option<Box<dyn Source>> {
         Some(match &self.source {
+            GroupTelemetry::RemoteTemplate { .. } => return None,
             GroupTelemetry::Linux => Box::new(Linux::new(self.interfaces.clone())),
             GroupTelemetry::CountersDb { ports } => Box::new(CountersDb::new(
                 self.counters_db.clone()?,

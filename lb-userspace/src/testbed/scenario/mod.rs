@@ -32,7 +32,7 @@ pub use link_down::{Failover, LinkFlap, link_down};
 pub use reaction::{RateChange, Reaction};
 pub use report::{Event, ModeReport, Report};
 pub use slow_spine::{
-    RATES_MBIT as SLOW_SPINE_RATES_MBIT, cross_traffic, slow_spine, spine_slowdown,
+    RATES_MBIT as SLOW_SPINE_RATES_MBIT, bgp_slow_spine, cross_traffic, slow_spine, spine_slowdown,
 };
 pub use table::print;
 
@@ -43,6 +43,8 @@ pub enum Name {
     SlowSpine,
     /// The same with queues that never drop.
     SlowSpineLossless,
+    /// `slow-spine` with the leaf's routes and next hops from BGP.
+    BgpSlowSpine,
     /// Four equal spines, one slowed to a quarter mid-run: the reaction.
     SpineSlowdown,
     /// Four equal spines, one filled by traffic the leaf does not see.
@@ -66,9 +68,10 @@ pub enum Name {
 }
 
 impl Name {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
+        Self::BgpSlowSpine,
         Self::SpineSlowdown,
         Self::CrossTraffic,
         Self::LinkDown,
@@ -83,6 +86,7 @@ impl Name {
         match self {
             Self::SlowSpine => "slow-spine",
             Self::SlowSpineLossless => "slow-spine-lossless",
+            Self::BgpSlowSpine => "bgp-slow-spine",
             Self::SpineSlowdown => "spine-slowdown",
             Self::CrossTraffic => "cross-traffic",
             Self::LinkDown => "link-down",
@@ -99,6 +103,7 @@ impl Name {
         match self {
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
+            Self::BgpSlowSpine => bgp_slow_spine(slow_spine::MESSAGES),
             Self::SpineSlowdown => spine_slowdown(slow_spine::MESSAGES),
             Self::CrossTraffic => cross_traffic(slow_spine::MESSAGES),
             Self::LinkDown => link_down(link_down::MESSAGES),
@@ -132,8 +137,8 @@ impl Name {
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, spine-slowdown, \
-     cross-traffic, link-down, restart, bgp-drain, sonic, te-override and soak"
+    "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
+     spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override and soak"
 )]
 pub struct UnknownScenario(String);
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::Cross;
 use super::Scenario;
 use super::reaction::RateChange;
-use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Shape};
+use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Routing, Shape};
 use crate::traffic::{Pace, Pattern};
 
 /// Spine rates, Mbit/s.
@@ -48,6 +48,22 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
         Queues::Lossless => "slow-spine-lossless",
     };
     ring(name, &RATES_MBIT, LOAD, queues, messages)
+}
+
+/// `slow-spine` on the testbed run by BGP: the leaf's group follows the
+/// kernel's BGP routes, no next hop is written in its config, and the
+/// telemetry rows make each learned next hop's target from the group's
+/// templates.
+pub fn bgp_slow_spine(messages: u32) -> Scenario {
+    let mut scenario = ring("bgp-slow-spine", &RATES_MBIT, LOAD, Queues::Lossy, messages);
+    scenario.shape.routing = Routing::Bgp;
+    Scenario {
+        workload: format!(
+            "{}; routes from BGP, no next hop in the leaf's config",
+            scenario.workload
+        ),
+        ..scenario
+    }
 }
 
 /// Four equal spines, the last slowed to a quarter mid-run; lossy queues,
