@@ -52,9 +52,19 @@ pub struct Bed {
 static TURNS: RwLock<()> = RwLock::new(());
 
 /// A test's hold on [`TURNS`]: shared, or alone.
-struct Turn {
+pub struct Turn {
     _shared: Option<RwLockReadGuard<'static, ()>>,
     _alone: Option<RwLockWriteGuard<'static, ()>>,
+}
+
+impl Turn {
+    /// A turn beside one other test.
+    pub fn shared() -> Self {
+        Self {
+            _shared: Some(TURNS.read().unwrap_or_else(|e| e.into_inner())),
+            _alone: None,
+        }
+    }
 }
 
 impl Bed {
@@ -84,11 +94,7 @@ impl Bed {
     }
 
     pub fn shaped(tag: &str, shape: Shape) -> Self {
-        let turn = Turn {
-            _shared: Some(TURNS.read().unwrap_or_else(|e| e.into_inner())),
-            _alone: None,
-        };
-        Self::with_turn(tag, shape, turn)
+        Self::with_turn(tag, shape, Turn::shared())
     }
 
     /// [`Bed::shaped`], with no other test's testbed up meanwhile.

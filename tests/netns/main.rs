@@ -11,6 +11,7 @@ mod attach;
 mod bed;
 mod config_file;
 mod dlb;
+mod fabric;
 mod failover;
 mod hop;
 mod inspect;

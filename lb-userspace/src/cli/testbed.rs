@@ -1,5 +1,6 @@
 //! `fabriclb testbed`: namespace fabrics for trying fabriclb out.
 
+use anyhow::Context;
 use clap::Subcommand;
 use fabriclb::testbed;
 
@@ -9,6 +10,20 @@ pub enum TestbedCommand {
     Up {
         #[command(flatten)]
         shape: ShapeArgs,
+        /// Build a fabric of this many leaves (2-16), every one a switch
+        /// fabriclb runs on, each linked to every spine, `--hosts` per
+        /// leaf, static routes; each leaf's config is written to
+        /// `--config-dir`. Without it, the single-leaf testbed.
+        #[arg(long, conflicts_with_all = ["spine_rate_mbit", "spine_rates"])]
+        leaves: Option<usize>,
+        /// With `--leaves`: each spine port's rate toward each leaf (TBF),
+        /// in Mbit/s: a rate for every port and `sJ:lK=RATE` for spine J's
+        /// port toward leaf K, e.g. 200,s2:l3=50.
+        #[arg(long, requires = "leaves")]
+        link_rates: Option<testbed::fabric::LinkRates>,
+        /// With `--leaves`: where the leaves' configs go, as NAME-lK.toml.
+        #[arg(long, requires = "leaves", default_value = ".")]
+        config_dir: std::path::PathBuf,
     },
     /// Remove a testbed built by `up`.
     Down {
@@ -106,9 +121,58 @@ impl ShapeArgs {
     }
 }
 
+/// `testbed up --leaves`: the fabric, each leaf's config written, what
+/// to run said; left in place for `testbed down`.
+fn fabric_up(
+    shape: &ShapeArgs,
+    leaves: usize,
+    rates: testbed::fabric::LinkRates,
+    config_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        matches!(shape.routing, RoutingArg::Static),
+        "--leaves builds a statically routed fabric; --routing bgp is for the single leaf"
+    );
+    let fabric = testbed::fabric::Fabric::up(
+        &shape.name,
+        testbed::fabric::FabricShape {
+            leaves,
+            spines: shape.spines,
+            hosts: shape.hosts,
+            rates,
+            queues: shape.shape().queues,
+        },
+    )?;
+    eprintln!(
+        "fabric {} is up: {} namespaces; run fabriclb on every leaf:",
+        shape.name,
+        testbed::namespaces(&shape.name)?.len()
+    );
+    for k in 1..=leaves {
+        let path = config_dir.join(format!("{}-l{k}.toml", shape.name));
+        std::fs::write(&path, fabric.leaf_config(k, ""))
+            .with_context(|| format!("writing {}", path.display()))?;
+        // One host, one bpffs: each leaf's daemon pins under its own name.
+        eprintln!(
+            "  ip netns exec {} fabriclb run --config {} --instance {}",
+            fabric.ns(&format!("l{k}")),
+            path.display(),
+            fabric.ns(&format!("l{k}"))
+        );
+    }
+    fabric.keep();
+    Ok(())
+}
+
 pub fn run(command: TestbedCommand) -> anyhow::Result<()> {
     match command {
-        TestbedCommand::Up { shape } => {
+        TestbedCommand::Up {
+            shape,
+            leaves: Some(leaves),
+            link_rates,
+            config_dir,
+        } => fabric_up(&shape, leaves, link_rates.unwrap_or_default(), &config_dir),
+        TestbedCommand::Up { shape, .. } => {
             let bed = testbed::Testbed::up(&shape.name, shape.shape())?;
             // The config alone on stdout, so `testbed up > leaf.toml` saves
             // it; what to do with it on stderr.

@@ -54,9 +54,23 @@ impl Daemon {
         config: &str,
         args: &[&str],
     ) -> Result<Self> {
-        let config_file = workdir.join("leaf.toml");
-        let metrics_file = workdir.join("leaf.prom");
-        let log_file = workdir.join("leaf.log");
+        Self::start_in(&bed.ns("leaf"), "leaf", fabriclb, workdir, config, args)
+    }
+
+    /// [`Self::start`] in namespace `ns`, its files in `workdir` named
+    /// after `role` (`ROLE.toml`, `ROLE.prom`, `ROLE.log`): one of a
+    /// fabric's leaves.
+    pub fn start_in(
+        ns: &str,
+        role: &str,
+        fabriclb: &Path,
+        workdir: &Path,
+        config: &str,
+        args: &[&str],
+    ) -> Result<Self> {
+        let config_file = workdir.join(format!("{role}.toml"));
+        let metrics_file = workdir.join(format!("{role}.prom"));
+        let log_file = workdir.join(format!("{role}.log"));
         std::fs::write(&config_file, config)?;
         let _ = std::fs::remove_file(&metrics_file);
         let log = File::create(&log_file).context("creating the daemon's log")?;
@@ -71,7 +85,7 @@ impl Daemon {
             .map_or_else(Vec::new, |bpffs| bpffs.args(DEFAULT_INSTANCE));
         let mut command = Command::new("ip");
         command
-            .args(["netns", "exec", &bed.ns("leaf")])
+            .args(["netns", "exec", ns])
             .arg(fabriclb)
             .args(["run", "--metrics-interval-ms", "100", "--config"])
             .arg(&config_file)

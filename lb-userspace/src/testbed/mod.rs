@@ -9,6 +9,7 @@ mod daemon;
 pub mod demo;
 mod drops;
 mod exporters;
+pub mod fabric;
 pub mod frr;
 mod hop;
 mod leaf_maps;

@@ -296,17 +296,7 @@ impl Testbed {
         let remote = group
             .lines()
             .any(|l| l.replace(' ', "") == format!("telemetry=\"{REMOTE}\""));
-        let interfaces: Vec<String> = (1..=self.shape.hosts)
-            .map(|i| format!("\"h{i}\""))
-            .collect();
-        let mut text = format!(
-            "[switch]\nhash_seed = 0x5eed\ninterfaces = [{}]\n\n[[group]]\nname = \"spines\"\n",
-            interfaces.join(", ")
-        );
-        for line in group.lines().filter(|l| !l.trim().is_empty()) {
-            text.push_str(line.trim());
-            text.push('\n');
-        }
+        let mut text = spine_group_header(0x5eed, self.shape.hosts, group);
         // The spines and the receivers' routes are BGP's.
         let learned = match self.shape.routing {
             Routing::Bgp => Some("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n"),
@@ -355,25 +345,8 @@ impl Testbed {
 
     /// `tc qdisc {verb}` of spine `j`'s TBF at `mbit`.
     fn shape_spine(&self, j: usize, verb: &str, mbit: u32) -> Result<()> {
-        let rate = format!("{mbit}mbit");
-        let limit = LOSSLESS_LIMIT_BYTES.to_string();
-        let mut tbf = vec![
-            "qdisc",
-            verb,
-            "dev",
-            SHAPED_DEVICE,
-            "root",
-            "tbf",
-            "rate",
-            &rate,
-            "burst",
-            "64kb",
-        ];
-        tbf.extend(match self.shape.queues {
-            Queues::Lossy => ["latency", "20ms"],
-            Queues::Lossless => ["limit", limit.as_str()],
-        });
-        ip_tc(&self.ns(&format!("s{j}")), &tbf)
+        let spine = self.ns(&format!("s{j}"));
+        tbf(&spine, SHAPED_DEVICE, verb, mbit, self.shape.queues)
     }
 
     /// A namespace `c{j}` attached to spine `j` only, its address
@@ -512,7 +485,38 @@ pub const LINK_MTU: u32 = 3000;
 /// The largest RoCE MTU that fits [`LINK_MTU`].
 pub const ROCE_MTU: u32 = 2048;
 
-fn veth(ns_a: &str, name_a: &str, ns_b: &str, name_b: &str) -> Result<()> {
+/// A leaf config's start: the switch with `hash_seed`, XDP on host ports
+/// `h1..=h{hosts}`, and group "spines" with the TOML keys `group` adds,
+/// its next hops and routes left to follow.
+pub(super) fn spine_group_header(hash_seed: u32, hosts: usize, group: &str) -> String {
+    let ports: Vec<String> = (1..=hosts).map(|i| format!("\"h{i}\"")).collect();
+    let mut text = format!(
+        "[switch]\nhash_seed = {hash_seed:#x}\ninterfaces = [{}]\n\n[[group]]\nname = \"spines\"\n",
+        ports.join(", ")
+    );
+    for line in group.lines().filter(|l| !l.trim().is_empty()) {
+        text.push_str(line.trim());
+        text.push('\n');
+    }
+    text
+}
+
+/// `verb` (`add`, `change`) a TBF root qdisc at `mbit` on `dev`, queueing
+/// as `queues` says.
+pub(super) fn tbf(ns: &str, dev: &str, verb: &str, mbit: u32, queues: Queues) -> Result<()> {
+    let rate = format!("{mbit}mbit");
+    let limit = LOSSLESS_LIMIT_BYTES.to_string();
+    let mut tbf = vec![
+        "qdisc", verb, "dev", dev, "root", "tbf", "rate", &rate, "burst", "64kb",
+    ];
+    tbf.extend(match queues {
+        Queues::Lossy => ["latency", "20ms"],
+        Queues::Lossless => ["limit", limit.as_str()],
+    });
+    ip_tc(ns, &tbf)
+}
+
+pub(super) fn veth(ns_a: &str, name_a: &str, ns_b: &str, name_b: &str) -> Result<()> {
     let mtu = LINK_MTU.to_string();
     ip(&[
         "-n", ns_a, "link", "add", name_a, "mtu", &mtu, "type", "veth", "peer", "name", name_b,
@@ -569,11 +573,11 @@ fn static_leaf_routes(leaf: &str, fleaf: &str, spines: usize) -> Result<()> {
     ])
 }
 
-fn addr(ns: &str, dev: &str, cidr: &str) -> Result<()> {
+pub(super) fn addr(ns: &str, dev: &str, cidr: &str) -> Result<()> {
     ip(&["-n", ns, "addr", "add", cidr, "dev", dev])
 }
 
-fn sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
+pub(super) fn sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
     let path = format!("/proc/sys/{key}");
     let value = value.to_owned();
     in_netns(ns, move || {

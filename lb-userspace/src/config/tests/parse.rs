@@ -290,13 +290,20 @@ fn example_configs_say_what_they_claim() {
 }
 
 /// The FRR example follows the main table's BGP routes beside a group of
-/// its own.
+/// its own, and reads each learned spine's exporter by template.
 #[test]
 fn frr_example_follows_bgp_routes() {
     let frr = example("frr-leaf.toml");
     let kernel = frr.groups[0].kernel_routes.expect("follows the kernel");
     assert_eq!(kernel.to_string(), "table main protocol bgp");
-    assert_eq!(frr.groups[0].telemetry, Some(GroupTelemetry::Linux));
+    let template = crate::telemetry::remote::TargetTemplate {
+        url: "http://{ip}:9100/metrics".into(),
+        device: "swp32".into(),
+    };
+    assert_eq!(
+        frr.groups[0].telemetry,
+        Some(GroupTelemetry::RemoteTemplate { template })
+    );
     assert_eq!(frr.routes.len(), 1);
     assert_eq!(frr.groups[frr.routes[0].group].name, "storage");
 }

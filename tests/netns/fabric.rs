@@ -1,0 +1,127 @@
+//! The fabric of several leaves (`testbed up --leaves`): every leaf runs
+//! fabriclb, and traffic between racks crosses two of them.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use fabriclb::testbed::fabric::{Fabric, FabricShape, host_addr, link_addr};
+use fabriclb::testbed::{Daemon, LeafCounters, PATIENCE, in_netns, namespaces};
+
+use crate::bed::{Turn, fabriclb, name};
+
+const PORT: u16 = 7000;
+/// Per host toward each other host: datagrams, in flows of their own.
+const DATAGRAMS: u32 = 64;
+const FLOWS: u32 = 16;
+
+/// Four leaves, one host each, fabriclb on every leaf: each host sends to
+/// every other; every datagram arrives, each leaf's fabriclb forwarded
+/// its own host's (not the kernel), spread over every spine; the fabric
+/// leaves no namespace behind.
+#[test]
+fn every_leaf_forwards_between_racks_through_fabriclb() {
+    let _turn = Turn::shared();
+    let name = name("F");
+    let shape = FabricShape {
+        leaves: 4,
+        hosts: 1,
+        ..FabricShape::default()
+    };
+    let workdir = std::env::temp_dir().join(format!("{name}-work"));
+    std::fs::create_dir_all(&workdir).expect("workdir");
+    let _work = RemoveOnDrop(workdir.clone());
+    {
+        let fabric = Fabric::up(&name, shape.clone()).expect("fabric");
+        let daemons: Vec<Daemon> = (1..=shape.leaves)
+            .map(|k| {
+                let role = format!("l{k}");
+                let config = fabric.leaf_config(k, "");
+                Daemon::start_in(&fabric.ns(&role), &role, fabriclb(), &workdir, &config, &[])
+                    .expect("fabriclb on every leaf")
+            })
+            .collect();
+        let bind = |k: usize, port: u16| {
+            let at = SocketAddr::from((host_addr(k, 1), port));
+            in_netns(&fabric.ns(&format!("l{k}h1")), move || UdpSocket::bind(at))
+                .expect("in the host")
+                .expect("bound")
+        };
+        let receivers: Vec<UdpSocket> = (1..=shape.leaves).map(|k| bind(k, PORT)).collect();
+        for k in 1..=shape.leaves {
+            // A socket per flow: flows for the leaves' hashes to spread.
+            for _ in 0..FLOWS {
+                let sender = bind(k, 0);
+                for m in (1..=shape.leaves).filter(|&m| m != k) {
+                    for _ in 0..DATAGRAMS / FLOWS {
+                        sender
+                            .send_to(&[k as u8; 64], (host_addr(m, 1), PORT))
+                            .expect("send");
+                    }
+                }
+            }
+        }
+        let expected = DATAGRAMS as usize * (shape.leaves - 1);
+        for (k, socket) in receivers.iter().enumerate() {
+            assert_eq!(
+                receive(socket, expected),
+                expected,
+                "host of leaf {}",
+                k + 1
+            );
+        }
+        for (k, daemon) in daemons.iter().enumerate() {
+            let leaf = k + 1;
+            let labels: Vec<String> = (1..=shape.spines)
+                .map(|j| format!("s{j} {}", link_addr(leaf, j, true)))
+                .collect();
+            let counters = wait_for_forwarded(daemon, &labels, expected as u64);
+            // 48 flows over 4 spines: each spine gets some but with a
+            // chance of 4 in a million.
+            assert!(
+                counters.spines.iter().all(|s| s.packets > 0),
+                "leaf {leaf}: {counters:?}"
+            );
+        }
+    }
+    assert_eq!(namespaces(&name).expect("ip netns"), Vec::<String>::new());
+}
+
+/// Datagrams `socket` receives until it has `expected` or a patience
+/// passes.
+fn receive(socket: &UdpSocket, expected: usize) -> usize {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let deadline = Instant::now() + PATIENCE;
+    let mut received = 0;
+    let mut buf = [0u8; 128];
+    while received < expected && Instant::now() < deadline {
+        if socket.recv_from(&mut buf).is_ok() {
+            received += 1;
+        }
+    }
+    received
+}
+
+/// The daemon's spine-group counters once they show `packets` forwarded.
+fn wait_for_forwarded(daemon: &Daemon, labels: &[String], packets: u64) -> LeafCounters {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = daemon.metrics().expect("metrics");
+        let counters = LeafCounters::parse("spines", labels, &text).expect("counters");
+        if counters.forwarded >= packets || Instant::now() > deadline {
+            assert_eq!(counters.forwarded, packets, "{counters:?}");
+            return counters;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
