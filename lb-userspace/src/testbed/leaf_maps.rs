@@ -126,20 +126,22 @@ impl LeafMaps {
 
 /// The ifindex of the leaf's port `port`.
 pub fn leaf_ifindex(bed: &Testbed, port: &str) -> Result<u32> {
-    let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", port]))?;
-    let links: serde_json::Value = serde_json::from_str(&out)?;
-    links[0]["ifindex"]
-        .as_u64()
-        .map(|id| id as u32)
-        .ok_or_else(|| anyhow!("no ifindex for the leaf's {port}: {out}"))
+    leaf_link_field(bed, port, &["ifindex"], "no ifindex")
 }
 
 /// The id of the XDP program on the leaf's `h1`, as `ip -j link` shows it.
 pub fn xdp_prog_id(bed: &Testbed) -> Result<u32> {
-    let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", "h1"]))?;
+    leaf_link_field(bed, "h1", &["xdp", "prog", "id"], "no XDP program")
+}
+
+/// The number at `path` in what `ip -j link show` says of the leaf's
+/// `port`; `missing` names what is not there.
+fn leaf_link_field(bed: &Testbed, port: &str, path: &[&str], missing: &str) -> Result<u32> {
+    let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", port]))?;
     let links: serde_json::Value = serde_json::from_str(&out)?;
-    links[0]["xdp"]["prog"]["id"]
+    path.iter()
+        .fold(&links[0], |value, key| &value[*key])
         .as_u64()
-        .map(|id| id as u32)
-        .ok_or_else(|| anyhow!("no XDP program on the leaf's h1: {out}"))
+        .map(|n| n as u32)
+        .ok_or_else(|| anyhow!("{missing} on the leaf's {port}: {out}"))
 }

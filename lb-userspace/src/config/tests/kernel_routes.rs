@@ -138,12 +138,13 @@ fn kernel_groups_take_telemetry_by_template() {
          telemetry = \"linux\""
     );
     // A group that lists its next hops sets them on each.
-    let why = err(&with_group_key(&format!(
-        "telemetry = \"remote\"\n{templates}"
-    )));
-    assert!(
-        why.contains("telemetry_url at the group is a template for next hops the group learns"),
-        "{why}"
+    assert_eq!(
+        err(&with_group_key(&format!(
+            "telemetry = \"remote\"\n{templates}"
+        ))),
+        "configs/x.toml:6:17: telemetry_url at the group is a template for next hops the \
+         group learns (kernel_routes, sonic_routes); group \"g\" lists its next hops: set \
+         telemetry_url on each"
     );
 }
 

@@ -58,9 +58,18 @@ pub(super) struct Template {
 
 impl Template {
     fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
-        (self.url.as_ref().map(|u| (u.span(), "telemetry_url")))
-            .or_else(|| self.device.as_ref().map(|d| (d.span(), "telemetry_device")))
+        url_or_device(&self.url, &self.device)
     }
+}
+
+/// Where the first of a `telemetry_url` and a `telemetry_device` is set,
+/// and which.
+fn url_or_device(
+    url: &Option<Spanned<String>>,
+    device: &Option<Spanned<String>>,
+) -> Option<(Range<usize>, &'static str)> {
+    (url.as_ref().map(|u| (u.span(), "telemetry_url")))
+        .or_else(|| device.as_ref().map(|d| (d.span(), "telemetry_device")))
 }
 
 impl Ctx<'_> {
@@ -264,7 +273,9 @@ impl Ctx<'_> {
             return Err(self.error(
                 span,
                 format!(
-                    "{key} at the group is a template for next hops the group learns                      (kernel_routes, sonic_routes); group {group:?} lists its next hops:                      set {key} on each"
+                    "{key} at the group is a template for next hops the group learns \
+                     (kernel_routes, sonic_routes); group {group:?} lists its next hops: \
+                     set {key} on each"
                 ),
             ));
         }
@@ -417,8 +428,7 @@ impl Ctx<'_> {
 
 impl PathKeys {
     fn url_or_device(&self) -> Option<(Range<usize>, &'static str)> {
-        (self.url.as_ref().map(|u| (u.span(), "telemetry_url")))
-            .or_else(|| self.device.as_ref().map(|d| (d.span(), "telemetry_device")))
+        url_or_device(&self.url, &self.device)
     }
 
     fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
