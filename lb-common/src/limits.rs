@@ -17,6 +17,12 @@ pub const ROUTE4_POOL_BLOCKS: u32 = 2 * (MAX_ROUTES + MAX_LOCAL_ROUTES);
 /// ones; a table that does not fit leaves the IPv6 routes to the trie.
 pub const ROUTE6_POOL_BLOCKS: u32 = MAX_ROUTES + MAX_LOCAL_ROUTES;
 pub const MAX_GROUPS: u32 = 64;
+/// Destination classes, class 0 (none) included. A class is one of a
+/// group's destinations (a leaf's prefixes, say): its routes take the
+/// group's next hops, each rated by the next switch's queue toward that
+/// destination rather than by the next hop alone, since a spine's queues
+/// are per egress port, i.e. per destination leaf.
+pub const MAX_CLASSES: u32 = 64;
 /// Traffic-engineering overrides a group may have.
 pub const MAX_OVERRIDES_PER_GROUP: u32 = 16;
 pub const MAX_NEXTHOPS: u32 = 1024;
@@ -32,6 +38,9 @@ pub const NO_NEXTHOP: u32 = u32::MAX;
 /// Route value for the box's own addresses: the packet is the kernel's,
 /// whatever covers it. No group id: those stay below [`MAX_GROUPS`].
 pub const LOCAL_ROUTE: u32 = u32::MAX;
+/// Quality rows and spray sequences: one per group (class 0), one per
+/// class above it.
+pub const SPRAY_ROWS: u32 = MAX_GROUPS + MAX_CLASSES - 1;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,11 @@
 //! and comes before the TTL check: a packet for the box with TTL 1 is the
 //! kernel's to accept.
 
-use crate::{limits::LOCAL_ROUTE, packet::parse::FlowFields, verdict::Reason};
+use crate::{
+    limits::{LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS},
+    packet::parse::FlowFields,
+    verdict::Reason,
+};
 
 pub mod table;
 
@@ -26,15 +30,70 @@ pub fn never_forwarded(flow: &FlowFields) -> bool {
     }
 }
 
-/// The group the packet goes to, given the route table entry its
-/// destination's walk ended on ([`table::lookup_entry`], or an IPv6 match
-/// as [`table::value_entry`] gives it), or why the kernel gets it instead.
+/// Where a route sends its packets: a group, and the group's destination
+/// class they belong to (0 for none: the next hops' own quality).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Destination {
+    pub group: u32,
+    pub class: u32,
+}
+
+/// The low bits of a route value hold the group id, the bits above them
+/// the class.
+const GROUP_BITS: u32 = 16;
+
+impl Destination {
+    /// The route value that stands for this destination.
+    pub const fn value(self) -> u32 {
+        self.group | (self.class << GROUP_BITS)
+    }
+
+    /// The destination a route value (not [`LOCAL_ROUTE`]) stands for.
+    #[inline(always)]
+    pub const fn of_value(value: u32) -> Self {
+        Self {
+            group: value & ((1 << GROUP_BITS) - 1),
+            class: value >> GROUP_BITS,
+        }
+    }
+
+    /// The entry of `FL_PATH_QUALITY` that rates next hop `nh_id` for
+    /// this class.
+    #[inline(always)]
+    pub const fn quality_index(self, nh_id: u32) -> u32 {
+        quality_index(self.class, nh_id)
+    }
+
+    /// The spray sequence this destination's sprayed packets follow, each
+    /// next hop as often as its quality for the class: the group's own
+    /// for class 0, one per class after the groups'.
+    #[inline(always)]
+    pub const fn spray_row(self) -> u32 {
+        if self.class == 0 {
+            self.group
+        } else {
+            MAX_GROUPS + self.class - 1
+        }
+    }
+}
+
+/// The entry of `FL_PATH_QUALITY` that rates next hop `nh_id` for class
+/// `class`: a row of [`MAX_NEXTHOPS`] per class, class 0's the next hops'
+/// own.
 #[inline(always)]
-pub fn group(flow: &FlowFields, entry: u32) -> Result<u32, Reason> {
+pub const fn quality_index(class: u32, nh_id: u32) -> u32 {
+    class * MAX_NEXTHOPS + nh_id
+}
+
+/// Where the packet goes, given the route table entry its destination's
+/// walk ended on ([`table::lookup_entry`], or an IPv6 match as
+/// [`table::value_entry`] gives it), or why the kernel gets it instead.
+#[inline(always)]
+pub fn destination(flow: &FlowFields, entry: u32) -> Result<Destination, Reason> {
     match table::entry_value(entry) {
         _ if never_forwarded(flow) => Err(Reason::Local),
         Some(LOCAL_ROUTE) => Err(Reason::Local),
-        Some(group) => Ok(group),
+        Some(value) => Ok(Destination::of_value(value)),
         None => Err(Reason::NoRoute),
     }
 }
@@ -116,6 +175,10 @@ mod tests {
         assert!(never_forwarded(&v4([224, 0, 0, 1])));
     }
 
+    fn group(flow: &FlowFields, entry: u32) -> Result<u32, Reason> {
+        destination(flow, entry).map(|d| d.group)
+    }
+
     #[test]
     fn local_wins_over_every_route_and_no_route() {
         let routed = |value| Entry::Value(value).encode();
@@ -134,5 +197,39 @@ mod tests {
         assert_eq!(group(&multicast, EMPTY), Err(Reason::Local));
         let link_local = v6_prefix([0xfe, 0x80]);
         assert_eq!(group(&link_local, routed(1)), Err(Reason::Local));
+    }
+
+    #[test]
+    fn a_route_value_carries_its_group_and_class_through_the_table() {
+        use crate::limits::{MAX_CLASSES, SPRAY_ROWS};
+        let unicast = v4([10, 1, 0, 2]);
+        let last = Destination {
+            group: MAX_GROUPS - 1,
+            class: MAX_CLASSES - 1,
+        };
+        for d in [
+            Destination { group: 5, class: 0 },
+            Destination { group: 0, class: 9 },
+            last,
+        ] {
+            let entry = Entry::Value(d.value()).encode();
+            assert_eq!(destination(&unicast, entry), Ok(d));
+        }
+        // Class 0 is the group's plain route value, as before classes.
+        assert_eq!(Destination { group: 5, class: 0 }.value(), 5);
+        // No class reaches the local route's value or the entry marks.
+        assert!(last.value() < LOCAL_ROUTE >> 2);
+        // Rows: the group's own for class 0; classes after every group.
+        assert_eq!(Destination { group: 7, class: 0 }.spray_row(), 7);
+        assert_eq!(Destination { group: 7, class: 1 }.spray_row(), MAX_GROUPS);
+        assert_eq!(last.spray_row(), SPRAY_ROWS - 1);
+        assert_eq!(
+            Destination { group: 7, class: 2 }.quality_index(3),
+            2 * MAX_NEXTHOPS + 3
+        );
+        assert_eq!(
+            last.quality_index(MAX_NEXTHOPS - 1),
+            MAX_CLASSES * MAX_NEXTHOPS - 1
+        );
     }
 }

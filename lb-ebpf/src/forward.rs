@@ -68,7 +68,8 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     if UNTIL == stage::PARSE {
         return Ok(());
     }
-    let group_id = route(parsed)?;
+    let destination = route(parsed)?;
+    let group_id = destination.group;
     if parsed.ttl <= 1 {
         return Err(Reason::TtlExpired);
     }
@@ -94,7 +95,7 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
         select::pin::Pin::NONE
     };
     let mut choice = Choice::ecmp(ecmp_id);
-    select::next_hop(group_id, group, hash, len, parsed, pin, &mut choice)?;
+    select::next_hop(destination, group, hash, len, parsed, pin, &mut choice)?;
     let nh = FL_NEXTHOPS.get(choice.nh_id).ok_or(Reason::NoNextHop)?;
     if nh.flags & NEXTHOP_USABLE == 0 {
         return Err(Reason::NoNextHop);

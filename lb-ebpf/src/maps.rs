@@ -12,8 +12,9 @@ use lb_common::{
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
-        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_EGRESS_PORTS, MAX_GROUPS, MAX_LOCAL_ROUTES,
-        MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, MAX_ROUTES, ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
+        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_CLASSES, MAX_EGRESS_PORTS, MAX_GROUPS,
+        MAX_LOCAL_ROUTES, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, MAX_ROUTES, ROUTE4_POOL_BLOCKS,
+        ROUTE6_POOL_BLOCKS, SPRAY_ROWS,
     },
     packet::parse::Parsed,
     route::table::{BLOCK_ENTRIES, FIRST_ENTRIES},
@@ -90,12 +91,12 @@ pub fn flowlet_table_size() -> u32 {
     // the value the object was built with instead of the loaded one.
     unsafe { core::ptr::read_volatile(&FL_FLOWLET_TABLE_SIZE) }
 }
-/// Next-hop id -> path quality, written by the daemon.
+/// (Destination class, next-hop id) -> path quality, written by the daemon.
 #[map]
-pub static FL_PATH_QUALITY: Array<u32> = Array::with_max_entries(MAX_NEXTHOPS, 0);
-/// Each group's per-packet spray sequence -> next-hop id.
+pub static FL_PATH_QUALITY: Array<u32> = Array::with_max_entries(MAX_CLASSES * MAX_NEXTHOPS, 0);
+/// Each group's and class's per-packet spray sequence -> next-hop id.
 #[map]
-pub static FL_SPRAY: Array<u32> = Array::with_max_entries(MAX_GROUPS * BUCKETS_PER_GROUP, 0);
+pub static FL_SPRAY: Array<u32> = Array::with_max_entries(SPRAY_ROWS * BUCKETS_PER_GROUP, 0);
 /// Group id -> spray cursor and flowlet counters.
 #[map]
 pub static FL_GROUP_STATS: PerCpuArray<GroupStats> = PerCpuArray::with_max_entries(MAX_GROUPS, 0);

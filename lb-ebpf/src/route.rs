@@ -1,4 +1,4 @@
-//! Stage 2: the destination's group, by longest prefix; the box's own
+//! Stage 2: the destination's group and class, by longest prefix; the box's own
 //! destinations go to the kernel (`lb_common::route`). Both families read
 //! their fixed-stride table (IPv4 at most three array reads, IPv6 one per
 //! byte the longest prefix reaches, whatever the table's size); IPv6
@@ -8,7 +8,7 @@ use aya_ebpf::maps::{Array, lpm_trie::Key};
 use lb_common::{
     packet::parse::Parsed,
     route::{
-        group,
+        Destination, destination,
         table::{Levels, lookup_entry, or_trie},
     },
     verdict::Reason,
@@ -32,7 +32,7 @@ impl Levels for Table {
 }
 
 #[inline(always)]
-pub fn route(parsed: &Parsed) -> Result<u32, Reason> {
+pub fn route(parsed: &Parsed) -> Result<Destination, Reason> {
     let dst = &parsed.flow.dst;
     // A plain u32 on every path (see `lookup_entry`).
     let entry = if parsed.flow.is_ipv6 {
@@ -42,5 +42,5 @@ pub fn route(parsed: &Parsed) -> Result<u32, Reason> {
         let table = Table(&FL_ROUTE4_FIRST, &FL_ROUTE4_POOL);
         lookup_entry(&table, &[dst[0], dst[1], dst[2], dst[3]])
     };
-    group(&parsed.flow, entry)
+    destination(&parsed.flow, entry)
 }

@@ -39,6 +39,15 @@ pub struct NextHopSample<'a> {
     pub quality: u32,
     /// Its telemetry, when its group has a source.
     pub path: Option<PathSample>,
+    /// Its quality and telemetry toward each of its group's destinations.
+    pub destinations: Vec<DestinationSample<'a>>,
+}
+
+/// A next hop rated toward one of its group's destinations.
+pub struct DestinationSample<'a> {
+    pub name: &'a str,
+    pub quality: u32,
+    pub path: Option<PathSample>,
 }
 
 /// One next hop's telemetry.
@@ -165,7 +174,7 @@ pub fn render(
         }
     }
     type Value = fn(&NextHopSample<'_>) -> u64;
-    let per_nexthop: [(&str, &str, &str, Value); 5] = [
+    let per_nexthop: [(&str, &str, &str, Value); 4] = [
         (
             "fabriclb_nexthop_packets_total",
             "Packets forwarded to the next hop.",
@@ -190,17 +199,30 @@ pub fn render(
             "gauge",
             |n| u64::from(n.usable),
         ),
-        (
-            "fabriclb_nexthop_quality",
-            "Path quality the data plane weighs the next hop by (1024: default, higher is better).",
-            "gauge",
-            |n| u64::from(n.quality),
-        ),
     ];
     for (metric, help, kind, value) in per_nexthop {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
         for n in nexthops {
             let _ = writeln!(out, "{metric}{{{}}} {}", nexthop_labels(n), value(n));
+        }
+    }
+    let metric = "fabriclb_nexthop_quality";
+    let _ = writeln!(
+        out,
+        "# HELP {metric} Path quality the data plane weighs the next hop by (1024: default, \
+         higher is better); with a destination label, toward that destination of its group.\n\
+         # TYPE {metric} gauge"
+    );
+    for n in nexthops {
+        let labels = nexthop_labels(n);
+        let _ = writeln!(out, "{metric}{{{labels}}} {}", n.quality);
+        for d in &n.destinations {
+            let _ = writeln!(
+                out,
+                "{metric}{{{labels},destination=\"{}\"}} {}",
+                escape(d.name),
+                d.quality
+            );
         }
     }
     render_telemetry(&mut out, nexthops);
@@ -273,14 +295,20 @@ fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
     for (metric, help, kind, value) in per_path {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
         for n in nexthops {
-            let Some(path) = &n.path else { continue };
             let labels = nexthop_labels(n);
-            let _ = writeln!(
-                out,
-                "{metric}{{{labels},source=\"{}\"}} {}",
-                path.source,
-                value(path)
-            );
+            let toward = n.destinations.iter().filter_map(|d| {
+                let destination = format!(",destination=\"{}\"", escape(d.name));
+                Some((destination, d.path.as_ref()?))
+            });
+            let own = n.path.as_ref().map(|p| (String::new(), p));
+            for (destination, path) in own.into_iter().chain(toward) {
+                let _ = writeln!(
+                    out,
+                    "{metric}{{{labels}{destination},source=\"{}\"}} {}",
+                    path.source,
+                    value(path)
+                );
+            }
         }
     }
 }
@@ -421,6 +449,18 @@ mod tests {
                     errors: 3,
                     stale: false,
                 }),
+                destinations: vec![DestinationSample {
+                    name: "leaf3",
+                    quality: 128,
+                    path: Some(PathSample {
+                        source: "remote",
+                        band: 7,
+                        queued_bytes: 90000,
+                        age_seconds: 0.0041,
+                        errors: 0,
+                        stale: false,
+                    }),
+                }],
             },
             NextHopSample {
                 group: "spines",
@@ -435,6 +475,7 @@ mod tests {
                 },
                 quality: 1024,
                 path: None,
+                destinations: Vec::new(),
             },
         ];
         let egress = [
@@ -526,25 +567,31 @@ fabriclb_nexthop_sprayed_packets_total{group="spines",nexthop="eth2 02:00:00:00:
 # TYPE fabriclb_nexthop_usable gauge
 fabriclb_nexthop_usable{group="spines",nexthop="eth1 10.0.2.2",id="0"} 1
 fabriclb_nexthop_usable{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 0
-# HELP fabriclb_nexthop_quality Path quality the data plane weighs the next hop by (1024: default, higher is better).
+# HELP fabriclb_nexthop_quality Path quality the data plane weighs the next hop by (1024: default, higher is better); with a destination label, toward that destination of its group.
 # TYPE fabriclb_nexthop_quality gauge
 fabriclb_nexthop_quality{group="spines",nexthop="eth1 10.0.2.2",id="0"} 384
+fabriclb_nexthop_quality{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3"} 128
 fabriclb_nexthop_quality{group="spines",nexthop="eth2 02:00:00:00:00:01 vlan 7",id="1"} 1024
 # HELP fabriclb_nexthop_quality_band Quality band from telemetry, 0 (idle) to 7 (congested).
 # TYPE fabriclb_nexthop_quality_band gauge
 fabriclb_nexthop_quality_band{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 5
+fabriclb_nexthop_quality_band{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3",source="remote"} 7
 # HELP fabriclb_nexthop_queue_bytes Bytes queued toward the next hop at the last good reading.
 # TYPE fabriclb_nexthop_queue_bytes gauge
 fabriclb_nexthop_queue_bytes{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 52000
+fabriclb_nexthop_queue_bytes{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3",source="remote"} 90000
 # HELP fabriclb_telemetry_age_seconds Seconds since the next hop's last good telemetry reading.
 # TYPE fabriclb_telemetry_age_seconds gauge
 fabriclb_telemetry_age_seconds{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 0.004
+fabriclb_telemetry_age_seconds{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3",source="remote"} 0.004
 # HELP fabriclb_telemetry_errors_total Telemetry reads for the next hop that failed.
 # TYPE fabriclb_telemetry_errors_total counter
 fabriclb_telemetry_errors_total{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 3
+fabriclb_telemetry_errors_total{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3",source="remote"} 0
 # HELP fabriclb_telemetry_stale 1 when the next hop fell back to the default quality for want of readings.
 # TYPE fabriclb_telemetry_stale gauge
 fabriclb_telemetry_stale{group="spines",nexthop="eth1 10.0.2.2",id="0",source="remote"} 0
+fabriclb_telemetry_stale{group="spines",nexthop="eth1 10.0.2.2",id="0",destination="leaf3",source="remote"} 0
 # HELP fabriclb_egress_tx_errors_total Frames redirected to the interface that never left (also counted as forwarded and in the next hop's packets), by cause: refused (the kernel refused the redirect, e.g. the interface down) or dropped (the driver's transmit dropped them, e.g. its queue full or its peer down).
 # TYPE fabriclb_egress_tx_errors_total counter
 fabriclb_egress_tx_errors_total{interface="eth1",cause="refused"} 4

@@ -13,6 +13,7 @@
 //! tests cover those.
 
 mod bench;
+mod destinations;
 mod dlb;
 mod drain;
 mod expected;

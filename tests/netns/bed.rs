@@ -58,6 +58,14 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// A turn with no other test running.
+    pub fn alone() -> Self {
+        Self {
+            _shared: None,
+            _alone: Some(TURNS.write().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
     /// A turn beside one other test.
     pub fn shared() -> Self {
         Self {
@@ -99,11 +107,7 @@ impl Bed {
 
     /// [`Bed::shaped`], with no other test's testbed up meanwhile.
     pub fn shaped_alone(tag: &str, shape: Shape) -> Self {
-        let turn = Turn {
-            _shared: None,
-            _alone: Some(TURNS.write().unwrap_or_else(|e| e.into_inner())),
-        };
-        Self::with_turn(tag, shape, turn)
+        Self::with_turn(tag, shape, Turn::alone())
     }
 
     fn with_turn(tag: &str, shape: Shape, turn: Turn) -> Self {

@@ -9,7 +9,7 @@ use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fabriclb::telemetry::counters_db::{Address, CountersDb};
+use fabriclb::telemetry::counters_db::{Address, CountersDb, Switches};
 use fabriclb::telemetry::{Reading, Source, TelemetryError};
 use fabriclb::testbed::redis::{RedisServer as Redis, Scratch};
 
@@ -534,4 +534,70 @@ fn a_frozen_server_times_out_then_reads_again() {
         &[(OUT_OCTETS, "11".into())],
     );
     assert_eq!(source.poll(), [ok(8, Some(11))]);
+}
+
+/// Paths on two switches' COUNTERS_DB, interleaved (as a leaf's next hops
+/// toward two spines and their destinations): each reads its own switch's
+/// row and comes back in path order; one switch gone blinds only its
+/// paths.
+#[test]
+fn paths_on_several_switches_read_each_its_own() {
+    let (dir_a, dir_b) = (Scratch::new("switch-a"), Scratch::new("switch-b"));
+    let (a, b) = (Redis::start(&dir_a), Redis::start(&dir_b));
+    let address = |socket: &Path| -> Address {
+        format!("unix:{}", socket.display())
+            .parse()
+            .expect("address")
+    };
+    Db(a.conn(2)).write(&sonic_port(
+        "l2",
+        2,
+        [10, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0],
+        Some(1),
+    ));
+    Db(a.conn(2)).write(&sonic_port(
+        "l3",
+        3,
+        [30, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0],
+        Some(3),
+    ));
+    Db(b.conn(2)).write(&sonic_port(
+        "l2",
+        4,
+        [20, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0],
+        Some(2),
+    ));
+    Db(b.conn(2)).write(&sonic_port(
+        "l3",
+        5,
+        [40, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0],
+        Some(4),
+    ));
+    let paths = vec![
+        (address(&a.socket), "l2".to_string()),
+        (address(&b.socket), "l2".to_string()),
+        (address(&a.socket), "l3".to_string()),
+        (address(&b.socket), "l3".to_string()),
+    ];
+    let mut switches = Switches::new(paths, TIMEOUT);
+    assert_eq!(
+        switches.poll(),
+        [
+            ok(10, Some(1)),
+            ok(20, Some(2)),
+            ok(30, Some(3)),
+            ok(40, Some(4))
+        ]
+    );
+    b.kill();
+    let polled = switches.poll();
+    assert_eq!(
+        (&polled[0], &polled[2]),
+        (&ok(10, Some(1)), &ok(30, Some(3)))
+    );
+    assert_unreachable(&[polled[1].clone(), polled[3].clone()], 2, "switch-b");
 }

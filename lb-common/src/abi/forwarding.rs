@@ -44,12 +44,13 @@ pub const FLOWLETS: &str = "FL_FLOWLETS";
 /// The program's global `u32`: how many entries [`FLOWLETS`] has, which
 /// the program scales its flow hashes to.
 pub const FLOWLET_TABLE_SIZE: &str = "FL_FLOWLET_TABLE_SIZE";
-/// Array: next-hop id -> path quality (`u32`, higher is better), written
-/// by the daemon; see [`crate::select::flowlet::PATH_QUALITY_DEFAULT`].
+/// Array: [`crate::route::Destination::quality_index`] (class, next-hop
+/// id) -> path quality (`u32`, higher is better), written by the daemon;
+/// see [`crate::select::flowlet::PATH_QUALITY_DEFAULT`].
 pub const PATH_QUALITY: &str = "FL_PATH_QUALITY";
-/// Array: `group * BUCKETS_PER_GROUP + i` -> next-hop id: per-packet
-/// mode's spray sequence, each next hop as often as its quality says,
-/// interleaved.
+/// Array: `row * BUCKETS_PER_GROUP + i` -> next-hop id, the row a
+/// [`crate::route::Destination::spray_row`]: per-packet mode's spray
+/// sequence, each next hop as often as its quality says, interleaved.
 pub const SPRAY: &str = "FL_SPRAY";
 /// Per-CPU array: group id -> [`GroupStats`].
 pub const GROUP_STATS: &str = "FL_GROUP_STATS";
@@ -93,6 +94,12 @@ pub struct GroupEntry {
     /// Which half of the group's run of [`OVERRIDES`] is in use: a changed
     /// set is written whole into the other, then this flips.
     pub override_half: u32,
+    /// How a new flowlet picks its next hop:
+    /// [`crate::select::choice::CHOICE_LEAST_COST`] or `CHOICE_TWO`.
+    pub choice: u32,
+    /// Keeps `members` where the 8-byte alignment puts it anyway, with no
+    /// padding a copy could leave undefined.
+    pub reserved: u32,
     /// The group's next-hop ids, usable or not, in config order; flowlet
     /// state names them by index (slot).
     pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
@@ -112,6 +119,8 @@ impl Default for GroupEntry {
             draining: 0,
             override_count: 0,
             override_half: 0,
+            choice: 0,
+            reserved: 0,
             members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
         }
     }
@@ -280,7 +289,7 @@ mod tests {
     fn layouts_have_no_padding() {
         assert_eq!(
             core::mem::size_of::<GroupEntry>(),
-            48 + 4 * MAX_NEXTHOPS_PER_GROUP
+            56 + 4 * MAX_NEXTHOPS_PER_GROUP
         );
         assert_eq!(core::mem::size_of::<OverrideEntry>(), 80);
         assert_eq!(core::mem::size_of::<OverrideStats>(), 24);

@@ -2,6 +2,7 @@
 //! the flowlet/per-packet decisions.
 
 pub mod buckets;
+pub mod choice;
 pub mod flowlet;
 pub mod hash;
 pub mod load;

@@ -3,9 +3,11 @@
 //! to their end.
 
 use lb_common::{
-    abi::GroupEntry,
+    abi::{GroupEntry, GroupStats},
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
+    route::Destination,
     select::{
+        choice::{CHOICE_TWO, Drawn, draw_positions},
         flowlet::{
             FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step,
         },
@@ -23,7 +25,8 @@ use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, flowlet_
 
 /// What [`dynamic`] needs to know of a packet.
 pub(super) struct Packet {
-    pub group_id: u32,
+    /// Its group, and the class whose qualities it is steered by.
+    pub destination: Destination,
     /// Its flow hash, which finds its flowlet.
     pub hash: u32,
     /// The next hop ECMP would pick.
@@ -44,13 +47,14 @@ pub(super) struct Packet {
 #[inline(never)]
 pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> Result<(), Reason> {
     let Packet {
-        group_id,
+        destination,
         hash,
         ecmp_id,
         len,
         sprayable,
         pinned,
     } = *packet;
+    let group_id = destination.group;
     let stats = FL_GROUP_STATS
         .get_ptr_mut(group_id)
         .ok_or(Reason::NoNextHop)?;
@@ -80,14 +84,17 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         let index = (stats.spray_cursor as u32) & (BUCKETS_PER_GROUP - 1);
         stats.spray_cursor += 1;
         let listed = *FL_SPRAY
-            .get(group_id * BUCKETS_PER_GROUP + index)
+            .get(destination.spray_row() * BUCKETS_PER_GROUP + index)
             .ok_or(Reason::NoNextHop)?;
         // The sequence can name a next hop that went down moments before
         // the daemon rewrote it; the least loaded usable one stands in.
         let nh_id = if usable(listed) {
             listed
         } else {
-            member(group, choose(group, epoch, None, 0)?)
+            member(
+                group,
+                choose(group, destination, epoch, None, 0, Drawn::ALL)?,
+            )
         };
         stats.sprayed += 1;
         *out = Choice {
@@ -113,8 +120,10 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         group.member_count,
     );
     let previous_own = previous.load.at(epoch);
-    let ecmp_start =
-        || slot_of(group, ecmp_id).filter(|_| starts_on_ecmp(usable(ecmp_id), quality(ecmp_id)));
+    let ecmp_start = || {
+        slot_of(group, ecmp_id)
+            .filter(|_| starts_on_ecmp(usable(ecmp_id), quality(destination, ecmp_id)))
+    };
     let usable_slot = |slot| usable(member(group, slot));
     let slot = if draining {
         // ECMP's buckets hold members only; a bucket written before its
@@ -138,7 +147,14 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     } else {
         match placement(next, usable_slot, ecmp_start) {
             Placement::Slot(slot) => slot,
-            Placement::LeastCost { offered } => choose(group, epoch, offered, previous_own)?,
+            Placement::LeastCost { offered } => {
+                let drawn = draw(group, destination, hash, stats);
+                // Neither drawn member usable (a sequence the daemon has
+                // not rewritten yet): every member is weighed.
+                choose(group, destination, epoch, offered, previous_own, drawn).or_else(|_| {
+                    choose(group, destination, epoch, offered, previous_own, Drawn::ALL)
+                })?
+            }
         }
     };
     let chosen = Choice {
@@ -181,4 +197,21 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     unsafe { *state = updated };
     *out = chosen;
     Ok(())
+}
+
+/// The members a new flowlet of flow `hash` weighs: with `CHOICE_TWO`, two
+/// drawn from the spray sequence of `destination` at the group's cursor,
+/// which moves on; every member otherwise.
+#[inline(always)]
+fn draw(group: &GroupEntry, destination: Destination, hash: u32, stats: &mut GroupStats) -> Drawn {
+    if group.choice != CHOICE_TWO {
+        return Drawn::ALL;
+    }
+    let [a, b] = draw_positions(hash, stats.spray_cursor);
+    stats.spray_cursor += 1;
+    let row = destination.spray_row() * BUCKETS_PER_GROUP;
+    match (FL_SPRAY.get(row + a), FL_SPRAY.get(row + b)) {
+        (Some(&a), Some(&b)) => Drawn::pair(a, b),
+        _ => Drawn::ALL,
+    }
 }

@@ -5,7 +5,11 @@ use aya_ebpf::{cty::c_void, helpers::bpf_loop};
 use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE},
     limits::{MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP},
-    select::flowlet::{Candidate, PathChoice},
+    route::Destination,
+    select::{
+        choice::Drawn,
+        flowlet::{Candidate, PathChoice},
+    },
     verdict::Reason,
 };
 
@@ -29,10 +33,14 @@ pub(super) fn usable(nh_id: u32) -> bool {
         .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0)
 }
 
-/// Next hop `nh_id`'s path quality; 0 (avoid) for an id past the map.
+/// Next hop `nh_id`'s path quality toward `destination`'s class; 0
+/// (avoid) for an id past the map.
 #[inline(always)]
-pub(super) fn quality(nh_id: u32) -> u32 {
-    FL_PATH_QUALITY.get(nh_id).copied().unwrap_or(0)
+pub(super) fn quality(destination: Destination, nh_id: u32) -> u32 {
+    FL_PATH_QUALITY
+        .get(destination.quality_index(nh_id))
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Calls `step` with each slot index and `state`, from 0, until it
@@ -91,17 +99,22 @@ extern "C" fn find_slot(index: u64, search: *mut c_void) -> i64 {
     0
 }
 
-/// A new flowlet's slot: the usable member with the least recent load per
-/// path quality, or `current` when the gain is marginal.
+/// A new flowlet's slot: of the usable members `drawn` admits, the one
+/// with the least recent load per path quality toward `destination`'s
+/// class, or `current` when the gain is marginal.
 #[inline(always)]
 pub(super) fn choose(
     group: &GroupEntry,
+    destination: Destination,
     epoch: u64,
     current: Option<u32>,
     own: u64,
+    drawn: Drawn,
 ) -> Result<u32, Reason> {
     let mut walk = MemberWalk {
         group,
+        destination,
+        drawn,
         epoch,
         current: current.unwrap_or(NO_NEXTHOP),
         choice: PathChoice::default(),
@@ -116,6 +129,8 @@ pub(super) fn choose(
 /// State of [`choose`]'s walk over a group's members.
 struct MemberWalk<'a> {
     group: &'a GroupEntry,
+    destination: Destination,
+    drawn: Drawn,
     epoch: u64,
     /// The flow's slot, offered to stay; [`NO_NEXTHOP`] for none.
     current: u32,
@@ -132,15 +147,18 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     if nh_id == NO_NEXTHOP {
         return 1;
     }
-    if !usable(nh_id) {
+    let drawn = walk.drawn.admits(nh_id);
+    if !usable(nh_id) || !(drawn || walk.current == slot) {
         return 0;
     }
     let candidate = Candidate {
         slot,
         load: FL_NH_STATS.get(nh_id).map_or(0, |s| s.load.at(walk.epoch)),
-        quality: quality(nh_id),
+        quality: quality(walk.destination, nh_id),
     };
-    walk.choice.consider(candidate);
+    if drawn {
+        walk.choice.consider(candidate);
+    }
     if walk.current == slot {
         walk.offered = Some(candidate);
     }

@@ -11,6 +11,7 @@ use lb_common::{
     abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     packet::parse::Parsed,
+    route::Destination,
     select::{
         flowlet::{MODE_ECMP, MODE_PER_PACKET, flowlet_rules, sprays},
         hash::{HashFields, flow_hash},
@@ -85,7 +86,7 @@ pub fn bucket(group_id: u32, hash: u32) -> Result<u32, Reason> {
 // `process` differently, 24 instructions longer.
 #[inline(always)]
 pub fn next_hop(
-    group_id: u32,
+    destination: Destination,
     group: &GroupEntry,
     hash: u32,
     len: u64,
@@ -104,7 +105,7 @@ pub fn next_hop(
     let rules = flowlet_rules(group.mode, group.draining);
     if rules != MODE_ECMP {
         let packet = Packet {
-            group_id,
+            destination,
             hash,
             ecmp_id: choice.nh_id,
             len,

@@ -29,7 +29,9 @@ pub fn section(base: &str, report: &mut String) -> Result<Vec<Report>> {
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let scenario = name.scenario();
+            let scenario = name
+                .scenario()
+                .with_context(|| format!("{} is a single-leaf scenario", name.as_str()))?;
             Testbed::up(&format!("{base}-a{i}"), scenario.shape.clone())
                 .and_then(|bed| {
                     scenario::measure(&bed, fabriclb, &workdir, &scenario, &scenario::modes())

@@ -46,8 +46,8 @@ pub enum TestbedCommand {
         #[arg(long, default_value_t = 64)]
         messages: u32,
         /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown,
-        /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override
-        /// or soak.
+        /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override,
+        /// soak or fabric-slow-link.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// How long `--scenario soak` runs, in seconds.

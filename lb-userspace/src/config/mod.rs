@@ -63,13 +63,13 @@ pub use diagnostics::{ConfigError, Warning};
 pub use diff::changes;
 pub use prefix::PrefixError;
 pub use schema::{
-    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, FLOWLET_GAP_DEFAULT_US,
-    FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX, FLOWLET_TABLE_MIN, Group,
-    GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes, MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN,
-    NextHopAddr, NextHopSpec, Override, Prefix, QP_MAX, RT_TABLE_MAIN, Route, RouteSource,
-    SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, SonicRoutes, Spray, Switch,
-    TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN, XdpModeSetting, format_mac,
-    learned_group_name, parse_mac,
+    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, Destination,
+    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX,
+    FLOWLET_TABLE_MIN, FlowletChoice, Group, GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes,
+    MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Override, Prefix, QP_MAX,
+    RT_TABLE_MAIN, Route, RouteSource, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US,
+    SonicRoutes, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN,
+    XdpModeSetting, format_mac, learned_group_name, parse_mac,
 };
 
 /// Reads and validates the config file at `path`.

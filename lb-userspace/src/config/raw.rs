@@ -52,6 +52,7 @@ pub(super) struct RawGroup {
     pub(super) hash_fields: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) flowlet_gap_us: Option<Spanned<i64>>,
     pub(super) spray: Option<Spanned<String>>,
+    pub(super) flowlet_choice: Option<Spanned<String>>,
     pub(super) telemetry: Option<Spanned<String>>,
     /// Templates for the next hops a group learns.
     pub(super) telemetry_url: Option<Spanned<String>>,
@@ -59,6 +60,15 @@ pub(super) struct RawGroup {
     pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
     pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,
     pub(super) sonic_routes: Option<Spanned<RawSonicRoutes>>,
+    pub(super) destinations: Option<Spanned<Vec<Spanned<RawDestination>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDestination {
+    pub(super) name: Spanned<String>,
+    pub(super) prefixes: Spanned<Vec<Spanned<String>>>,
+    pub(super) telemetry_device: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -92,6 +102,7 @@ pub(super) struct RawNextHop {
     pub(super) telemetry_url: Option<Spanned<String>>,
     pub(super) telemetry_device: Option<Spanned<String>>,
     pub(super) sonic_port: Option<Spanned<String>>,
+    pub(super) counters_db: Option<Spanned<String>>,
 }
 
 /// `[ars_profile]`, with SONiC's `ARS_PROFILE` field names.

@@ -5,9 +5,9 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use lb_common::select::flowlet;
 use lb_common::select::hash::HashFields;
 use lb_common::select::quality::{LEVEL_UNIT, Profile, Scale};
+use lb_common::select::{choice, flowlet};
 
 use super::diagnostics::Warning;
 pub use super::overrides::{Override, QP_MAX};
@@ -162,6 +162,27 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// How a new flowlet picks its next hop (`lb_common::select::choice`).
+    pub enum FlowletChoice {
+        /// The usable member with the least recent load per path quality.
+        #[default]
+        LeastCost => "least-cost",
+        /// The cheaper of two members drawn in proportion to quality.
+        TwoChoices => "two-choices",
+    }
+}
+
+impl FlowletChoice {
+    /// The data plane's code for it.
+    pub const fn code(self) -> u32 {
+        match self {
+            Self::LeastCost => choice::CHOICE_LEAST_COST,
+            Self::TwoChoices => choice::CHOICE_TWO,
+        }
+    }
+}
+
 impl Spray {
     /// The data plane's code for it.
     pub const fn code(self) -> u32 {
@@ -184,6 +205,9 @@ pub struct Group {
     pub flowlet_gap_us: u32,
     /// What per-packet mode sprays.
     pub spray: Spray,
+    /// How a new flowlet picks its next hop, in flowlet and per-packet
+    /// modes.
+    pub flowlet_choice: FlowletChoice,
     /// Where the next hops' path quality comes from; `None` keeps every
     /// next hop at the default quality.
     pub telemetry: Option<GroupTelemetry>,
@@ -200,9 +224,37 @@ pub struct Group {
     /// Routes and next hops come from SONiC's APPL_DB `ROUTE_TABLE`
     /// (`run --sonic`), not from the file; never with `kernel_routes`.
     pub sonic_routes: Option<SonicRoutes>,
+    /// Destinations whose routes rate the next hops by the next switch's
+    /// queue toward them; only with `remote` telemetry.
+    pub destinations: Vec<Destination>,
+}
+
+/// One of a group's `destinations`: the routes inside its prefixes are
+/// steered by the next switch's queue on the port toward it (a spine's
+/// port toward one leaf), read at each next hop's `telemetry_url`, since
+/// a spine congested toward one leaf has room toward the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    /// Unique in the group.
+    pub name: String,
+    /// Non-empty; no prefix in two of a group's destinations.
+    pub prefixes: Vec<Prefix>,
+    /// The device label of that queue; `{ip}` and `{interface}` stand for
+    /// each next hop's address and port.
+    pub telemetry_device: String,
 }
 
 impl Group {
+    /// The index in `destinations` of the one a route to `prefix` belongs
+    /// to: the longest of their prefixes that covers it.
+    pub fn destination_of(&self, prefix: Prefix) -> Option<usize> {
+        (self.destinations.iter().enumerate())
+            .flat_map(|(i, d)| d.prefixes.iter().map(move |p| (i, p)))
+            .filter(|(_, p)| p.covers(prefix))
+            .max_by_key(|(_, p)| p.len)
+            .map(|(i, _)| i)
+    }
+
     /// Whether the group learns its routes and next hops (from the kernel
     /// or from SONiC) instead of listing them: it is then a parent whose
     /// learned groups carry the traffic, and never carries any itself.
@@ -553,8 +605,14 @@ named_enum! {
 pub enum GroupTelemetry {
     /// Each next hop's own egress interface.
     Linux,
-    /// SONiC port names (`sonic_port`, default the interface name).
-    CountersDb { ports: Vec<String> },
+    /// SONiC port names (`sonic_port`, default the interface name), and
+    /// each path's switch: its next hop's `counters_db` (the next
+    /// switch's COUNTERS_DB), or `None` for `[telemetry] counters_db`
+    /// (this switch's own).
+    CountersDb {
+        ports: Vec<String>,
+        switches: Vec<Option<counters_db::Address>>,
+    },
     /// `telemetry_url` and `telemetry_device` of each next hop.
     Remote { targets: Vec<remote::Target> },
     /// In a group that learns its next hops: the group's `telemetry_url`
@@ -580,6 +638,7 @@ impl GroupTelemetry {
             Self::Linux | Self::Remote { .. } => self.clone(),
             Self::CountersDb { .. } => Self::CountersDb {
                 ports: next_hops.iter().map(|n| n.interface.clone()).collect(),
+                switches: vec![None; next_hops.len()],
             },
             Self::RemoteTemplate { template } => Self::Remote {
                 targets: next_hops

@@ -7,13 +7,16 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use lb_common::abi::NEXTHOP_USABLE;
 use lb_common::abi::tx_errors::TxErrors;
+use lb_common::route::quality_index;
 use lb_common::select::overrides::override_index;
 use tracing::{info, warn};
 
 use super::telemetry::Telemetry;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
-use crate::metrics::{self, EgressSample, GroupSample, NextHopSample, OverrideSample, PathSample};
+use crate::metrics::{
+    self, DestinationSample, EgressSample, GroupSample, NextHopSample, OverrideSample, PathSample,
+};
 
 /// The metrics tick: the textfile written and the counters offered to
 /// SONiC from one read of the maps; a failure said when it starts (or
@@ -114,6 +117,16 @@ pub(super) fn nexthop_samples<'a>(
     sources: Sources<'a>,
 ) -> Result<Vec<NextHopSample<'a>>> {
     let (tables, telemetry, now) = (sources.tables, sources.telemetry, Instant::now());
+    let path = |index: u32| {
+        telemetry.paths.get(&index).map(|p| PathSample {
+            source: p.source,
+            band: p.quality.band,
+            queued_bytes: p.queued_bytes,
+            age_seconds: telemetry.age(index, now).unwrap_or_default(),
+            errors: p.errors,
+            stale: p.stale,
+        })
+    };
     let mut nexthops = Vec::new();
     for group in &tables.groups {
         for (spec, &id) in group.specs.iter().zip(&group.members) {
@@ -124,14 +137,17 @@ pub(super) fn nexthop_samples<'a>(
                 usable: tables.nexthops[id as usize].flags & NEXTHOP_USABLE != 0,
                 stats: dp.nexthop_stats(id)?,
                 quality: tables.quality[id as usize],
-                path: telemetry.paths.get(&id).map(|p| PathSample {
-                    source: p.source,
-                    band: p.quality.band,
-                    queued_bytes: p.queued_bytes,
-                    age_seconds: telemetry.age(id, now).unwrap_or_default(),
-                    errors: p.errors,
-                    stale: p.stale,
-                }),
+                path: path(id),
+                destinations: (group.classes.iter())
+                    .map(|class| {
+                        let index = quality_index(class.id, id);
+                        DestinationSample {
+                            name: &class.name,
+                            quality: tables.quality.get(index as usize).copied().unwrap_or(0),
+                            path: path(index),
+                        }
+                    })
+                    .collect(),
             });
         }
     }

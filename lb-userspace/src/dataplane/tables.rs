@@ -24,12 +24,14 @@ use lb_common::{
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
     },
+    route::{Destination, quality_index},
     select::buckets::{fit, spray_sequence},
-    select::flowlet::{MODE_ECMP, PATH_QUALITY_DEFAULT},
+    select::flowlet::MODE_ECMP,
 };
 
 use super::{Dataplane, DataplaneError};
 use crate::config::{Config, Mode, NextHopAddr, NextHopSpec, Prefix};
+pub use classes::ClassTable;
 pub use drains::DRAIN_GAPS;
 use drains::drain;
 use former::Former;
@@ -52,6 +54,8 @@ pub struct GroupTable {
     /// goes back to when its next hop does.
     pub home: Vec<u32>,
     pub spray: Vec<u32>,
+    /// Its destinations, in config order.
+    pub classes: Vec<ClassTable>,
     /// While `entry.draining`: when the drain ends.
     pub drain_until: Option<Instant>,
     /// Next hops that left the set, and their homes then.
@@ -67,13 +71,16 @@ pub struct GroupTable {
 pub struct Tables {
     /// By next-hop id; ids no next hop holds are all zeros (not usable).
     pub nexthops: Vec<NextHop>,
-    /// By next-hop id: path quality, [`PATH_QUALITY_DEFAULT`] until
-    /// telemetry says otherwise; 0 for unused ids.
+    /// By [`quality_index`] (class, next-hop id): path quality,
+    /// [`PATH_QUALITY_DEFAULT`](lb_common::select::flowlet::PATH_QUALITY_DEFAULT)
+    /// until telemetry says otherwise; 0 for
+    /// unused entries.
     pub quality: Vec<u32>,
     /// In config order.
     pub groups: Vec<GroupTable>,
-    /// Prefix -> group id, from the config (or, for benchmarks, added
-    /// before the tables are first written: the IPv4 table is placed then).
+    /// Prefix -> route value (group id and class, [`Destination::value`]),
+    /// from the config (or, for benchmarks, added before the tables are
+    /// first written: the IPv4 table is placed then).
     pub routes: Vec<(Prefix, u32)>,
     /// The box's own addresses and IPv4 subnet broadcasts, routed to
     /// [`LOCAL_ROUTE`]; kept across reloads.
@@ -203,27 +210,27 @@ impl Tables {
         let ids = Ids::new(old_nexthops, MAX_NEXTHOPS, "next hops").ids(&keys)?;
         let len = ids.iter().max().map_or(0, |m| *m as usize + 1);
         let mut nexthops = vec![NextHop::default(); len];
-        let mut quality = vec![0; len];
-        // A next hop that stays keeps the quality telemetry gave it.
-        let old_quality = |id: u32| previous.and_then(|p| p.quality.get(id as usize).copied());
         for (&id, (_, spec)) in ids.iter().zip(&keys) {
             nexthops[id as usize] = resolve(spec);
-            quality[id as usize] = old_quality(id)
-                .filter(|&q| q != 0)
-                .unwrap_or(PATH_QUALITY_DEFAULT);
         }
+        let mut ids = ids.into_iter();
+        let group_members: Vec<Vec<u32>> = (config.groups.iter())
+            .map(|g| ids.by_ref().take(g.next_hops.len()).collect())
+            .collect();
+        let mut group_classes = classes::build(config, previous)?;
+        let quality = classes::qualities(&group_members, &group_classes, previous);
 
         let mut next_generation = previous.map_or(1, |p| p.next_generation);
-        let mut ids = ids.into_iter();
         let mut groups = Vec::with_capacity(config.groups.len());
         let (mut group_overrides, override_skips) = overrides::resolve(config);
-        for ((group, id), overrides) in config
+        for ((((group, id), overrides), members), classes) in config
             .groups
             .iter()
             .zip(group_ids)
             .zip(group_overrides.drain(..))
+            .zip(group_members)
+            .zip(group_classes.drain(..))
         {
-            let members: Vec<u32> = ids.by_ref().take(group.next_hops.len()).collect();
             let old = old_groups.get(group.name.as_str());
             // Flowlet state made before a spell of ECMP must not steer
             // flows ECMP has been forwarding since; a drain keeps the state
@@ -249,6 +256,7 @@ impl Tables {
                 hash_seed: config.switch.hash_seed,
                 mode: group.mode.code(),
                 spray: group.spray.code(),
+                choice: group.flowlet_choice.code(),
                 generation,
                 flowlet_gap_ns: u64::from(group.flowlet_gap_us) * 1000,
                 member_count: members.len() as u32,
@@ -286,6 +294,7 @@ impl Tables {
                 ),
                 home,
                 spray: vec![NO_NEXTHOP; BUCKETS_PER_GROUP as usize],
+                classes,
                 drain_until,
                 former,
                 overrides,
@@ -297,7 +306,16 @@ impl Tables {
         let routes = config
             .routes
             .iter()
-            .map(|r| (r.prefix, groups[r.group].id))
+            .map(|r| {
+                let group: &GroupTable = &groups[r.group];
+                let class = (config.groups[r.group].destination_of(r.prefix))
+                    .map_or(0, |d| group.classes[d].id);
+                let destination = Destination {
+                    group: group.id,
+                    class,
+                };
+                (r.prefix, destination.value())
+            })
             .collect();
         Ok(Self {
             nexthops,
@@ -395,33 +413,6 @@ impl Tables {
         true
     }
 
-    /// Sets the path qualities in `changes` (next-hop id, quality), in the
-    /// maps too, and refits the spray sequences of the groups they are in.
-    pub fn write_qualities(
-        &mut self,
-        dp: &mut Dataplane,
-        changes: &[(u32, u32)],
-    ) -> Result<(), DataplaneError> {
-        let mut touched = BTreeSet::new();
-        for &(id, quality) in changes {
-            let Some(slot) = self.quality.get_mut(id as usize) else {
-                continue;
-            };
-            *slot = quality;
-            dp.set_path_quality(id, quality)?;
-            touched
-                .extend((0..self.groups.len()).filter(|&g| self.groups[g].members.contains(&id)));
-        }
-        for g in touched {
-            let (nexthops, quality) = (&self.nexthops, &self.quality);
-            let group = &mut self.groups[g];
-            let old = group.spray.clone();
-            group.rebalance(nexthops, quality);
-            dp.write_spray(group.id, Some(&old), &group.spray)?;
-        }
-        Ok(())
-    }
-
     /// Egress ports the devmap must hold.
     pub fn ports(&self) -> BTreeSet<u32> {
         self.nexthops
@@ -458,9 +449,9 @@ impl Tables {
         for (id, nexthop) in changed().filter(|&(id, n)| !going_down(id as usize, n)) {
             dp.set_nexthop(id, *nexthop)?;
         }
-        for (id, &quality) in (0u32..).zip(&self.quality) {
-            if previous.and_then(|p| p.quality.get(id as usize)) != Some(&quality) {
-                dp.set_path_quality(id, quality)?;
+        for (index, &quality) in (0u32..).zip(&self.quality) {
+            if previous.and_then(|p| p.quality.get(index as usize)) != Some(&quality) {
+                dp.set_path_quality(index, quality)?;
             }
         }
         let old_ports = previous.map(Tables::ports).unwrap_or_default();
@@ -471,7 +462,7 @@ impl Tables {
         for group in &self.groups {
             let old = old_group(group.id);
             dp.write_buckets(group.id, old.map(|g| g.buckets.as_slice()), &group.buckets)?;
-            dp.write_spray(group.id, old.map(|g| g.spray.as_slice()), &group.spray)?;
+            group.write_sprays(dp, old)?;
             let same_half = old.is_some_and(|old| {
                 old.entry.override_half == group.entry.override_half
                     && old.overrides == group.overrides
@@ -520,7 +511,9 @@ impl Tables {
         }
         for id in self.nexthops.len()..previous.nexthops.len() {
             dp.set_nexthop(id as u32, NextHop::default())?;
-            dp.set_path_quality(id as u32, 0)?;
+        }
+        for index in self.quality.len()..previous.quality.len() {
+            dp.set_path_quality(index as u32, 0)?;
         }
         for port in old_ports.difference(&self.ports()) {
             dp.remove_port(*port)?;
@@ -632,7 +625,8 @@ pub fn static_nexthop(spec: &NextHopSpec, ifindex: u32, src_mac: [u8; 6]) -> Nex
 }
 
 impl GroupTable {
-    /// Fits the bucket table and spray sequence to the usable members.
+    /// Fits the bucket table and the spray sequences (the group's and its
+    /// classes') to the usable members.
     fn rebalance(&mut self, nexthops: &[NextHop], quality: &[u32]) {
         let live: Vec<u32> = self
             .members
@@ -641,12 +635,19 @@ impl GroupTable {
             .filter(|&id| nexthops[id as usize].flags & NEXTHOP_USABLE != 0)
             .collect();
         fit(&mut self.buckets, &self.home, &live);
-        let weighted: Vec<(u32, u32)> = live.iter().map(|&id| (id, quality[id as usize])).collect();
-        spray_sequence(&mut self.spray, &weighted);
+        let weighted = |class: u32| -> Vec<(u32, u32)> {
+            let of = |id: u32| quality.get(quality_index(class, id) as usize).copied();
+            live.iter().map(|&id| (id, of(id).unwrap_or(0))).collect()
+        };
+        spray_sequence(&mut self.spray, &weighted(0));
+        for class in &mut self.classes {
+            spray_sequence(&mut class.spray, &weighted(class.id));
+        }
     }
 }
 
 mod adopt;
+mod classes;
 mod drains;
 mod former;
 #[cfg(test)]

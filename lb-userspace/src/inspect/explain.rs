@@ -15,7 +15,8 @@ use lb_common::limits::{
     BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP,
 };
 use lb_common::packet::parse::{FlowFields, Parsed, parse};
-use lb_common::route::{self, table::value_entry};
+use lb_common::route::{self, Destination, table::value_entry};
+use lb_common::select::choice::{CHOICE_TWO, Drawn, draw_positions};
 use lb_common::select::flowlet::{
     Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
     flowlet_rules, sprays, starts_on_ecmp, step,
@@ -125,6 +126,8 @@ pub enum Dynamic {
         own: u64,
         /// Where a new flowlet of this flow would go now.
         new_flowlet: Option<u32>,
+        /// With two choices, the next hops a new flowlet would weigh.
+        drawn: Option<[u32; 2]>,
         /// An ECMP group draining from a flowlet mode: a flowlet that ends
         /// takes the flow's ECMP slot.
         draining: bool,
@@ -196,10 +199,11 @@ pub fn explain(
         prefix: longest_prefix(maps, dst, value)?,
         value,
     });
-    let group_id = match route::group(flow, value_entry(value)) {
-        Ok(id) => id,
+    let destination = match route::destination(flow, value_entry(value)) {
+        Ok(destination) => destination,
         Err(reason) => return Ok(e.ends(reason)),
     };
+    let group_id = destination.group;
     if parsed.ttl <= 1 {
         return Ok(e.ends(Reason::TtlExpired));
     }
@@ -223,7 +227,7 @@ pub fn explain(
     let mut nh_id = ecmp;
     let at = Choice {
         maps,
-        group_id,
+        destination,
         group: &group,
         len: frame.len() as u64,
     };
@@ -306,7 +310,8 @@ fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Optio
 /// One packet's dynamic choice in its group.
 struct Choice<'a> {
     maps: &'a MapSet,
-    group_id: u32,
+    /// The packet's group and class.
+    destination: Destination,
     group: &'a GroupEntry,
     len: u64,
 }
@@ -318,7 +323,7 @@ impl Choice<'_> {
     fn pinned(&self, flow: &FlowFields, ingress: u32) -> Result<(Option<(u32, u32)>, bool)> {
         let mut unknown = false;
         for i in 0..self.group.override_count.min(MAX_OVERRIDES_PER_GROUP) {
-            let index = override_index(self.group_id, self.group.override_half, i);
+            let index = override_index(self.destination.group, self.group.override_half, i);
             let Some(entry) = self.maps.override_at(index)? else {
                 break;
             };
@@ -359,7 +364,7 @@ impl Choice<'_> {
                 id,
                 usable: self.usable(id)?,
                 load: load.map_or(0, |s| s[cpu].load.at(epoch)),
-                quality: self.maps.quality(id)?,
+                quality: self.maps.quality(self.destination.quality_index(id))?,
             });
         }
         Ok(members)
@@ -376,7 +381,7 @@ impl Choice<'_> {
     ) -> Result<(DynamicStep, Option<u32>)> {
         let size =
             (self.maps.typed.flowlet_capacity()).map_err(map_err(lb_common::abi::FLOWLETS))?;
-        let index = flowlet_index(self.group_id, hash, size);
+        let index = flowlet_index(self.destination.group, hash, size);
         let states = self.maps.flowlet(index)?;
         let live: Vec<(usize, FlowletState)> = states
             .iter()
@@ -403,11 +408,11 @@ impl Choice<'_> {
         };
 
         if sprays(self.group.mode, self.group.spray, parsed.bth.as_ref()) {
-            let cursor = self.maps.group_stats(self.group_id)?[cpu].spray_cursor;
+            let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
             let index = (cursor as u32) & (BUCKETS_PER_GROUP - 1);
             let Some(listed) = self
                 .maps
-                .spray_slot(self.group_id * BUCKETS_PER_GROUP + index)?
+                .spray_slot(self.destination.spray_row() * BUCKETS_PER_GROUP + index)?
             else {
                 return Ok((
                     step(Dynamic::Sprayed {
@@ -421,7 +426,7 @@ impl Choice<'_> {
             let (stand_in, chosen) = if self.usable(listed)? {
                 (None, Some(listed))
             } else {
-                let slot = choose(&members, None, 0);
+                let slot = choose(&members, None, 0, Drawn::ALL);
                 (slot, slot.map(|s| self.member(s)))
             };
             let kind = Dynamic::Sprayed {
@@ -434,11 +439,15 @@ impl Choice<'_> {
 
         let state = states.map(|s| s[cpu]);
         let own = state.map_or(0, |s| s.load.at(epoch));
+        let drawn = self.drawn(hash, cpu)?;
         let next = step_of(state.as_ref(), now_ns, self.group);
         let usable_slot = |slot: u32| members.iter().any(|m| m.slot == slot && m.usable);
         let ecmp_start = match next {
             FlowletStep::Start | FlowletStep::Occupied
-                if starts_on_ecmp(self.usable(ecmp)?, self.maps.quality(ecmp)?) =>
+                if starts_on_ecmp(
+                    self.usable(ecmp)?,
+                    self.maps.quality(self.destination.quality_index(ecmp))?,
+                ) =>
             {
                 members.iter().find(|m| m.id == ecmp).map(|m| m.slot)
             }
@@ -447,7 +456,8 @@ impl Choice<'_> {
         let place =
             |step, ecmp_start: Option<u32>| match placement(step, usable_slot, || ecmp_start) {
                 Placement::Slot(slot) => Some(slot),
-                Placement::LeastCost { offered } => choose(&members, offered, own),
+                Placement::LeastCost { offered } => choose(&members, offered, own, drawn)
+                    .or_else(|| choose(&members, offered, own, Drawn::ALL)),
             };
         let current = match next {
             FlowletStep::Continue(slot) => Some(slot),
@@ -482,6 +492,7 @@ impl Choice<'_> {
             slot,
             own,
             new_flowlet,
+            drawn: (!drawn.is_all()).then(|| drawn.ids()),
             draining,
         };
         let chosen = match slot {
@@ -490,6 +501,29 @@ impl Choice<'_> {
             None => None,
         };
         Ok((step(kind), chosen))
+    }
+}
+
+impl Choice<'_> {
+    /// What a new flowlet of flow `hash` on `cpu` weighs, as the program
+    /// draws it ([`lb_common::select::choice`]): with two choices, the
+    /// spray sequence's entries at the group's cursor there.
+    fn drawn(&self, hash: u32, cpu: usize) -> Result<Drawn> {
+        if self.group.choice != CHOICE_TWO {
+            return Ok(Drawn::ALL);
+        }
+        let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
+        let row = self.destination.spray_row() * BUCKETS_PER_GROUP;
+        let [a, b] = draw_positions(hash, cursor);
+        Ok(
+            match (
+                self.maps.spray_slot(row + a)?,
+                self.maps.spray_slot(row + b)?,
+            ) {
+                (Some(a), Some(b)) => Drawn::pair(a, b),
+                _ => Drawn::ALL,
+            },
+        )
     }
 }
 
@@ -506,7 +540,7 @@ fn step_of(state: Option<&FlowletState>, now_ns: u64, group: &GroupEntry) -> Flo
 /// A new flowlet's slot: the usable member with the least recent load per
 /// path quality, or `current` when the gain is marginal; the data plane's
 /// walk over the members, one [`PathChoice::consider`] each.
-pub fn choose(members: &[Member], current: Option<u32>, own: u64) -> Option<u32> {
+pub fn choose(members: &[Member], current: Option<u32>, own: u64, drawn: Drawn) -> Option<u32> {
     let mut choice = PathChoice::default();
     let mut offered = None;
     for m in members.iter().filter(|m| m.usable) {
@@ -515,7 +549,9 @@ pub fn choose(members: &[Member], current: Option<u32>, own: u64) -> Option<u32>
             load: m.load,
             quality: m.quality,
         };
-        choice.consider(candidate);
+        if drawn.admits(m.id) {
+            choice.consider(candidate);
+        }
         if current == Some(m.slot) {
             offered = Some(candidate);
         }

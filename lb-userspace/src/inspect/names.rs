@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use lb_common::abi::{GroupEntry, NextHop};
 use lb_common::limits::MAX_GROUPS;
+use lb_common::route::Destination;
 
 use super::maps::{InspectError, MapSet};
 use crate::config::Config;
@@ -18,6 +19,8 @@ use crate::dataplane::tables::Tables;
 #[derive(Debug, Default)]
 pub struct Names {
     groups: HashMap<u32, String>,
+    /// Class id -> destination name.
+    classes: HashMap<u32, String>,
     nexthops: HashMap<u32, String>,
     /// Why some ids go unnamed.
     pub notes: Vec<String>,
@@ -59,6 +62,9 @@ impl Names {
                 continue;
             }
             names.groups.insert(group.id, group.name.clone());
+            for class in &group.classes {
+                names.classes.insert(class.id, class.name.clone());
+            }
             for (id, spec) in group.members.iter().zip(&group.specs) {
                 names.nexthops.insert(*id, spec.to_string());
             }
@@ -71,6 +77,17 @@ impl Names {
         match self.groups.get(&id) {
             Some(name) => format!("{name} (id {id})"),
             None => format!("id {id}"),
+        }
+    }
+
+    /// `group spines (id 0)`, with `, destination leaf3 (class 2)` for a
+    /// route value that carries a class.
+    pub fn destination(&self, destination: Destination) -> String {
+        let group = format!("group {}", self.group(destination.group));
+        match (destination.class, self.classes.get(&destination.class)) {
+            (0, _) => group,
+            (class, Some(name)) => format!("{group}, destination {name} (class {class})"),
+            (class, None) => format!("{group}, destination class {class}"),
         }
     }
 

@@ -16,9 +16,10 @@ use rtnetlink::packet_core::NetlinkMessage;
 use super::{NetlinkError, Result};
 
 /// `TCA_KIND`, `TCA_STATS2` (`linux/rtnetlink.h`) and, nested in the
-/// latter, `TCA_STATS_QUEUE` (`linux/gen_stats.h`).
+/// latter, `TCA_STATS_BASIC` and `TCA_STATS_QUEUE` (`linux/gen_stats.h`).
 const TCA_KIND: u16 = 1;
 const TCA_STATS2: u16 = 7;
+const TCA_STATS_BASIC: u16 = 1;
 const TCA_STATS_QUEUE: u16 = 3;
 /// `IFLA_IFNAME` and `IFLA_STATS64` (`linux/if_link.h`).
 const IFLA_IFNAME: u16 = 3;
@@ -54,6 +55,8 @@ pub struct Qdisc {
     pub qlen: u64,
     /// Packets dropped since the qdisc was created.
     pub drops: u64,
+    /// Bytes it sent since it was created.
+    pub sent_bytes: u64,
 }
 
 impl Qdisc {
@@ -213,7 +216,7 @@ impl StatsSocket {
 
 /// An RTM_NEWQDISC payload: its header, kind and queue stats.
 fn parse_qdisc(payload: &[u8]) -> Result<Option<Qdisc>> {
-    use netlink_packet_route::tc::{TcHeader, TcMessageBuffer, TcStatsQueue};
+    use netlink_packet_route::tc::{TcHeader, TcMessageBuffer, TcStatsBasic, TcStatsQueue};
     let header = TcHeader::parse(payload).map_err(|e| NetlinkError::Malformed(e.to_string()))?;
     let Ok(ifindex) = u32::try_from(header.index) else {
         return Ok(None);
@@ -226,6 +229,7 @@ fn parse_qdisc(payload: &[u8]) -> Result<Option<Qdisc>> {
         backlog_bytes: 0,
         qlen: 0,
         drops: 0,
+        sent_bytes: 0,
     };
     for nla in attributes(&payload[std::mem::size_of::<TcMessageBuffer>()..]) {
         let nla = nla?;
@@ -234,12 +238,20 @@ fn parse_qdisc(payload: &[u8]) -> Result<Option<Qdisc>> {
             TCA_STATS2 => {
                 for stat in attributes(nla.value()) {
                     let stat = stat?;
-                    if stat.kind() == TCA_STATS_QUEUE {
-                        let queue = TcStatsQueue::parse(stat.value())
-                            .map_err(|e| NetlinkError::Malformed(e.to_string()))?;
-                        qdisc.backlog_bytes = queue.backlog.into();
-                        qdisc.qlen = queue.qlen.into();
-                        qdisc.drops = queue.drops.into();
+                    match stat.kind() {
+                        TCA_STATS_QUEUE => {
+                            let queue = TcStatsQueue::parse(stat.value())
+                                .map_err(|e| NetlinkError::Malformed(e.to_string()))?;
+                            qdisc.backlog_bytes = queue.backlog.into();
+                            qdisc.qlen = queue.qlen.into();
+                            qdisc.drops = queue.drops.into();
+                        }
+                        TCA_STATS_BASIC => {
+                            let basic = TcStatsBasic::parse(stat.value())
+                                .map_err(|e| NetlinkError::Malformed(e.to_string()))?;
+                            qdisc.sent_bytes = basic.bytes;
+                        }
+                        _ => {}
                     }
                 }
             }

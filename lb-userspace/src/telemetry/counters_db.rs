@@ -21,6 +21,7 @@
 
 mod address;
 mod rows;
+mod switches;
 mod wire;
 
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use redis::Value;
 
 pub use address::Address;
 use rows::{Bad, NameMaps, PortRows};
+pub use switches::Switches;
 use wire::{Batch, Failure, Wire};
 
 use super::{Reading, Source, TelemetryError};

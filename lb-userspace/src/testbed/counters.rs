@@ -231,6 +231,7 @@ mod tests {
             },
             quality: 1024,
             path: None,
+            destinations: Vec::new(),
         }];
         let egress = [EgressSample {
             interface: "s1".into(),

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use lb_common::packet::parse::ROCEV2_UDP_PORT;
 
 use super::Testbed;
+use super::fabric::Fabric;
 use super::topology::SHAPED_DEVICE;
 
 /// Dropped packets by link (`role/device`): received and transmitted.
@@ -19,9 +20,23 @@ pub struct LinkDrops(BTreeMap<String, (u64, u64)>);
 impl LinkDrops {
     /// Every link of every namespace of `bed`.
     pub fn read(bed: &Testbed) -> Result<Self> {
+        Self::read_in(bed.roles().into_iter().map(|role| (bed.ns(&role), role)))
+    }
+
+    /// Every link of every namespace of `fabric`.
+    pub fn read_fabric(fabric: &Fabric) -> Result<Self> {
+        Self::read_in(
+            fabric
+                .roles()
+                .into_iter()
+                .map(|role| (fabric.ns(&role), role)),
+        )
+    }
+
+    /// Every link of each namespace, named `role/device`.
+    fn read_in(namespaces: impl Iterator<Item = (String, String)>) -> Result<Self> {
         let mut drops = BTreeMap::new();
-        for role in bed.roles() {
-            let ns = bed.ns(&role);
+        for (ns, role) in namespaces {
             let out = Command::new("ip")
                 .args(["-n", &ns, "-s", "-o", "link", "show"])
                 .output()
@@ -65,7 +80,9 @@ impl LinkDrops {
 
     /// Transmit drops on the way from the senders to the receivers past a
     /// leaf running fabriclb: a sender's port, a spine's toward the far
-    /// leaf, the far leaf's toward the receivers. The other direction
+    /// leaf, the far leaf's toward the receivers (on a fabric, where every
+    /// host sends and receives: the hosts' ports, the spines' toward the
+    /// leaves, the leaves' toward their hosts). The other direction
     /// carries only the namespaces' own ARP and ND. The leaf's ports toward
     /// the spines are left out: what fabriclb's program redirected there
     /// and the kernel failed to send, the leaf counts as its transmit
@@ -114,9 +131,15 @@ fn on_the_way(link: &str) -> bool {
         name.strip_prefix(prefix)
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     };
-    (numbered("h", role) && device == "eth0")
-        || (numbered("s", role) && device == SHAPED_DEVICE)
+    // On a fabric: `l1h1/eth0` a host's, `s2/l3` a spine's toward a
+    // leaf, `l3/h1` a leaf's toward its host.
+    let fabric_host = role.split_once('h').is_some_and(|(leaf, host)| {
+        numbered("l", leaf) && !host.is_empty() && host.bytes().all(|b| b.is_ascii_digit())
+    });
+    ((numbered("h", role) || fabric_host) && device == "eth0")
+        || (numbered("s", role) && (device == SHAPED_DEVICE || numbered("l", device)))
         || (role == "fleaf" && numbered("r", device))
+        || (numbered("l", role) && numbered("h", device))
 }
 
 /// What a run sent that neither arrived nor was counted lost: 0 when every

@@ -2,7 +2,8 @@
 //! `remote` telemetry source: spine `j`'s queue toward the far leaf is
 //! `node_qdisc_backlog{device="fleaf"}` at [`Exporters::url`]`(j)`, on the
 //! spine's address on its link to the leaf, where the daemon (in the leaf
-//! namespace) reaches it.
+//! namespace) reaches it. On a [`Fabric`], spine `j`'s queue toward leaf
+//! `m` is device `lm`, at every address of the spine.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::fabric::{Fabric, Router, mgmt_addr};
 use super::netns::{die_with_parent, in_netns};
 use super::topology::{SHAPED_DEVICE, spine_addr};
 use super::{PATIENCE, Testbed};
@@ -29,6 +31,20 @@ pub const DEVICE: &str = SHAPED_DEVICE;
 pub struct Exporters {
     /// Spine index, the process, its log.
     exporters: Vec<(usize, Child, PathBuf)>,
+    /// Where they are started and checked from.
+    place: Place,
+}
+
+/// Where a set of exporters runs: the spines' namespaces, the address
+/// each listens on, and the namespace and targets that show it answers.
+struct Place {
+    /// The testbed's name, for log files.
+    bed: String,
+    /// By spine index: namespace and listen address.
+    spines: Vec<(String, String)>,
+    reader: String,
+    /// By spine index: what the reader scrapes.
+    targets: Vec<Target>,
 }
 
 impl Exporters {
@@ -40,13 +56,60 @@ impl Exporters {
     /// (as [`super::Daemon`]'s process does), so start them from the thread
     /// that holds the testbed.
     pub fn start(bed: &Testbed) -> Result<Exporters> {
+        let spines = 1..=bed.shape().spines;
+        Self::start_at(Place {
+            bed: bed.name().to_owned(),
+            spines: (spines.clone())
+                .map(|j| {
+                    (
+                        bed.ns(&format!("s{j}")),
+                        format!("{}:{PORT}", spine_addr(j)),
+                    )
+                })
+                .collect(),
+            reader: bed.ns("leaf"),
+            targets: spines.map(Self::target).collect(),
+        })
+    }
+
+    /// Starts an exporter in each spine of `fabric`, listening on the
+    /// spine's management address, and returns once every one answers
+    /// leaf 1 with its queue toward leaf 2.
+    pub fn start_fabric(fabric: &Fabric) -> Result<Exporters> {
+        let spines = 1..=fabric.shape().spines;
+        Self::start_at(Place {
+            bed: fabric.name().to_owned(),
+            spines: (spines.clone())
+                .map(|j| {
+                    let listen = format!("{}:{PORT}", mgmt_addr(Router::Spine(j)));
+                    (fabric.ns(&format!("s{j}")), listen)
+                })
+                .collect(),
+            reader: fabric.ns("l1"),
+            targets: spines
+                .map(|j| Target {
+                    url: Self::fabric_url(j),
+                    device: "l2".to_owned(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Where a fabric's spine `j` (1-based) exporter answers.
+    pub fn fabric_url(j: usize) -> String {
+        format!("http://{}:{PORT}/metrics", mgmt_addr(Router::Spine(j)))
+    }
+
+    fn start_at(place: Place) -> Result<Exporters> {
         let mut exporters = Self {
             exporters: Vec::new(),
+            place,
         };
-        for j in 1..=bed.shape().spines {
-            exporters.exporters.push(spawn(bed, j)?);
+        for j in 1..=exporters.place.spines.len() {
+            let spawned = exporters.spawn(j)?;
+            exporters.exporters.push(spawned);
         }
-        exporters.wait_ready(bed)?;
+        exporters.wait_ready()?;
         Ok(exporters)
     }
 
@@ -66,13 +129,13 @@ impl Exporters {
 
     /// Starts spine `j`'s exporter again after [`Self::kill`]; returns once
     /// every exporter answers.
-    pub fn restart(&mut self, bed: &Testbed, j: usize) -> Result<()> {
-        let fresh = spawn(bed, j)?;
+    pub fn restart(&mut self, j: usize) -> Result<()> {
+        let fresh = self.spawn(j)?;
         match self.exporters.iter_mut().find(|(spine, _, _)| *spine == j) {
             Some(slot) => *slot = fresh,
             None => self.exporters.push(fresh),
         }
-        self.wait_ready(bed)
+        self.wait_ready()
     }
 
     /// Where spine `j`'s (1-based) exporter answers.
@@ -91,10 +154,7 @@ impl Exporters {
 
     /// A target per spine, in spine order.
     pub fn targets(&self) -> Vec<Target> {
-        self.exporters
-            .iter()
-            .map(|(j, _, _)| Self::target(*j))
-            .collect()
+        self.place.targets.clone()
     }
 
     /// The exporters' process ids, in spine order.
@@ -110,14 +170,14 @@ impl Exporters {
     /// Waits until each exporter says it listens (so that an exporter that
     /// failed to bind is not mistaken for another answering at its
     /// address) and every spine's queue reads from the leaf.
-    fn wait_ready(&self, bed: &Testbed) -> Result<()> {
-        let targets = self.targets();
+    fn wait_ready(&self) -> Result<()> {
+        let targets = self.place.targets.clone();
         let exporters: Vec<(u32, PathBuf)> = self
             .exporters
             .iter()
             .map(|(_, child, log)| (child.id(), log.clone()))
             .collect();
-        let waited = in_netns(&bed.ns("leaf"), move || -> Result<(), String> {
+        let waited = in_netns(&self.place.reader, move || -> Result<(), String> {
             let mut remote = Remote::new(targets, Duration::from_millis(500));
             let deadline = Instant::now() + PATIENCE;
             loop {
@@ -163,20 +223,29 @@ impl Exporters {
     }
 }
 
-/// Starts spine `j`'s exporter, its log a file of its own.
-fn spawn(bed: &Testbed, j: usize) -> Result<(usize, Child, PathBuf)> {
-    // Logs of their own, should two run on one testbed's spine.
-    static STARTED: AtomicUsize = AtomicUsize::new(0);
-    let n = STARTED.fetch_add(1, Ordering::Relaxed);
-    let log_file = std::env::temp_dir().join(format!(
-        "{}-s{j}-node-exporter-{}-{n}.log",
-        bed.name(),
-        std::process::id()
-    ));
+impl Exporters {
+    /// Starts spine `j`'s exporter, its log a file of its own.
+    fn spawn(&self, j: usize) -> Result<(usize, Child, PathBuf)> {
+        // Logs of their own, should two run on one testbed's spine.
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let log_file = std::env::temp_dir().join(format!(
+            "{}-s{j}-node-exporter-{}-{n}.log",
+            self.place.bed,
+            std::process::id()
+        ));
+        let (ns, listen) = &self.place.spines[j - 1];
+        spawn(ns, listen, log_file).map(|(child, log)| (j, child, log))
+    }
+}
+
+/// Starts an exporter in namespace `ns` listening on `listen`, logging to
+/// `log_file`.
+fn spawn(ns: &str, listen: &str, log_file: PathBuf) -> Result<(Child, PathBuf)> {
     let log = File::create(&log_file).context("creating node_exporter's log")?;
     let mut command = Command::new("ip");
     command
-        .args(["netns", "exec", &bed.ns(&format!("s{j}"))])
+        .args(["netns", "exec", ns])
         .arg("prometheus-node-exporter")
         .args([
             "--collector.disable-defaults",
@@ -187,7 +256,7 @@ fn spawn(bed: &Testbed, j: usize) -> Result<(usize, Child, PathBuf)> {
         // `--collector.qdisk.device-include` but filters nothing with it
         // (and `device-exclude` alone drops every device), so all three of
         // the spine's devices are exported.
-        .arg(format!("--web.listen-address={}:{PORT}", spine_addr(j)))
+        .arg(format!("--web.listen-address={listen}"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -195,7 +264,7 @@ fn spawn(bed: &Testbed, j: usize) -> Result<(usize, Child, PathBuf)> {
     let child = command
         .spawn()
         .context("starting prometheus-node-exporter")?;
-    Ok((j, child, log_file))
+    Ok((child, log_file))
 }
 
 impl Drop for Exporters {
@@ -221,7 +290,7 @@ fn stat_fields(pid: u32) -> Result<Vec<String>> {
 }
 
 /// utime plus stime (fields 14 and 15) of process `pid`.
-fn cpu_time(pid: u32) -> Result<Duration> {
+pub fn cpu_time(pid: u32) -> Result<Duration> {
     let fields = stat_fields(pid)?;
     ensure!(fields.len() > 12, "/proc/{pid}/stat is short: {fields:?}");
     let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;

@@ -28,7 +28,7 @@ pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
 pub use cross::{CrossReport, CrossTraffic};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
-pub use exporters::Exporters;
+pub use exporters::{Exporters, cpu_time};
 pub use hop::{Hop, HopReport, HopRun, run_hop};
 pub use leaf_maps::{LeafMaps, leaf_ifindex, xdp_prog_id};
 pub use netns::in_netns;

@@ -62,11 +62,26 @@ impl RedisServer {
     }
 
     pub fn start_with(dir: &Scratch, extra: &[&str]) -> Self {
+        Self::start_in(None, dir, extra)
+    }
+
+    /// [`Self::start_with`] in network namespace `ns` (`None`: this
+    /// process's), so that a TCP `--bind` there takes that namespace's
+    /// address; the socket is a file, reached from anywhere.
+    pub fn start_in(ns: Option<&str>, dir: &Scratch, extra: &[&str]) -> Self {
         let socket = dir.socket();
         // A killed server leaves its socket file behind; gone, it cannot
         // be mistaken for the new server's.
         let _ = std::fs::remove_file(&socket);
-        let child = Command::new("redis-server")
+        let mut command = match ns {
+            Some(ns) => {
+                let mut ip = Command::new("ip");
+                ip.args(["netns", "exec", ns, "redis-server"]);
+                ip
+            }
+            None => Command::new("redis-server"),
+        };
+        let child = command
             .args(extra)
             .arg("--unixsocket")
             .arg(&socket)

@@ -165,14 +165,14 @@ fn unknown_key() {
     assert_eq!(
         err(&with_group_key("weight = 2")),
         "configs/x.toml:5:1: unknown field `weight`, \
-         expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, \
-         `telemetry`, `telemetry_url`, `telemetry_device`, `next_hops`, `kernel_routes`, `sonic_routes`"
+         expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, `flowlet_choice`, \
+         `telemetry`, `telemetry_url`, `telemetry_device`, `next_hops`, `kernel_routes`, `sonic_routes`, `destinations`"
     );
     assert_eq!(
         err(&with_next_hop("ip = \"10.0.0.1\", vlna = 5")),
         "configs/x.toml:5:53: unknown field `vlna`, \
          expected one of `interface`, `mac`, `ip`, `vlan`, `telemetry_url`, \
-         `telemetry_device`, `sonic_port`"
+         `telemetry_device`, `sonic_port`, `counters_db`"
     );
     assert_eq!(
         err(&with_route(

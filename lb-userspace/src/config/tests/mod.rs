@@ -2,6 +2,7 @@
 //! share: each helper says on which line and column its parts land, since
 //! the expected errors name them.
 
+mod destinations;
 mod diagnostics;
 mod diff;
 mod group;

@@ -9,8 +9,8 @@ use lb_common::select::hash::HashFields;
 
 use super::{FILE, ok, route_prefix};
 use crate::config::{
-    ArsProfile, Config, ConfigError, FLOWLET_GAP_DEFAULT_US, Group, GroupTelemetry, Mode,
-    NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, Warning,
+    ArsProfile, Config, ConfigError, FLOWLET_GAP_DEFAULT_US, FlowletChoice, Group, GroupTelemetry,
+    Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, Warning,
     XdpModeSetting, load,
 };
 
@@ -77,10 +77,12 @@ group = "spines"
                 hash_fields: HashFields::RDMA_BTH_DEST_QP.union(HashFields::DST_IP),
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                flowlet_choice: FlowletChoice::LeastCost,
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
                 sonic_routes: None,
+                destinations: Vec::new(),
                 next_hops: vec![
                     NextHopSpec {
                         interface: "eth1".into(),
@@ -112,10 +114,12 @@ group = "spines"
                 hash_fields: HashFields::ALL,
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                flowlet_choice: FlowletChoice::LeastCost,
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
                 sonic_routes: None,
+                destinations: Vec::new(),
                 next_hops: vec![NextHopSpec {
                     interface: "eth1".into(),
                     addr: NextHopAddr::Ip(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))),
@@ -128,10 +132,12 @@ group = "spines"
                 hash_fields: HashFields::SRC_IP,
                 flowlet_gap_us: FLOWLET_GAP_DEFAULT_US,
                 spray: Spray::SelfContained,
+                flowlet_choice: FlowletChoice::LeastCost,
                 telemetry: None,
                 weights: Vec::new(),
                 kernel_routes: None,
                 sonic_routes: None,
+                destinations: Vec::new(),
                 next_hops: vec![NextHopSpec {
                     interface: "eth4".into(),
                     addr: NextHopAddr::Mac([2, 0, 0, 0, 4, 1]),

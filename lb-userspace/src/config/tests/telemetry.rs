@@ -169,7 +169,36 @@ fn telemetry_key_refusals() {
     assert_eq!(
         err(&group("counters-db", "ip = \"10.0.0.1\"")),
         "configs/x.toml:5:13: group \"g\" reads counters-db, but [telemetry] has no \
-         counters_db address (e.g. \"unix:/var/run/redis/redis.sock\")"
+         counters_db address (e.g. \"unix:/var/run/redis/redis.sock\") and not every next hop \
+         names its own"
+    );
+    // Each next hop its own switch's (the next switch's COUNTERS_DB).
+    let own = ok(&group(
+        "counters-db",
+        "ip = \"10.0.0.1\", counters_db = \"redis://198.18.255.129:6379\", sonic_port = \"l2\"",
+    ));
+    let Some(GroupTelemetry::CountersDb { ports, switches }) = &own.groups[0].telemetry else {
+        panic!("{:?}", own.groups[0].telemetry)
+    };
+    assert_eq!(ports, &["l2"]);
+    assert_eq!(
+        switches[0].as_ref().map(ToString::to_string).as_deref(),
+        Some("redis://198.18.255.129:6379")
+    );
+    assert_eq!(
+        err(&group(
+            "counters-db",
+            "ip = \"10.0.0.1\", counters_db = \"tcp://x\""
+        )),
+        "configs/x.toml:6:67: counters_db \"tcp://x\": expected `unix:/path/to/redis.sock` or \
+         `redis://host:port`, got `tcp://x`"
+    );
+    assert_eq!(
+        err(&group(
+            "remote",
+            "ip = \"10.0.0.1\", counters_db = \"redis://198.18.255.129:6379\""
+        )),
+        "configs/x.toml:6:67: counters_db does not apply to group \"g\"'s telemetry = \"remote\""
     );
 }
 

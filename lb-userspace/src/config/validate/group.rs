@@ -11,8 +11,8 @@ use super::telemetry::{PathKeys, Template};
 use crate::config::diagnostics::{ConfigError, Ctx, Quoted};
 use crate::config::raw::RawGroup;
 use crate::config::schema::{
-    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, Group, Mode, NAME_MAX_LEN,
-    Spray, TelemetrySettings,
+    FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FlowletChoice, Group, Mode,
+    NAME_MAX_LEN, Spray, TelemetrySettings,
 };
 
 impl Ctx<'_> {
@@ -29,6 +29,7 @@ impl Ctx<'_> {
         let mut total_next_hops = 0usize;
         let mut groups = Vec::with_capacity(raw.len());
         let mut followed = Vec::new();
+        let mut destinations = 0;
         for group in raw {
             let group_span = group.span();
             let group = group.into_inner();
@@ -68,6 +69,12 @@ impl Ctx<'_> {
                 group.spray,
                 &Spray::NAMES,
                 "unknown spray",
+                "valid values",
+            )?;
+            let flowlet_choice = self.lookup_or_default(
+                group.flowlet_choice,
+                &FlowletChoice::NAMES,
+                "unknown flowlet_choice",
                 "valid values",
             )?;
 
@@ -163,6 +170,12 @@ impl Ctx<'_> {
                 &next_hops,
                 telemetry,
             )?;
+            let own_destinations = self.destinations(
+                &name,
+                group.destinations,
+                telemetry.as_ref(),
+                &mut destinations,
+            )?;
 
             groups.push(Group {
                 name,
@@ -170,11 +183,13 @@ impl Ctx<'_> {
                 hash_fields,
                 flowlet_gap_us,
                 spray,
+                flowlet_choice,
                 telemetry,
                 next_hops,
                 weights: Vec::new(),
                 kernel_routes: kernel_routes.map(|(_, k)| k),
                 sonic_routes: sonic_routes.map(|(_, s)| s),
+                destinations: own_destinations,
             });
         }
         Ok((groups, followed))

@@ -3,6 +3,7 @@
 //! in the text each error points. Those several tables use live here; each
 //! table's own rules live in its module.
 
+mod destinations;
 mod group;
 mod next_hop;
 mod overrides;

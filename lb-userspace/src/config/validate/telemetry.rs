@@ -14,7 +14,7 @@ use crate::config::schema::{
     STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings,
     TelemetrySource,
 };
-use crate::telemetry::remote;
+use crate::telemetry::{counters_db, remote};
 
 /// Loads are given in Mbit/s up to 10 Tbit/s; queueing delay in
 /// microseconds up to 10 s.
@@ -28,6 +28,7 @@ pub(super) struct PathKeys {
     url: Option<Spanned<String>>,
     device: Option<Spanned<String>>,
     sonic_port: Option<Spanned<String>>,
+    counters_db: Option<Spanned<String>>,
 }
 
 impl PathKeys {
@@ -39,12 +40,13 @@ impl PathKeys {
             url: nh.telemetry_url.take(),
             device: nh.telemetry_device.take(),
             sonic_port: nh.sonic_port.take(),
+            counters_db: nh.counters_db.take(),
         }
     }
 
     /// Whether any of them is set.
     pub(super) fn any(&self) -> bool {
-        self.url.is_some() || self.device.is_some() || self.sonic_port.is_some()
+        self.first_key().is_some()
     }
 }
 
@@ -229,15 +231,24 @@ impl Ctx<'_> {
             )?;
         }
         if let Some(address) = raw.counters_db {
-            let parsed = address.get_ref().parse().map_err(|why| {
-                self.error(
-                    address.span(),
-                    format!("telemetry counters_db {:?}: {why}", address.get_ref()),
-                )
-            })?;
-            settings.counters_db = Some(parsed);
+            settings.counters_db =
+                Some(self.counters_db_address(&address, "telemetry counters_db")?);
         }
         Ok(settings)
+    }
+
+    /// A COUNTERS_DB address, `key` naming it in the error.
+    fn counters_db_address(
+        &self,
+        address: &Spanned<String>,
+        key: &str,
+    ) -> Result<counters_db::Address, ConfigError> {
+        address.get_ref().parse().map_err(|why| {
+            self.error(
+                address.span(),
+                format!("{key} {:?}: {why}", address.get_ref()),
+            )
+        })
     }
 
     /// Warns of each of `tables` (name and span) when no group has a
@@ -300,9 +311,7 @@ impl Ctx<'_> {
             let stray = match source {
                 TelemetrySource::Linux => path.first_key(),
                 TelemetrySource::CountersDb => path.url_or_device(),
-                TelemetrySource::Remote => {
-                    path.sonic_port.as_ref().map(|p| (p.span(), "sonic_port"))
-                }
+                TelemetrySource::Remote => path.counters_keys(),
             };
             if let Some((span, key)) = stray {
                 return Err(self.error(
@@ -322,26 +331,30 @@ impl Ctx<'_> {
         Ok(Some(match source {
             TelemetrySource::Linux => GroupTelemetry::Linux,
             TelemetrySource::CountersDb => {
-                if settings.counters_db.is_none() {
-                    return Err(self.error(
-                        source_key.span(),
-                        format!(
-                            "group {group:?} reads counters-db, but [telemetry] has no \
-                             counters_db address (e.g. \"unix:/var/run/redis/redis.sock\")"
-                        ),
-                    ));
+                let mut ports = Vec::with_capacity(paths.len());
+                let mut switches = Vec::with_capacity(paths.len());
+                for (path, spec) in paths.into_iter().zip(specs) {
+                    let switch = path
+                        .counters_db
+                        .map(|address| self.counters_db_address(&address, "counters_db"))
+                        .transpose()?;
+                    if switch.is_none() && settings.counters_db.is_none() {
+                        return Err(self.error(
+                            source_key.span(),
+                            format!(
+                                "group {group:?} reads counters-db, but [telemetry] has no \
+                                 counters_db address (e.g. \"unix:/var/run/redis/redis.sock\") \
+                                 and not every next hop names its own"
+                            ),
+                        ));
+                    }
+                    switches.push(switch);
+                    ports.push(path.sonic_port.map_or_else(
+                        || Ok(spec.interface.clone()),
+                        |port| self.name(port, "sonic_port", NAME_MAX_LEN),
+                    )?);
                 }
-                let ports = paths
-                    .into_iter()
-                    .zip(specs)
-                    .map(|(path, spec)| {
-                        path.sonic_port.map_or_else(
-                            || Ok(spec.interface.clone()),
-                            |port| self.name(port, "sonic_port", NAME_MAX_LEN),
-                        )
-                    })
-                    .collect::<Result<_, _>>()?;
-                GroupTelemetry::CountersDb { ports }
+                GroupTelemetry::CountersDb { ports, switches }
             }
             TelemetrySource::Remote if template.learns_from.is_some() => {
                 self.remote_template(group, source_key.span(), template)?
@@ -432,7 +445,12 @@ impl PathKeys {
     }
 
     fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
-        self.url_or_device()
-            .or_else(|| self.sonic_port.as_ref().map(|p| (p.span(), "sonic_port")))
+        self.url_or_device().or_else(|| self.counters_keys())
+    }
+
+    /// Where the first of `sonic_port` and `counters_db` is set, and which.
+    fn counters_keys(&self) -> Option<(Range<usize>, &'static str)> {
+        (self.sonic_port.as_ref().map(|p| (p.span(), "sonic_port")))
+            .or_else(|| self.counters_db.as_ref().map(|c| (c.span(), "counters_db")))
     }
 }

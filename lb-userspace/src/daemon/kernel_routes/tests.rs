@@ -201,7 +201,8 @@ fn learned_groups_get_a_telemetry_target_per_next_hop() {
     assert_eq!(
         with("telemetry = \"counters-db\"\n"),
         Some(config::GroupTelemetry::CountersDb {
-            ports: vec!["s1".into(), "s2".into()]
+            ports: vec!["s1".into(), "s2".into()],
+            switches: vec![None, None],
         })
     );
 }

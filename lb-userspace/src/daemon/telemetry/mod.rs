@@ -14,6 +14,8 @@ mod pollers;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use lb_common::limits::MAX_NEXTHOPS;
+use lb_common::route::quality_index;
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
 use lb_common::select::quality::{Measures, PathQuality, Profile};
 use tokio::sync::mpsc;
@@ -166,11 +168,11 @@ impl Telemetry {
         let Some(name) = tables.groups.get(spec.group).map(|g| &g.name) else {
             return Vec::new();
         };
-        for (&id, reading) in spec.members.iter().zip(batch.readings) {
-            let Some(path) = self.paths.get_mut(&id) else {
+        for (&index, reading) in spec.paths.iter().zip(batch.readings) {
+            let Some(path) = self.paths.get_mut(&index) else {
                 continue;
             };
-            let label = || path_label(tables, spec.group, id);
+            let label = || path_label(tables, spec.group, index);
             match reading {
                 Ok(reading) => {
                     if std::mem::take(&mut path.failing) {
@@ -196,11 +198,11 @@ impl Telemetry {
     /// for `stale_after`. Returns the qualities that now differ from
     /// `tables`'.
     pub(super) fn expire(&mut self, now: Instant, tables: &Tables) -> Vec<(u32, u32)> {
-        for (&id, path) in &mut self.paths {
+        for (&index, path) in &mut self.paths {
             let since = path.last_good.unwrap_or(self.started);
             if !path.stale && now.saturating_duration_since(since) > self.stale_after {
                 warn!(
-                    next_hop = %id_label(tables, id),
+                    next_hop = %index_label(tables, index),
                     source = path.source,
                     "telemetry stale for {:?}: default quality until it answers",
                     self.stale_after
@@ -213,32 +215,38 @@ impl Telemetry {
         self.changes(tables)
     }
 
-    /// Each next hop whose quality in `tables` differs from what its
-    /// telemetry says (the default for those without).
+    /// Each path ([`quality_index`]) whose quality in `tables` differs
+    /// from what its telemetry says (the default for those without). A
+    /// path's quality is scaled against the fastest of its row: the
+    /// group's next hops, or the group's next hops toward one destination.
     pub(super) fn changes(&self, tables: &Tables) -> Vec<(u32, u32)> {
         let mut changes = Vec::new();
         for group in &tables.groups {
-            let paths = || group.members.iter().filter_map(|id| self.paths.get(id));
-            let fastest = paths()
-                .filter_map(|p| p.quality.drain_rate)
-                .max()
-                .unwrap_or(0);
-            for &id in &group.members {
-                let quality = self
-                    .paths
-                    .get(&id)
-                    .map_or(PATH_QUALITY_DEFAULT, |p| p.quality.scaled_quality(fastest));
-                if tables.quality.get(id as usize) != Some(&quality) {
-                    changes.push((id, quality));
+            let classes = std::iter::once(0).chain(group.classes.iter().map(|c| c.id));
+            for class in classes {
+                let row = || group.members.iter().map(|&id| quality_index(class, id));
+                let fastest = row()
+                    .filter_map(|index| self.paths.get(&index)?.quality.drain_rate)
+                    .max()
+                    .unwrap_or(0);
+                for index in row() {
+                    let quality = self
+                        .paths
+                        .get(&index)
+                        .map_or(PATH_QUALITY_DEFAULT, |p| p.quality.scaled_quality(fastest));
+                    if tables.quality.get(index as usize) != Some(&quality) {
+                        changes.push((index, quality));
+                    }
                 }
             }
         }
         changes
     }
 
-    /// Seconds since `id`'s last good reading (since start if none).
-    pub(super) fn age(&self, id: u32, now: Instant) -> Option<f64> {
-        let path = self.paths.get(&id)?;
+    /// Seconds since path `index`'s last good reading (since start if
+    /// none).
+    pub(super) fn age(&self, index: u32, now: Instant) -> Option<f64> {
+        let path = self.paths.get(&index)?;
         let since = path.last_good.unwrap_or(self.started);
         Some(now.saturating_duration_since(since).as_secs_f64())
     }
@@ -251,20 +259,26 @@ fn settings(config: &Config) -> (Profile, Duration) {
     (config.ars_profile.quality, stale_after)
 }
 
-fn path_label(tables: &Tables, group: usize, id: u32) -> String {
+/// Path `index` of group `group`: its next hop as configured, and the
+/// destination toward which it is rated if any (`s1 198.18.1.2 toward
+/// leaf3`).
+fn path_label(tables: &Tables, group: usize, index: u32) -> String {
     let group = &tables.groups[group];
-    group
-        .members
-        .iter()
-        .position(|&m| m == id)
-        .map_or_else(|| id.to_string(), |slot| group.specs[slot].to_string())
+    let (class, id) = (index / MAX_NEXTHOPS, index % MAX_NEXTHOPS);
+    let next_hop = (group.members.iter().position(|&m| m == id))
+        .map_or_else(|| id.to_string(), |slot| group.specs[slot].to_string());
+    match group.classes.iter().find(|c| c.id == class) {
+        Some(destination) => format!("{next_hop} toward {}", destination.name),
+        None => next_hop,
+    }
 }
 
-fn id_label(tables: &Tables, id: u32) -> String {
+fn index_label(tables: &Tables, index: u32) -> String {
+    let id = index % MAX_NEXTHOPS;
     tables
         .groups
         .iter()
         .enumerate()
         .find(|(_, g)| g.members.contains(&id))
-        .map_or_else(|| id.to_string(), |(i, _)| path_label(tables, i, id))
+        .map_or_else(|| index.to_string(), |(i, _)| path_label(tables, i, index))
 }

@@ -11,16 +11,17 @@ use std::sync::mpsc as stop_channel;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use lb_common::route::quality_index;
 use tokio::sync::mpsc;
 use tracing::warn;
 
 use super::Batch;
-use crate::config::{Config, GroupTelemetry};
-use crate::dataplane::tables::Tables;
+use crate::config::{Config, Destination, Group, GroupTelemetry, NextHopSpec};
+use crate::dataplane::tables::{GroupTable, Tables};
 use crate::telemetry::Source;
-use crate::telemetry::counters_db::{Address, CountersDb};
+use crate::telemetry::counters_db::{Address, Switches};
 use crate::telemetry::linux::Linux;
-use crate::telemetry::remote::Remote;
+use crate::telemetry::remote::{Remote, Target, TargetTemplate};
 
 /// Everything one group's poller runs with: a config that gives it the
 /// same keeps it running, sockets and connections included.
@@ -32,8 +33,10 @@ pub(super) struct Spec {
     source: GroupTelemetry,
     /// The group's next hops' interfaces, in member order.
     interfaces: Vec<String>,
-    /// The group's next-hop ids, in the order readings come.
-    pub(super) members: Vec<u32>,
+    /// What each reading rates, in the order readings come: the
+    /// [`quality_index`] of a next hop (class 0) or of a next hop toward
+    /// one of the group's destinations.
+    pub(super) paths: Vec<u32>,
     interval: Duration,
     timeout: Duration,
     /// For a `counters-db` source: where the database is.
@@ -47,7 +50,7 @@ impl Spec {
         let timeout = Duration::from_millis(config.telemetry.timeout_ms.into());
         (config.groups.iter().zip(&tables.groups).enumerate())
             .filter_map(|(index, (group, table))| {
-                let source = group.telemetry.clone()?;
+                let (source, paths) = with_destinations(group, table)?;
                 let counters_db = matches!(source, GroupTelemetry::CountersDb { .. })
                     .then(|| config.telemetry.counters_db.clone())
                     .flatten();
@@ -60,7 +63,7 @@ impl Spec {
                         .iter()
                         .map(|n| n.interface.clone())
                         .collect(),
-                    members: table.members.clone(),
+                    paths,
                     interval,
                     timeout,
                     counters_db,
@@ -76,16 +79,71 @@ impl Spec {
         Some(match &self.source {
             GroupTelemetry::RemoteTemplate { .. } => return None,
             GroupTelemetry::Linux => Box::new(Linux::new(self.interfaces.clone())),
-            GroupTelemetry::CountersDb { ports } => Box::new(CountersDb::new(
-                self.counters_db.clone()?,
-                ports.clone(),
-                self.timeout,
-            )),
+            GroupTelemetry::CountersDb { ports, switches } => {
+                let paths = (switches.iter().zip(ports))
+                    .map(|(switch, port)| {
+                        Some((
+                            switch.clone().or_else(|| self.counters_db.clone())?,
+                            port.clone(),
+                        ))
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Box::new(Switches::new(paths, self.timeout))
+            }
             GroupTelemetry::Remote { targets } => {
                 Box::new(Remote::new(targets.clone(), self.timeout))
             }
         })
     }
+}
+
+/// Group `group`'s source with a path per next hop and destination after
+/// the next hops' own, and what each reading rates. Paths on one switch
+/// share its URL or connection, so one scrape or round trip per poll
+/// reads every destination's queue there.
+fn with_destinations(group: &Group, table: &GroupTable) -> Option<(GroupTelemetry, Vec<u32>)> {
+    let source = group.telemetry.clone()?;
+    let mut paths: Vec<u32> = table
+        .members
+        .iter()
+        .map(|&id| quality_index(0, id))
+        .collect();
+    let device = |destination: &Destination, spec: &NextHopSpec| {
+        TargetTemplate::device(
+            &destination.telemetry_device,
+            spec.addr.ip(),
+            &spec.interface,
+        )
+    };
+    let toward =
+        (group.destinations.iter().zip(&table.classes)).flat_map(|(destination, class)| {
+            (group.next_hops.iter().zip(&table.members).enumerate())
+                .map(move |(slot, (spec, &id))| (destination, class.id, slot, spec, id))
+        });
+    let source = match source {
+        GroupTelemetry::Remote { mut targets } => {
+            for (destination, class, slot, spec, id) in toward {
+                let url = targets[slot].url.clone();
+                let device = device(destination, spec);
+                targets.push(Target { url, device });
+                paths.push(quality_index(class, id));
+            }
+            GroupTelemetry::Remote { targets }
+        }
+        GroupTelemetry::CountersDb {
+            mut ports,
+            mut switches,
+        } => {
+            for (destination, class, slot, spec, id) in toward {
+                switches.push(switches[slot].clone());
+                ports.push(device(destination, spec));
+                paths.push(quality_index(class, id));
+            }
+            GroupTelemetry::CountersDb { ports, switches }
+        }
+        other => other,
+    };
+    Some((source, paths))
 }
 
 /// The running pollers, one per group with a source.
@@ -179,11 +237,12 @@ impl Pollers {
         self.running.iter().find(|r| r.id == id).map(|r| &r.spec)
     }
 
-    /// Each running poller's next-hop ids with its source's name.
+    /// Each running poller's paths ([`quality_index`]) with its source's
+    /// name.
     pub(super) fn paths(&self) -> impl Iterator<Item = (u32, &'static str)> + '_ {
         self.running
             .iter()
-            .flat_map(|r| r.spec.members.iter().map(|&id| (id, r.source)))
+            .flat_map(|r| r.spec.paths.iter().map(|&index| (index, r.source)))
     }
 }
 
@@ -237,7 +296,7 @@ mod tests {
                 .iter()
                 .map(|m| format!("fabriclb-none{m}"))
                 .collect(),
-            members: members.to_vec(),
+            paths: members.to_vec(),
             interval,
             timeout: Duration::from_millis(100),
             counters_db: None,
@@ -314,7 +373,7 @@ mod tests {
         assert_ne!(second.poller, first.poller);
         assert!(pollers.current(first.poller).is_none());
         let spec = pollers.current(second.poller).expect("current");
-        assert_eq!(spec.members, [0, 1]);
+        assert_eq!(spec.paths, [0, 1]);
         assert_eq!(second.readings.len(), 2);
     }
 

@@ -22,12 +22,13 @@ use lb_common::abi::{self as names, GroupEntry, NextHop};
 use lb_common::limits::{
     BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP,
 };
+use lb_common::route::Destination;
 use lb_common::select::flowlet::MODE_ECMP;
 use lb_common::select::overrides::override_index;
 
 use super::overrides::GroupOverrides;
 use super::route_table::{Family, Layout};
-use super::{GroupTable, Placed, Tables, host_len};
+use super::{ClassTable, GroupTable, Placed, Tables, host_len};
 use crate::config::Prefix;
 use crate::dataplane::loader::map_err;
 use crate::dataplane::{Dataplane, DataplaneError};
@@ -36,13 +37,13 @@ fn read<T>(name: &'static str, got: Result<T, MapError>) -> Result<T, DataplaneE
     got.map_err(map_err(name))
 }
 
-/// One group's slice of a per-group table.
+/// One row (a group's, or a class's spray sequence) of a per-group table.
 fn slice(
     map: &aya::maps::Array<aya::maps::MapData, u32>,
     name: &'static str,
-    group: u32,
+    row: u32,
 ) -> Result<Vec<u32>, DataplaneError> {
-    let base = group * BUCKETS_PER_GROUP;
+    let base = row * BUCKETS_PER_GROUP;
     (base..base + BUCKETS_PER_GROUP)
         .map(|i| read(name, map.get(&i, 0)))
         .collect()
@@ -61,8 +62,8 @@ impl Tables {
             .rposition(|n| *n != NextHop::default())
             .map_or(0, |last| last + 1);
         nexthops.truncate(used.max(fresh.nexthops.len()));
-        let quality = (0..nexthops.len() as u32)
-            .map(|id| read(names::PATH_QUALITY, dp.maps.path_quality.get(&id, 0)))
+        let quality = (0..nexthops.len().max(fresh.quality.len()) as u32)
+            .map(|index| read(names::PATH_QUALITY, dp.maps.path_quality.get(&index, 0)))
             .collect::<Result<Vec<u32>, _>>()?;
 
         let mut groups = Vec::new();
@@ -98,6 +99,22 @@ impl Tables {
                 // gives the same member order.
                 home: same.map(|g| g.home.clone()).unwrap_or_default(),
                 spray: slice(&dp.maps.spray, names::SPRAY, id)?,
+                // The config's classes, each with the sequence its row
+                // holds: ids are deterministic, as the groups' are.
+                classes: (same.into_iter().flat_map(|g| &g.classes))
+                    .map(|class| {
+                        let row = Destination {
+                            group: id,
+                            class: class.id,
+                        }
+                        .spray_row();
+                        let spray = slice(&dp.maps.spray, names::SPRAY, row)?;
+                        Ok(ClassTable {
+                            spray,
+                            ..class.clone()
+                        })
+                    })
+                    .collect::<Result<_, DataplaneError>>()?,
                 // The deadline of a drain the last daemon started is not
                 // in the maps: the drain ends now.
                 drain_until: (entry.draining != MODE_ECMP).then(Instant::now),

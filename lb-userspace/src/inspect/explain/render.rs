@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use lb_common::abi::NextHop;
 use lb_common::limits::LOCAL_ROUTE;
 use lb_common::packet::parse::{IPPROTO_TCP, IPPROTO_UDP, Parsed};
+use lb_common::route::Destination;
 use lb_common::select::flowlet::{FlowletStep, HYSTERESIS_DEN, HYSTERESIS_NUM};
 use lb_common::verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
@@ -194,6 +195,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             slot,
             own,
             new_flowlet,
+            drawn,
             draining,
         } => {
             write!(out, "flowlet (cpu {}", d.cpu).unwrap();
@@ -238,6 +240,14 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             writeln!(out, "  step: {why}").unwrap();
             if *draining {
                 out.push_str("  members (a new flowlet takes the flow's ECMP slot):\n");
+            } else if let Some([a, b]) = drawn {
+                writeln!(
+                    out,
+                    "  members (a new flowlet weighs two drawn in proportion to quality, now {} and {}, and takes the lesser (load + 4096) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):",
+                    nexthop_name(*a, names),
+                    nexthop_name(*b, names)
+                )
+                .unwrap();
             } else {
                 writeln!(
                     out,
@@ -295,7 +305,10 @@ pub fn render(e: &Explanation, names: &Names) -> String {
                 let prefix = prefix.map_or("?".to_owned(), |(a, l)| format!("{a}/{l}"));
                 match value {
                     LOCAL_ROUTE => format!("{prefix} -> the box's own address (local)"),
-                    id => format!("{prefix} -> group {}", names.group(id)),
+                    value => format!(
+                        "{prefix} -> {}",
+                        names.destination(Destination::of_value(value))
+                    ),
                 }
             }
         };

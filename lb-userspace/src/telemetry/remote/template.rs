@@ -28,18 +28,16 @@ impl TargetTemplate {
     /// The target of the next hop at `ip` (none for one known by MAC
     /// alone) through `interface`.
     pub fn target(&self, ip: Option<IpAddr>, interface: &str) -> Target {
-        let fill = |text: &str, in_url: bool| {
-            let ip = match ip {
-                Some(IpAddr::V6(v6)) if in_url => format!("[{v6}]"),
-                Some(ip) => ip.to_string(),
-                None => String::new(),
-            };
-            text.replace(IP, &ip).replace(INTERFACE, interface)
-        };
         Target {
-            url: fill(&self.url, true),
-            device: fill(&self.device, false),
+            url: fill(&self.url, true, ip, interface),
+            device: Self::device(&self.device, ip, interface),
         }
+    }
+
+    /// Device template `device` filled for the next hop at `ip` through
+    /// `interface`.
+    pub fn device(device: &str, ip: Option<IpAddr>, interface: &str) -> String {
+        fill(device, false, ip, interface)
     }
 
     /// Why `text` (a URL template when `in_url`, else a device template)
@@ -73,6 +71,17 @@ impl TargetTemplate {
         text.replace(IP, LONGEST_IP)
             .replace(INTERFACE, LONGEST_INTERFACE)
     }
+}
+
+/// `text` with the placeholders filled; an IPv6 address in brackets in a
+/// URL.
+fn fill(text: &str, in_url: bool, ip: Option<IpAddr>, interface: &str) -> String {
+    let ip = match ip {
+        Some(IpAddr::V6(v6)) if in_url => format!("[{v6}]"),
+        Some(ip) => ip.to_string(),
+        None => String::new(),
+    };
+    text.replace(IP, &ip).replace(INTERFACE, interface)
 }
 
 #[cfg(test)]

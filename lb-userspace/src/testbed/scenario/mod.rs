@@ -7,6 +7,7 @@
 //! ones) is a row in [`modes`], not a change to any scenario.
 
 mod bgp_drain;
+pub mod fabric_slow_link;
 mod link_down;
 mod reaction;
 mod report;
@@ -21,6 +22,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+
+use crate::config::FlowletChoice;
 
 use super::{
     Collective, CrossTraffic, Exporters, Leaf, Shape, Testbed, run_collective_with,
@@ -65,10 +68,13 @@ pub enum Name {
     /// Collectives for ten minutes while links flap, MACs change, the
     /// config, telemetry, BGP and the daemon come and go ([`soak`]).
     Soak,
+    /// Four leaves, one spine's port toward one leaf slow, every leaf
+    /// adaptive ([`fabric_slow_link`]).
+    FabricSlowLink,
 }
 
 impl Name {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -80,6 +86,7 @@ impl Name {
         Self::Sonic,
         Self::TeOverride,
         Self::Soak,
+        Self::FabricSlowLink,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -95,12 +102,15 @@ impl Name {
             Self::Sonic => "sonic",
             Self::TeOverride => "te-override",
             Self::Soak => "soak",
+            Self::FabricSlowLink => "fabric-slow-link",
         }
     }
 
-    /// The scenario at full length.
-    pub fn scenario(self) -> Scenario {
-        match self {
+    /// The scenario at full length; `None` for those that run on a
+    /// fabric of several leaves, not on the single-leaf testbed.
+    pub fn scenario(self) -> Option<Scenario> {
+        Some(match self {
+            Self::FabricSlowLink => return None,
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::BgpSlowSpine => bgp_slow_spine(slow_spine::MESSAGES),
@@ -112,7 +122,7 @@ impl Name {
             Self::Sonic => sonic::scenario(sonic::SECONDS),
             Self::TeOverride => te_override::scenario(te_override::SECONDS),
             Self::Soak => soak::scenario(),
-        }
+        })
     }
 
     /// The rows the scenario runs: every mode, but `link-down` and
@@ -130,6 +140,14 @@ impl Name {
                     ..m
                 })
                 .collect(),
+            // One leaf steering: what two choices cost where nothing herds.
+            Self::SlowSpine => {
+                let all = modes();
+                let twice = (all.iter().filter(|m| m.telemetry))
+                    .map(|m| with_choice(m.clone(), FlowletChoice::TwoChoices))
+                    .collect::<Vec<_>>();
+                all.into_iter().chain(twice).collect()
+            }
             _ => modes(),
         }
     }
@@ -138,7 +156,8 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
-     spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override and soak"
+     spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak \
+     and fabric-slow-link"
 )]
 pub struct UnknownScenario(String);
 
@@ -189,6 +208,8 @@ pub struct Mode {
     pub group: String,
     /// Whether the mode steers by path telemetry.
     pub telemetry: bool,
+    /// How its new flowlets pick a next hop.
+    pub choice: FlowletChoice,
     /// Extra `fabriclb run` arguments.
     pub daemon_args: Vec<String>,
 }
@@ -214,6 +235,7 @@ pub fn modes() -> Vec<Mode> {
             format!("mode = \"{name}\"\nflowlet_gap_us = {FLOWLET_GAP_US}\n{keys}")
         },
         telemetry,
+        choice: FlowletChoice::default(),
         daemon_args: Vec::new(),
     };
     let remote = "telemetry = \"remote\"";
@@ -226,6 +248,15 @@ pub fn modes() -> Vec<Mode> {
     ]
 }
 
+/// `mode` with its new flowlets drawn by `choice`.
+pub fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
+    Mode {
+        group: format!("{}\nflowlet_choice = \"{choice}\"", mode.group),
+        choice,
+        ..mode
+    }
+}
+
 /// Builds testbed `bed_name` for scenario `name`, runs it through every
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
@@ -235,12 +266,15 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
         Name::Sonic => return sonic::run(bed_name, json),
         Name::TeOverride => return te_override::run(bed_name, json),
         Name::Soak => return soak::run(bed_name, soak::SECONDS, json),
+        Name::FabricSlowLink => return fabric_slow_link::run(bed_name, json),
         _ => {}
     }
+    let scenario = name
+        .scenario()
+        .with_context(|| format!("scenario {} runs on a fabric", name.as_str()))?;
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
-    let scenario = name.scenario();
     tear_down_on_signal(bed_name)?;
     let result = Testbed::up(bed_name, scenario.shape.clone())
         .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, &name.modes()));
@@ -378,7 +412,9 @@ mod tests {
     fn names_parse_back() {
         for name in Name::ALL {
             assert_eq!(name.as_str().parse::<Name>().ok(), Some(name));
-            assert_eq!(name.scenario().name, name.as_str());
+            if let Some(scenario) = name.scenario() {
+                assert_eq!(scenario.name, name.as_str());
+            }
         }
         assert!("fast-spine".parse::<Name>().is_err());
     }

@@ -27,6 +27,9 @@ pub struct Report {
 pub struct ModeReport {
     pub mode: String,
     pub telemetry: bool,
+    /// How new flowlets picked a next hop (`least-cost`, `two-choices`).
+    #[serde(default)]
+    pub choice: String,
     pub sent: u64,
     pub received: u64,
     pub dropped: u64,
@@ -102,6 +105,7 @@ impl ModeReport {
         Self {
             mode: mode.name.to_owned(),
             telemetry: mode.telemetry,
+            choice: mode.choice.to_string(),
             sent: run.sent_packets,
             received: run.received.packets,
             dropped,
@@ -239,11 +243,13 @@ mod tests {
                     spine: 4,
                     drops: 7,
                     max_backlog_bytes: 9000,
+                    ..SpineQueue::default()
                 },
                 SpineQueue {
                     spine: 1,
                     drops: 0,
                     max_backlog_bytes: 1000,
+                    ..SpineQueue::default()
                 },
             ],
             started_ns: 1_000_000_000,

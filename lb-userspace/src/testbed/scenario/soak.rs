@@ -350,7 +350,7 @@ impl Rig<'_> {
             Event::TelemetryLoss => {
                 self.exporters.borrow_mut().kill(SILENCED)?;
                 at(EVENT_AT + BACK_AFTER);
-                self.exporters.borrow_mut().restart(self.bed, SILENCED)?;
+                self.exporters.borrow_mut().restart(SILENCED)?;
             }
             Event::BgpSession => {
                 let routers = self.bed.routers().context("the soak runs BGP")?;

@@ -5,7 +5,7 @@ use super::{Report, Scenario};
 /// Prints the workload, one row per mode, and what the columns mean.
 pub fn print(scenario: &Scenario, report: &Report) {
     println!("scenario {}: {}\n", report.scenario, scenario.workload);
-    let mut header = format!("{:<12} {:>5}", "mode", "telem");
+    let mut header = format!("{:<12} {:>5} {:<11}", "mode", "telem", "choice");
     for j in 1..=scenario.shape.spines {
         header.push_str(&format!(" {:>6}", format!("s{j}")));
     }
@@ -25,9 +25,14 @@ pub fn print(scenario: &Scenario, report: &Report) {
     );
     for mode in &report.modes {
         let mut line = format!(
-            "{:<12} {:>5}",
+            "{:<12} {:>5} {:<11}",
             mode.mode,
-            if mode.telemetry { "yes" } else { "no" }
+            if mode.telemetry { "yes" } else { "no" },
+            if mode.mode == "ecmp" {
+                ""
+            } else {
+                mode.choice.as_str()
+            }
         );
         for share in &mode.spine_share {
             line.push_str(&format!(" {:>5.1}%", 100.0 * share));

@@ -1,0 +1,119 @@
+//! How a new flowlet picks its next hop among the group's usable members.
+//!
+//! `least-cost` takes the member with the least recent load per path
+//! quality. Every leaf of a fabric reads the same spines' queues, so when
+//! one spine's queue toward a leaf builds, every leaf's next flowlets
+//! leave it for the same few others at once, and those fill in turn: the
+//! herding a greedy choice on shared, stale information is known for
+//! (Mitzenmacher 2000; LCMP's "simultaneous flow decision collision").
+//!
+//! `two-choices` draws two candidates from the group's spray sequence,
+//! which holds each member as often as its quality says, and takes the
+//! cheaper of the two by the same cost: paths are drawn in proportion to
+//! their quality, and load still breaks the draw, but flowlets of one
+//! leaf, and different leaves, weigh different pairs (DRILL's and
+//! Mitzenmacher's power of two choices).
+
+use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
+
+/// Least recent load per path quality over every usable member.
+pub const CHOICE_LEAST_COST: u32 = 0;
+/// The cheaper of two members drawn from the spray sequence.
+pub const CHOICE_TWO: u32 = 1;
+
+/// The next hops a choice weighs: two drawn ones, or every member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drawn {
+    ids: [u32; 2],
+}
+
+impl Drawn {
+    /// Every member.
+    pub const ALL: Self = Self {
+        ids: [NO_NEXTHOP; 2],
+    };
+
+    /// Next hops `a` and `b`, read from the spray sequence at
+    /// [`draw_positions`].
+    #[inline(always)]
+    pub const fn pair(a: u32, b: u32) -> Self {
+        Self { ids: [a, b] }
+    }
+
+    /// Whether next hop `nh_id` is weighed.
+    #[inline(always)]
+    pub fn admits(&self, nh_id: u32) -> bool {
+        self.ids[0] == NO_NEXTHOP || self.ids[0] == nh_id || self.ids[1] == nh_id
+    }
+
+    pub fn is_all(&self) -> bool {
+        self.ids[0] == NO_NEXTHOP
+    }
+
+    pub fn ids(&self) -> [u32; 2] {
+        self.ids
+    }
+}
+
+/// Where in the spray sequence a flowlet of flow `hash` draws its two
+/// candidates, the group's cursor on this CPU at `cursor`: consecutive
+/// entries, which a smooth weighted round robin fills with two different
+/// members unless one outweighs all the others together, from a position
+/// the flow and the cursor set, so that one flow's successive flowlets,
+/// other flows and other leaves draw other pairs.
+#[inline(always)]
+pub fn draw_positions(hash: u32, cursor: u64) -> [u32; 2] {
+    let at = hash.wrapping_add(cursor as u32);
+    [
+        at & (BUCKETS_PER_GROUP - 1),
+        at.wrapping_add(1) & (BUCKETS_PER_GROUP - 1),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::buckets::spray_sequence;
+
+    #[test]
+    fn all_admits_every_member_and_a_pair_its_two() {
+        assert!(Drawn::ALL.admits(7) && Drawn::ALL.is_all());
+        let pair = Drawn::pair(3, 9);
+        assert!(pair.admits(3) && pair.admits(9) && !pair.admits(4) && !pair.is_all());
+    }
+
+    #[test]
+    fn positions_wrap_within_the_sequence_and_move_with_the_cursor() {
+        assert_eq!(draw_positions(0, 0), [0, 1]);
+        assert_eq!(draw_positions(511, 0), [511, 0]);
+        assert_eq!(draw_positions(u32::MAX, 2), [1, 2]);
+        assert_ne!(draw_positions(5, 0), draw_positions(5, 1));
+    }
+
+    /// Over equal members, every draw is two different ones, and over a
+    /// full turn of the cursor each member is drawn equally often; over a
+    /// member of half the weight, it is drawn half as often.
+    #[test]
+    fn draws_follow_the_sequence_weights() {
+        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
+        spray_sequence(&mut sequence, &[(10, 4), (11, 4), (12, 4), (13, 4)]);
+        let mut drawn = [0u32; 4];
+        for cursor in 0..BUCKETS_PER_GROUP as u64 {
+            let [a, b] = draw_positions(77, cursor).map(|p| sequence[p as usize]);
+            assert_ne!(a, b, "cursor {cursor}");
+            for id in [a, b] {
+                drawn[(id - 10) as usize] += 1;
+            }
+        }
+        assert_eq!(drawn, [256; 4]);
+        spray_sequence(&mut sequence, &[(10, 2), (11, 4), (12, 4), (13, 4)]);
+        let mut drawn = [0u32; 4];
+        for cursor in 0..BUCKETS_PER_GROUP as u64 {
+            for p in draw_positions(77, cursor) {
+                drawn[(sequence[p as usize] - 10) as usize] += 1;
+            }
+        }
+        let third = f64::from(drawn[0]) / f64::from(drawn[1]);
+        assert!((third - 0.5).abs() < 0.02, "{drawn:?}");
+    }
+}

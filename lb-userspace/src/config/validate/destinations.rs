@@ -1,0 +1,109 @@
+//! A group's `destinations`: routes rated by the next switch's queue
+//! toward where they lead.
+
+use std::collections::HashMap;
+
+use lb_common::limits::MAX_CLASSES;
+use toml::Spanned;
+
+use crate::config::diagnostics::{ConfigError, Ctx};
+use crate::config::raw::RawDestination;
+use crate::config::schema::{Destination, GroupTelemetry, NAME_MAX_LEN};
+use crate::telemetry::remote::TargetTemplate;
+
+/// Destinations every group may have between them: class 0 is the next
+/// hops' own.
+const MAX_DESTINATIONS: usize = MAX_CLASSES as usize - 1;
+
+impl Ctx<'_> {
+    /// Group `group`'s destinations; `taken` counts those of the groups
+    /// before it.
+    pub(super) fn destinations(
+        &self,
+        group: &str,
+        raw: Option<Spanned<Vec<Spanned<RawDestination>>>>,
+        telemetry: Option<&GroupTelemetry>,
+        taken: &mut usize,
+    ) -> Result<Vec<Destination>, ConfigError> {
+        let Some(raw) = raw else {
+            return Ok(Vec::new());
+        };
+        let reads_next_switch = match telemetry {
+            Some(GroupTelemetry::Remote { .. } | GroupTelemetry::RemoteTemplate { .. }) => true,
+            Some(GroupTelemetry::CountersDb { switches, .. }) => {
+                !switches.is_empty() && switches.iter().all(Option::is_some)
+            }
+            _ => false,
+        };
+        if !reads_next_switch {
+            return Err(self.error(
+                raw.span(),
+                format!(
+                    "destinations rate next hops by the next switch's queue toward each \
+                     destination: group {group:?} needs telemetry = \"remote\", or \
+                     \"counters-db\" with each next hop's counters_db (the next switch's)"
+                ),
+            ));
+        }
+        let mut names = HashMap::new();
+        let mut prefixes = HashMap::new();
+        let mut destinations = Vec::new();
+        for destination in raw.into_inner() {
+            *taken += 1;
+            if *taken > MAX_DESTINATIONS {
+                return Err(self.error(
+                    destination.span(),
+                    format!(
+                        "too many destinations: at most {MAX_DESTINATIONS} are allowed across \
+                         all groups"
+                    ),
+                ));
+            }
+            let destination = destination.into_inner();
+            let name_span = destination.name.span();
+            let name = self.name(destination.name, "destination name", NAME_MAX_LEN)?;
+            self.unique(
+                &mut names,
+                name.clone(),
+                name_span,
+                format_args!("destination {name:?} in group {group:?}"),
+            )?;
+            let list = self.non_empty(
+                destination.prefixes,
+                format_args!("destination {name:?} of group {group:?} has no prefixes"),
+            )?;
+            let mut own = Vec::with_capacity(list.len());
+            for text in list {
+                let prefix = self.plain_prefix(&text)?;
+                self.unique(
+                    &mut prefixes,
+                    prefix,
+                    text.span(),
+                    format_args!("prefix {prefix} among group {group:?}'s destinations"),
+                )?;
+                own.push(prefix);
+            }
+            let device = destination.telemetry_device;
+            TargetTemplate::check(device.get_ref(), false)
+                .map_err(|why| self.error(device.span(), format!("telemetry_device {why}")))?;
+            let longest = TargetTemplate::longest(device.get_ref());
+            if longest.len() > NAME_MAX_LEN {
+                return Err(self.error(
+                    device.span(),
+                    format!(
+                        "telemetry_device {:?} may make a label of {} bytes; at most \
+                         {NAME_MAX_LEN} are allowed",
+                        device.get_ref(),
+                        longest.len()
+                    ),
+                ));
+            }
+            destinations.push(Destination {
+                name,
+                prefixes: own,
+                telemetry_device: self.name(device, "telemetry_device", NAME_MAX_LEN)?,
+            });
+        }
+        Ok(destinations)
+    }
+}

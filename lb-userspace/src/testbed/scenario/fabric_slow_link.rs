@@ -1,0 +1,393 @@
+//! `--scenario fabric-slow-link`: four leaves, four spines, fabriclb on
+//! every leaf; spine 4's port toward leaf 3 runs at a quarter of the
+//! others' rate. An all-to-all over every host, ranks dealt to the leaves
+//! in turn, offers 80% of what leaf 3 can take in.
+//!
+//! A leaf blind to the spines' queues sends a quarter of its leaf-3
+//! traffic through spine 4 and loses most of what exceeds the slow port.
+//! One that rates each spine by its queue toward each destination moves
+//! the leaf-3 traffic off spine 4 and keeps the rest there: spine 4 has
+//! room toward leaves 1, 2 and 4 (`healthy_share_on_degraded_spine`, the
+//! traffic toward them that crosses spine 4 over its even share).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::{FLOWLET_GAP_US, Mode, modes, with_choice, write_runs};
+use crate::config::FlowletChoice;
+use crate::testbed::drops::unaccounted;
+use crate::testbed::fabric::{
+    Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
+};
+use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, tear_down_on_signal};
+use crate::traffic::{Pace, Pattern};
+
+pub const LEAVES: usize = 4;
+pub const SPINES: usize = 4;
+const HOSTS: usize = 2;
+/// Every spine port's rate, Mbit/s, and the slow one's.
+const RATE_MBIT: u32 = 40;
+const SLOW_MBIT: u32 = 10;
+/// The slow port: spine 4's toward leaf 3.
+pub const SLOW_SPINE: usize = 4;
+pub const SLOW_LEAF: usize = 3;
+/// Offered load as a share of what the slow port's leaf can take in.
+const LOAD: f64 = 0.8;
+const QPS: u32 = 4;
+const MESSAGE_BYTES: u32 = 65536;
+/// Messages per connection at full length: about 1.7 s of sending.
+pub const MESSAGES: u32 = 28;
+/// Bytes of a RoCE-MTU frame on the wire as TBF counts them (see
+/// `slow_spine`).
+const FRAME_BYTES: u32 = ROCE_MTU + 58;
+
+/// The fabric.
+pub fn shape() -> FabricShape {
+    FabricShape {
+        leaves: LEAVES,
+        spines: SPINES,
+        hosts: HOSTS,
+        rates: LinkRates::all(RATE_MBIT).with(SLOW_SPINE, SLOW_LEAF, SLOW_MBIT),
+        queues: Queues::Lossy,
+    }
+}
+
+/// Connections into each leaf from the others', by leaf (index 0 for
+/// leaf 1), and all connections, of `pattern` over the fabric's ranks.
+fn connections(pattern: Pattern) -> (Vec<u32>, u32) {
+    let ranks = LEAVES * HOSTS;
+    let mut into = vec![0; LEAVES];
+    let mut all = 0;
+    for rank in 0..ranks {
+        let leaf = crate::testbed::fabric::rank_place(LEAVES, rank).0;
+        for peer in pattern.peers(ranks, rank) {
+            let to = crate::testbed::fabric::rank_place(LEAVES, peer).0;
+            all += 1;
+            if to != leaf {
+                into[to - 1] += 1;
+            }
+        }
+    }
+    (into, all)
+}
+
+/// The leaf's capacity in from the spines, Mbit/s.
+fn capacity_into(shape: &FabricShape, leaf: usize) -> u32 {
+    (1..=shape.spines)
+        .filter_map(|j| shape.rates.rate(j, leaf))
+        .sum()
+}
+
+/// The all-to-all, `messages` per connection, paced so that the slow
+/// port's leaf is offered [`LOAD`] of its capacity.
+pub fn collective(messages: u32) -> Collective {
+    let pattern = Pattern::AllToAll;
+    let (into, _) = connections(pattern);
+    let ranks = LEAVES * HOSTS;
+    let per_connection_mbit =
+        LOAD * f64::from(capacity_into(&shape(), SLOW_LEAF)) / f64::from(into[SLOW_LEAF - 1]);
+    let per_sender = per_connection_mbit * pattern.peers(ranks, 0).len() as f64;
+    let rate_pps = per_sender * 1e6 / 8.0 / f64::from(FRAME_BYTES);
+    Collective {
+        pattern,
+        qps_per_connection: QPS,
+        message_bytes: MESSAGE_BYTES,
+        mtu: ROCE_MTU,
+        messages,
+        pace: Pace {
+            rate_pps: Some(rate_pps.round() as u64),
+            gap: Duration::ZERO,
+        },
+        source_port_per_qp: true,
+        small_messages: 0,
+        senders: ranks,
+        leaf: Leaf::Kernel,
+    }
+}
+
+/// The blind rows of [`modes`]; the steered ones reading each spine's
+/// COUNTERS_DB ([`FlexCounters`]), with either choice rule, and once
+/// reading its node_exporter; and ECMP with each source's polling, which
+/// steers nothing: what the polling alone costs the testbed's two cores,
+/// and so the traffic.
+pub fn fabric_modes() -> Vec<Mode> {
+    let all = modes();
+    let with_source = |mode: &Mode, source: &str| Mode {
+        group: mode.group.replace(
+            "telemetry = \"remote\"",
+            &format!("telemetry = \"{source}\""),
+        ),
+        ..mode.clone()
+    };
+    let blind = all.iter().filter(|m| !m.telemetry).cloned();
+    let steered: Vec<Mode> = all.iter().filter(|m| m.telemetry).cloned().collect();
+    let counters = steered.iter().map(|m| with_source(m, COUNTERS_DB));
+    let two = steered
+        .iter()
+        .map(|m| with_choice(with_source(m, COUNTERS_DB), FlowletChoice::TwoChoices));
+    let polled = |source: &str| Mode {
+        group: format!("telemetry = \"{source}\""),
+        telemetry: true,
+        ..all[0].clone()
+    };
+    blind
+        .chain(counters)
+        .chain(two)
+        .chain(steered.first().cloned())
+        .chain([polled(COUNTERS_DB), polled(REMOTE)])
+        .collect()
+}
+
+/// The telemetry sources the rows read.
+const COUNTERS_DB: &str = "counters-db";
+const REMOTE: &str = "remote";
+
+/// The source a mode's group reads, if any.
+fn source_of(mode: &Mode) -> &'static str {
+    [COUNTERS_DB, REMOTE]
+        .into_iter()
+        .find(|source| mode.group.contains(&format!("telemetry = \"{source}\"")))
+        .unwrap_or("")
+}
+
+/// One mode's run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FabricRow {
+    pub mode: String,
+    pub telemetry: bool,
+    /// What the telemetry rows read: `counters-db` (each spine's
+    /// COUNTERS_DB) or `remote` (its node_exporter); empty without.
+    pub source: String,
+    /// How new flowlets pick a next hop (`least-cost`, `two-choices`).
+    pub choice: String,
+    pub sent: u64,
+    pub received: u64,
+    /// What the spines' shaped ports dropped: the fabric's losses.
+    pub dropped: u64,
+    /// What the testbed's links dropped of the traffic.
+    pub link_lost: u64,
+    /// What the leaves redirected and their kernels failed to send.
+    pub tx_errors: u64,
+    pub unaccounted: i64,
+    pub completion_ms: f64,
+    /// The longest of the senders' paced time and, for every leaf, what
+    /// was offered to it over its capacity in from the spines.
+    pub ideal_ms: f64,
+    pub sending_ms: f64,
+    pub in_message_reorders: u64,
+    /// `share[leaf][spine]`: each leaf's bytes by spine (0..=1).
+    pub share: Vec<Vec<f64>>,
+    /// Traffic toward the other leaves that crossed the slow spine, over
+    /// its even share of that traffic.
+    pub healthy_share_on_degraded_spine: f64,
+    /// Of the traffic toward the slow port's leaf, the slow spine's
+    /// share; its capacity share is 10/130.
+    pub degraded_port_share: f64,
+    /// `port_dropped[spine][leaf]`: what each shaped port dropped.
+    pub port_dropped: Vec<Vec<u64>>,
+    pub flowlet_moves: u64,
+}
+
+impl FabricRow {
+    fn new(mode: &Mode, run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> Self {
+        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
+        let (into, all) = connections(pattern);
+        let offered_ms = (1..=shape.leaves)
+            .map(|leaf| {
+                let bytes = run.sent_bytes as f64 * f64::from(into[leaf - 1]) / f64::from(all);
+                bytes * 8.0 / (f64::from(capacity_into(shape, leaf)) * 1e3)
+            })
+            .fold(0.0, f64::max);
+        let toward = |leaf: usize| (1..=shape.spines).map(|j| run.port_bytes(j, leaf)).sum();
+        let healthy: Vec<usize> = (1..=shape.leaves).filter(|&m| m != SLOW_LEAF).collect();
+        let healthy_total: u64 = healthy.iter().map(|&m| toward(m)).sum::<u64>();
+        let healthy_on_slow: u64 = healthy.iter().map(|&m| run.port_bytes(SLOW_SPINE, m)).sum();
+        let even = healthy_total as f64 / shape.spines as f64;
+        let slow_total: u64 = toward(SLOW_LEAF);
+        let dropped = run.spine_drops();
+        let link_lost = run.drops.lost_on_the_way();
+        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
+        Self {
+            mode: mode.name.to_owned(),
+            telemetry: mode.telemetry,
+            source: source_of(mode).to_owned(),
+            choice: mode.choice.to_string(),
+            sent: run.sent_packets,
+            received: run.received.packets,
+            dropped,
+            link_lost,
+            tx_errors,
+            unaccounted: unaccounted(
+                run.sent_packets,
+                run.received.packets,
+                dropped + link_lost + tx_errors,
+            ),
+            completion_ms: run.completion().as_secs_f64() * 1e3,
+            ideal_ms: offered_ms.max(sending_ms),
+            sending_ms,
+            in_message_reorders: run.received.message_out_of_order,
+            share: run.leaves.iter().map(|l| l.byte_shares()).collect(),
+            healthy_share_on_degraded_spine: healthy_on_slow as f64 / even.max(1.0),
+            degraded_port_share: run.port_bytes(SLOW_SPINE, SLOW_LEAF) as f64
+                / slow_total.max(1) as f64,
+            port_dropped: (1..=shape.spines)
+                .map(|j| {
+                    (1..=shape.leaves)
+                        .map(|m| {
+                            (run.spine_ports.iter())
+                                .find(|q| q.spine == j && q.leaf == m)
+                                .map_or(0, |q| q.drops)
+                        })
+                        .collect()
+                })
+                .collect(),
+            flowlet_moves: run.leaves.iter().map(|l| l.flowlet_moves).sum(),
+        }
+    }
+
+    /// Dropped over sent.
+    pub fn loss(&self) -> f64 {
+        self.dropped as f64 / self.sent.max(1) as f64
+    }
+}
+
+/// Runs the all-to-all of `messages` per connection through each of
+/// `modes` on `fabric` (built with [`shape`]), every leaf running the
+/// mode; the telemetry rows read the spines' exporters.
+pub fn measure(
+    fabric: &Fabric,
+    fabriclb: &Path,
+    workdir: &Path,
+    messages: u32,
+    modes: &[Mode],
+) -> Result<Vec<FabricRow>> {
+    let reads = |source| modes.iter().any(|m| source_of(m) == source);
+    let _exporters = reads(REMOTE)
+        .then(|| Exporters::start_fabric(fabric))
+        .transpose()?;
+    let _counters = reads(COUNTERS_DB)
+        .then(|| FlexCounters::start(fabric))
+        .transpose()?;
+    let collective = collective(messages);
+    let mut rows = Vec::new();
+    for mode in modes {
+        let collective = Collective {
+            leaf: Leaf::Fabriclb {
+                group: mode.group.clone(),
+            },
+            ..collective.clone()
+        };
+        let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
+        let run = run_fabric_collective(fabric, fabriclb, workdir, &collective, &args)
+            .with_context(|| format!("mode {}", mode.name))?;
+        rows.push(FabricRow::new(
+            mode,
+            &run,
+            fabric.shape(),
+            collective.pattern,
+        ));
+    }
+    Ok(rows)
+}
+
+/// Builds fabric `bed_name`, runs every mode, prints the table, writes the
+/// JSON to `json` if given, tears down (also on failure and Ctrl-C).
+pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    tear_down_on_signal(bed_name)?;
+    let result = Fabric::up(bed_name, shape())
+        .and_then(|fabric| measure(&fabric, &exe, &workdir, MESSAGES, &fabric_modes()));
+    let _ = std::fs::remove_dir_all(&workdir);
+    let rows = result.context("scenario fabric-slow-link")?;
+    print(&rows);
+    write_runs("fabric-slow-link", &rows, json)
+}
+
+fn print(rows: &[FabricRow]) {
+    let collective = collective(MESSAGES);
+    println!(
+        "scenario fabric-slow-link: {LEAVES} leaves, {SPINES} spines, {HOSTS} hosts per leaf, \
+         fabriclb on every leaf; every spine port toward a leaf at {RATE_MBIT} Mbit/s, spine \
+         {SLOW_SPINE}'s toward leaf {SLOW_LEAF} at {SLOW_MBIT}; all-to-all over every host, \
+         {QPS} QPs per connection, {} messages of 64 KiB each, {} packets/s per sender ({:.0}% \
+         of what leaf {SLOW_LEAF} takes in); flowlet gap {} ms\n",
+        collective.messages,
+        collective.pace.rate_pps.unwrap_or_default(),
+        LOAD * 100.0,
+        FLOWLET_GAP_US / 1000,
+    );
+    println!(
+        "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>6} {:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>6}",
+        "mode",
+        "telemetry",
+        "choice",
+        "sent",
+        "received",
+        "dropped",
+        "loss",
+        "lost",
+        "unacc",
+        "complete",
+        "ideal",
+        "healthy",
+        "s4->l3",
+        "in-msg"
+    );
+    for row in rows {
+        println!(
+            "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>5.2}% {:>5} {:>5} {:>7.0}ms {:>6.0}ms {:>8.2} \
+             {:>7.1}% {:>6}",
+            row.mode,
+            if row.telemetry {
+                row.source.as_str()
+            } else {
+                "-"
+            },
+            if row.mode == "ecmp" {
+                ""
+            } else {
+                row.choice.as_str()
+            },
+            row.sent,
+            row.received,
+            row.dropped,
+            100.0 * row.loss(),
+            row.link_lost,
+            row.unaccounted,
+            row.completion_ms,
+            row.ideal_ms,
+            row.healthy_share_on_degraded_spine,
+            100.0 * row.degraded_port_share,
+            row.in_message_reorders
+        );
+    }
+    println!(
+        "\nhealthy: traffic toward leaves other than {SLOW_LEAF} that crossed spine {SLOW_SPINE}, \
+         over its even share (1.0: it kept its share); s4->l3: spine {SLOW_SPINE}'s share of the \
+         traffic toward leaf {SLOW_LEAF} (its capacity share {:.1}%)",
+        100.0 * f64::from(SLOW_MBIT) / f64::from(capacity_into(&shape(), SLOW_LEAF))
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every leaf takes in from 12 cross-rack connections of the 56; the
+    /// slow leaf's 130 Mbit/s at 80% over 12 connections and 7 per
+    /// sender.
+    #[test]
+    fn the_load_is_set_by_the_slow_ports_leaf() {
+        assert_eq!(connections(Pattern::AllToAll), (vec![12; 4], 56));
+        assert_eq!(capacity_into(&shape(), SLOW_LEAF), 130);
+        assert_eq!(capacity_into(&shape(), 1), 160);
+        let pps = collective(MESSAGES).pace.rate_pps.unwrap_or_default();
+        let expected = 0.8 * 130.0 / 12.0 * 7.0 * 1e6 / 8.0 / f64::from(FRAME_BYTES);
+        assert_eq!(pps, expected.round() as u64);
+    }
+}
