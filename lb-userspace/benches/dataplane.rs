@@ -21,6 +21,9 @@
 //!   under the TX ring too; as a ratio.
 //! - Adaptive routing: the testbed scenarios `slow-spine` and
 //!   `slow-spine-lossless` through every balancing mode (`adaptive.rs`).
+//! - Telemetry cost (`telemetry.rs`): CPU per leaf and per spine and
+//!   reads per spine, at 2, 4 and 8 leaves, for the `remote` and
+//!   `counters-db` sources.
 //!
 //! Writes the tables to `target/bench/dataplane.md`, the figures to
 //! `results.json`, the charts to `program-cost.svg`, `cost-curves.svg`,
@@ -36,6 +39,8 @@ mod cost;
 mod curves;
 #[path = "dataplane/forwarding.rs"]
 mod forwarding;
+#[path = "dataplane/telemetry.rs"]
+mod telemetry;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -202,6 +207,7 @@ fn main() -> Result<()> {
     if budget.testbed {
         let scenarios = adaptive::section(&bed_name, &mut report)?;
         std::fs::write(dir.join("adaptive.svg"), adaptive::chart(&scenarios))?;
+        telemetry::section(&bed_name, &mut report)?;
     }
     print!("{report}");
     std::fs::write(dir.join("dataplane.md"), &report)?;
