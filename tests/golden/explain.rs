@@ -16,11 +16,12 @@ use lb_common::{select::flowlet::FlowletStep, verdict::Reason};
 use crate::harness::{Harness, LOOPBACK, pin_to_one_cpu};
 use crate::switch::{self, LB_MAC};
 
-/// A group whose flowlets end after a microsecond, so that every packet
-/// but a flow's first makes a least-cost choice (the golden switch's own
+/// A group (its TOML `keys`: mode, choice rule) whose flowlets end after a
+/// microsecond, so that every packet but a flow's first makes a choice
+/// (the golden switch's own
 /// flowlet groups keep flows for a second), with `members` next hops whose
 /// MACs end in `mac:01`, `mac:02`, ... and routes from both families.
-fn churn(name: &str, mode: &str, mac: &str, members: usize, routes: [&str; 2]) -> String {
+fn churn(name: &str, keys: &str, mac: &str, members: usize, routes: [&str; 2]) -> String {
     let next_hops: String = (1..=members)
         .map(|i| format!("  {{ interface = \"lo\", mac = \"02:00:00:00:{mac}:{i:02x}\" }},\n"))
         .collect();
@@ -29,7 +30,7 @@ fn churn(name: &str, mode: &str, mac: &str, members: usize, routes: [&str; 2]) -
         .map(|prefix| format!("\n[[route]]\nprefix = \"{prefix}\"\ngroup = \"{name}\"\n"))
         .collect();
     format!(
-        "\n[[group]]\nname = \"{name}\"\nmode = \"{mode}\"\nflowlet_gap_us = 1\n\
+        "\n[[group]]\nname = \"{name}\"\n{keys}\nflowlet_gap_us = 1\n\
          next_hops = [\n{next_hops}]\n{routes}"
     )
 }
@@ -59,17 +60,19 @@ impl Rng {
 /// gap a slow run could straddle, the churn groups, the box's own
 /// addresses, multicast, link-local and no route. Few hosts each, so flows
 /// repeat.
-const V4_NETS: [&str; 12] = [
+const V4_NETS: [&str; 14] = [
     "10.1.0", "10.4.0", "10.2.0", "10.3.0", "10.5.0", "10.7.0", "10.8.0", "10.9.0", "10.10.0",
-    "10.200.0", "10.1.0", "10.9.0",
+    "10.200.0", "10.1.0", "10.9.0", "10.11.0", "10.12.0",
 ];
 const V4_ODD: [&str; 3] = ["10.1.0.9", "224.0.0.5", "169.254.1.1"];
-const V6_NETS: [&str; 5] = [
+const V6_NETS: [&str; 7] = [
     "2001:db8:1::",
     "2001:db8:9::",
     "2001:db8:a::",
     "2001:db8:99::",
     "2001:db8:9::",
+    "2001:db8:b::",
+    "2001:db8:c::",
 ];
 const V6_ODD: [&str; 2] = ["2001:db8:1::9", "fe80::1"];
 
@@ -135,7 +138,7 @@ fn at_the_gap(e: &Explanation, now: u64) -> bool {
     gap > 1_000_000 && age.abs_diff(gap) < 50_000_000
 }
 
-const PACKETS: usize = 400;
+const PACKETS: usize = 1200;
 
 #[test]
 fn explain_agrees_with_the_data_plane_on_random_packets() {
@@ -143,17 +146,31 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
     let config = switch::config()
         + &churn(
             "churn",
-            "flowlet",
+            "mode = \"flowlet\"",
             "20",
             3,
             ["10.9.0.0/16", "2001:db8:9::/48"],
         )
         + &churn(
             "churn-spray",
-            "per-packet",
+            "mode = \"per-packet\"",
             "21",
             2,
             ["10.10.0.0/16", "2001:db8:a::/48"],
+        )
+        + &churn(
+            "churn-two",
+            "mode = \"flowlet\"\nflowlet_choice = \"two-choices\"",
+            "22",
+            4,
+            ["10.11.0.0/16", "2001:db8:b::/48"],
+        )
+        + &churn(
+            "churn-weighted",
+            "mode = \"per-packet\"\nflowlet_choice = \"weighted\"",
+            "23",
+            3,
+            ["10.12.0.0/16", "2001:db8:c::/48"],
         );
     let mut h = Harness::with_config(&config);
     h.set_local(&["10.1.0.9", "2001:db8:1::9"]);

@@ -13,6 +13,11 @@
 //! their quality, and load still breaks the draw, but flowlets of one
 //! leaf, and different leaves, weigh different pairs (DRILL's and
 //! Mitzenmacher's power of two choices).
+//!
+//! `weighted` takes the one member drawn: each path gets new flowlets in
+//! proportion to its quality, whatever the load (LetFlow's random
+//! flowlets, weighted): a path rated down loses only its share of the
+//! quality, not every new flowlet of every leaf at once.
 
 use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 
@@ -20,6 +25,8 @@ use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 pub const CHOICE_LEAST_COST: u32 = 0;
 /// The cheaper of two members drawn from the spray sequence.
 pub const CHOICE_TWO: u32 = 1;
+/// The one member drawn from the spray sequence.
+pub const CHOICE_WEIGHTED: u32 = 2;
 
 /// The next hops a choice weighs: two drawn ones, or every member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +62,23 @@ impl Drawn {
     }
 }
 
+/// What a group choosing by `choice` weighs, given the sequence's
+/// entries `a` and `b` at [`draw_positions`] (`None` past the map).
+#[inline(always)]
+pub fn drawn(choice: u32, a: Option<u32>, b: Option<u32>) -> Drawn {
+    match (choice, a, b) {
+        (CHOICE_TWO, Some(a), Some(b)) => Drawn::pair(a, b),
+        (CHOICE_WEIGHTED, Some(a), _) => Drawn::pair(a, a),
+        _ => Drawn::ALL,
+    }
+}
+
+/// Whether a group choosing by `choice` draws from its sequence.
+#[inline(always)]
+pub fn draws(choice: u32) -> bool {
+    choice == CHOICE_TWO || choice == CHOICE_WEIGHTED
+}
+
 /// Where in the spray sequence a flowlet of flow `hash` draws its two
 /// candidates, the group's cursor on this CPU at `cursor`: consecutive
 /// entries, which a smooth weighted round robin fills with two different
@@ -80,6 +104,16 @@ mod tests {
         assert!(Drawn::ALL.admits(7) && Drawn::ALL.is_all());
         let pair = Drawn::pair(3, 9);
         assert!(pair.admits(3) && pair.admits(9) && !pair.admits(4) && !pair.is_all());
+    }
+
+    #[test]
+    fn each_rule_weighs_its_own() {
+        assert_eq!(drawn(CHOICE_LEAST_COST, Some(3), Some(4)), Drawn::ALL);
+        assert_eq!(drawn(CHOICE_TWO, Some(3), Some(4)), Drawn::pair(3, 4));
+        assert_eq!(drawn(CHOICE_WEIGHTED, Some(3), Some(4)), Drawn::pair(3, 3));
+        // A sequence entry past the map: every member.
+        assert_eq!(drawn(CHOICE_TWO, Some(3), None), Drawn::ALL);
+        assert!(draws(CHOICE_TWO) && draws(CHOICE_WEIGHTED) && !draws(CHOICE_LEAST_COST));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use lb_common::{
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     route::Destination,
     select::{
-        choice::{CHOICE_TWO, Drawn, draw_positions},
+        choice::{Drawn, draw_positions, drawn, draws},
         flowlet::{
             FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step,
         },
@@ -199,19 +199,20 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     Ok(())
 }
 
-/// The members a new flowlet of flow `hash` weighs: with `CHOICE_TWO`, two
-/// drawn from the spray sequence of `destination` at the group's cursor,
-/// which moves on; every member otherwise.
+/// The members a new flowlet of flow `hash` weighs: for a rule that
+/// draws, those drawn from the spray sequence of `destination` at the
+/// group's cursor, which moves on; every member otherwise.
 #[inline(always)]
 fn draw(group: &GroupEntry, destination: Destination, hash: u32, stats: &mut GroupStats) -> Drawn {
-    if group.choice != CHOICE_TWO {
+    if !draws(group.choice) {
         return Drawn::ALL;
     }
     let [a, b] = draw_positions(hash, stats.spray_cursor);
     stats.spray_cursor += 1;
     let row = destination.spray_row() * BUCKETS_PER_GROUP;
-    match (FL_SPRAY.get(row + a), FL_SPRAY.get(row + b)) {
-        (Some(&a), Some(&b)) => Drawn::pair(a, b),
-        _ => Drawn::ALL,
-    }
+    drawn(
+        group.choice,
+        FL_SPRAY.get(row + a).copied(),
+        FL_SPRAY.get(row + b).copied(),
+    )
 }

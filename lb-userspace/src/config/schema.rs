@@ -170,6 +170,8 @@ named_enum! {
         LeastCost => "least-cost",
         /// The cheaper of two members drawn in proportion to quality.
         TwoChoices => "two-choices",
+        /// One member drawn in proportion to quality.
+        Weighted => "weighted",
     }
 }
 
@@ -179,6 +181,7 @@ impl FlowletChoice {
         match self {
             Self::LeastCost => choice::CHOICE_LEAST_COST,
             Self::TwoChoices => choice::CHOICE_TWO,
+            Self::Weighted => choice::CHOICE_WEIGHTED,
         }
     }
 }

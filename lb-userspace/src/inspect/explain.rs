@@ -16,7 +16,7 @@ use lb_common::limits::{
 };
 use lb_common::packet::parse::{FlowFields, Parsed, parse};
 use lb_common::route::{self, Destination, table::value_entry};
-use lb_common::select::choice::{CHOICE_TWO, Drawn, draw_positions};
+use lb_common::select::choice::{Drawn, draw_positions, drawn, draws};
 use lb_common::select::flowlet::{
     Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
     flowlet_rules, sprays, starts_on_ecmp, step,
@@ -506,24 +506,20 @@ impl Choice<'_> {
 
 impl Choice<'_> {
     /// What a new flowlet of flow `hash` on `cpu` weighs, as the program
-    /// draws it ([`lb_common::select::choice`]): with two choices, the
-    /// spray sequence's entries at the group's cursor there.
+    /// draws it ([`lb_common::select::choice`]): for a rule that draws,
+    /// the spray sequence's entries at the group's cursor there.
     fn drawn(&self, hash: u32, cpu: usize) -> Result<Drawn> {
-        if self.group.choice != CHOICE_TWO {
+        if !draws(self.group.choice) {
             return Ok(Drawn::ALL);
         }
         let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
         let row = self.destination.spray_row() * BUCKETS_PER_GROUP;
         let [a, b] = draw_positions(hash, cursor);
-        Ok(
-            match (
-                self.maps.spray_slot(row + a)?,
-                self.maps.spray_slot(row + b)?,
-            ) {
-                (Some(a), Some(b)) => Drawn::pair(a, b),
-                _ => Drawn::ALL,
-            },
-        )
+        let (a, b) = (
+            self.maps.spray_slot(row + a)?,
+            self.maps.spray_slot(row + b)?,
+        );
+        Ok(drawn(self.group.choice, a, b))
     }
 }
 

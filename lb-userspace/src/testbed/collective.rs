@@ -154,44 +154,78 @@ pub fn run_collective_with<T>(
         })
         .collect();
     let during = during(daemon.as_ref());
+    let sent = Sent::join(senders)?;
     let mut report = CollectiveReport {
-        sent_packets: 0,
-        sent_bytes: 0,
+        sent_packets: sent.packets,
+        sent_bytes: sent.bytes,
         received: SinkTotals::default(),
         drops: LinkDrops::default(),
         leaf: LeafCounters::default(),
-        elapsed: Duration::ZERO,
+        elapsed: sent.elapsed,
         spine_queues: Vec::new(),
-        started_ns: u64::MAX,
+        started_ns: sent.started_ns,
     };
-    for sender in senders {
-        let sent = sender
-            .join()
-            .map_err(|_| anyhow::anyhow!("sender thread panicked"))??;
-        report.sent_packets += sent.packets;
-        report.sent_bytes += sent.bytes;
-        report.elapsed = report.elapsed.max(sent.elapsed);
-        report.started_ns = report.started_ns.min(sent.started_ns);
-    }
-    // Let queues (TBF) drain before counting.
-    let deadline = Instant::now() + RECEIVE_GRACE;
-    loop {
-        report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
-            anyhow::Ok(acc + s.totals()?)
-        })?;
+    until_accounted(sent.packets, || {
+        report.received = received(&sinks)?;
         report.drops = LinkDrops::read(bed)?.since(&drops_before);
         report.spine_queues = queues.current();
-        if report.received.packets + report.drops.lost() + report.spine_drops()
-            >= report.sent_packets
-            || Instant::now() > deadline
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        Ok(report.received.packets + report.drops.lost() + report.spine_drops())
+    })?;
     report.spine_queues = queues.stop()?;
     if let Some(daemon) = daemon {
         report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
     }
     Ok((report, during?))
+}
+
+/// What every sender of a run sent.
+pub(super) struct Sent {
+    pub(super) packets: u64,
+    pub(super) bytes: u64,
+    /// The longest sender's first to last packet.
+    pub(super) elapsed: Duration,
+    /// CLOCK_MONOTONIC nanoseconds when the first sender began.
+    pub(super) started_ns: u64,
+}
+
+impl Sent {
+    /// Waits for every sender thread and sums what they sent.
+    pub(super) fn join(
+        senders: Vec<std::thread::JoinHandle<Result<traffic::SendReport>>>,
+    ) -> Result<Self> {
+        let mut all = Self {
+            packets: 0,
+            bytes: 0,
+            elapsed: Duration::ZERO,
+            started_ns: u64::MAX,
+        };
+        for sender in senders {
+            let sent = sender
+                .join()
+                .map_err(|_| anyhow::anyhow!("sender thread panicked"))??;
+            all.packets += sent.packets;
+            all.bytes += sent.bytes;
+            all.elapsed = all.elapsed.max(sent.elapsed);
+            all.started_ns = all.started_ns.min(sent.started_ns);
+        }
+        Ok(all)
+    }
+}
+
+/// Lets the queues (TBF) drain before counting: calls `accounted`, which
+/// reads the run's counters and returns the packets received or counted
+/// lost, until they make up `sent` or [`RECEIVE_GRACE`] passed.
+pub(super) fn until_accounted(sent: u64, mut accounted: impl FnMut() -> Result<u64>) -> Result<()> {
+    let deadline = Instant::now() + RECEIVE_GRACE;
+    while accounted()? < sent && Instant::now() <= deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// What every sink received so far.
+pub(super) fn received(sinks: &[Sink]) -> Result<SinkTotals> {
+    sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
+        anyhow::Ok(acc + s.totals()?)
+    })
 }

@@ -241,11 +241,21 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             if *draining {
                 out.push_str("  members (a new flowlet takes the flow's ECMP slot):\n");
             } else if let Some([a, b]) = drawn {
+                let what = if a == b {
+                    format!(
+                        "the one drawn in proportion to quality, now {}",
+                        nexthop_name(*a, names)
+                    )
+                } else {
+                    format!(
+                        "two drawn in proportion to quality, now {} and {}, and takes the lesser (load + 4096) / quality",
+                        nexthop_name(*a, names),
+                        nexthop_name(*b, names)
+                    )
+                };
                 writeln!(
                     out,
-                    "  members (a new flowlet weighs two drawn in proportion to quality, now {} and {}, and takes the lesser (load + 4096) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):",
-                    nexthop_name(*a, names),
-                    nexthop_name(*b, names)
+                    "  members (a new flowlet weighs {what}; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
                 )
                 .unwrap();
             } else {

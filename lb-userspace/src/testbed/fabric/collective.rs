@@ -7,15 +7,15 @@
 
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::{Fabric, host_addr, link_addr};
+use crate::testbed::collective::{Sent, received, until_accounted};
 use crate::testbed::netns::{in_netns, pin_to_cpu};
 use crate::testbed::queues::{QueueWatch, SpineQueue};
 use crate::testbed::sink::{Sink, SinkTotals};
-use crate::testbed::udp::RECEIVE_GRACE;
 use crate::testbed::{Collective, Daemon, Leaf, LeafCounters, LinkDrops};
 use crate::traffic;
 
@@ -130,41 +130,23 @@ pub fn run_fabric_collective(
             })
         })
         .collect();
+    let sent = Sent::join(senders)?;
     let mut report = FabricReport {
-        sent_packets: 0,
-        sent_bytes: 0,
+        sent_packets: sent.packets,
+        sent_bytes: sent.bytes,
         received: SinkTotals::default(),
         drops: LinkDrops::default(),
         leaves: Vec::new(),
         spine_ports: Vec::new(),
-        started_ns: u64::MAX,
-        elapsed: Duration::ZERO,
+        started_ns: sent.started_ns,
+        elapsed: sent.elapsed,
     };
-    for sender in senders {
-        let sent = sender
-            .join()
-            .map_err(|_| anyhow::anyhow!("sender thread panicked"))??;
-        report.sent_packets += sent.packets;
-        report.sent_bytes += sent.bytes;
-        report.elapsed = report.elapsed.max(sent.elapsed);
-        report.started_ns = report.started_ns.min(sent.started_ns);
-    }
-    // Let the queues drain before counting.
-    let deadline = Instant::now() + RECEIVE_GRACE;
-    loop {
-        report.received = sinks.iter().try_fold(SinkTotals::default(), |acc, s| {
-            anyhow::Ok(acc + s.totals()?)
-        })?;
+    until_accounted(sent.packets, || {
+        report.received = received(&sinks)?;
         report.drops = LinkDrops::read_fabric(fabric)?.since(&drops_before);
         report.spine_ports = queues.current();
-        if report.received.packets + report.drops.lost() + report.spine_drops()
-            >= report.sent_packets
-            || Instant::now() > deadline
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        Ok(report.received.packets + report.drops.lost() + report.spine_drops())
+    })?;
     report.spine_ports = queues.stop()?;
     for (k, daemon) in (1..).zip(daemons) {
         let text = daemon.stop()?;

@@ -16,8 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::{FLOWLET_GAP_US, Mode, modes, with_choice, write_runs};
-use crate::config::FlowletChoice;
+use super::{FLOWLET_GAP_US, Mode, modes, other_choices, write_runs};
 use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
@@ -109,7 +108,7 @@ pub fn collective(messages: u32) -> Collective {
 }
 
 /// The blind rows of [`modes`]; the steered ones reading each spine's
-/// COUNTERS_DB ([`FlexCounters`]), with either choice rule, and once
+/// COUNTERS_DB ([`FlexCounters`]), with each choice rule, and once
 /// reading its node_exporter; and ECMP with each source's polling, which
 /// steers nothing: what the polling alone costs the testbed's two cores,
 /// and so the traffic.
@@ -124,10 +123,11 @@ pub fn fabric_modes() -> Vec<Mode> {
     };
     let blind = all.iter().filter(|m| !m.telemetry).cloned();
     let steered: Vec<Mode> = all.iter().filter(|m| m.telemetry).cloned().collect();
-    let counters = steered.iter().map(|m| with_source(m, COUNTERS_DB));
-    let two = steered
+    let counters: Vec<Mode> = steered
         .iter()
-        .map(|m| with_choice(with_source(m, COUNTERS_DB), FlowletChoice::TwoChoices));
+        .map(|m| with_source(m, COUNTERS_DB))
+        .collect();
+    let others = other_choices(&counters);
     let polled = |source: &str| Mode {
         group: format!("telemetry = \"{source}\""),
         telemetry: true,
@@ -135,7 +135,7 @@ pub fn fabric_modes() -> Vec<Mode> {
     };
     blind
         .chain(counters)
-        .chain(two)
+        .chain(others)
         .chain(steered.first().cloned())
         .chain([polled(COUNTERS_DB), polled(REMOTE)])
         .collect()

@@ -140,13 +140,12 @@ impl Name {
                     ..m
                 })
                 .collect(),
-            // One leaf steering: what two choices cost where nothing herds.
+            // One leaf steering: what the other choice rules cost where
+            // nothing herds.
             Self::SlowSpine => {
                 let all = modes();
-                let twice = (all.iter().filter(|m| m.telemetry))
-                    .map(|m| with_choice(m.clone(), FlowletChoice::TwoChoices))
-                    .collect::<Vec<_>>();
-                all.into_iter().chain(twice).collect()
+                let others = other_choices(&all);
+                all.into_iter().chain(others).collect()
             }
             _ => modes(),
         }
@@ -248,8 +247,19 @@ pub fn modes() -> Vec<Mode> {
     ]
 }
 
+/// The telemetry rows of `modes` again with each choice rule but the
+/// default, rule by rule.
+pub fn other_choices(modes: &[Mode]) -> Vec<Mode> {
+    [FlowletChoice::TwoChoices, FlowletChoice::Weighted]
+        .into_iter()
+        .flat_map(|choice| {
+            (modes.iter().filter(|m| m.telemetry)).map(move |m| with_choice(m.clone(), choice))
+        })
+        .collect()
+}
+
 /// `mode` with its new flowlets drawn by `choice`.
-pub fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
+fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
     Mode {
         group: format!("{}\nflowlet_choice = \"{choice}\"", mode.group),
         choice,
