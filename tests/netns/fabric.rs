@@ -97,9 +97,10 @@ fn every_leaf_forwards_between_racks_through_fabriclb() {
 /// running fabriclb. Every packet is received or counted dropped at a
 /// spine port; blind ECMP sends the slow port more than it carries
 /// (13.5-15% of leaf 3's traffic where its capacity is 7.7%), and loses
-/// there most (1108 of 1281 to 1151 of 1273; the fast ports drop what the
-/// hash piles on one of them); toward the other leaves spine 4 keeps its
-/// even share. (The steered rows are the demo's: on this machine their
+/// there most (1108 of 1281 to 1151 of 1273, once 1144 of 1543), at least
+/// 5 times what any fast port drops (9.6-26 times measured; they drop
+/// what the hash piles on one of them); toward the other leaves spine 4
+/// keeps its even share. (The steered rows are the demo's: on this machine their
 /// polling alone, 16 scrapes every 40 ms, costs the ECMP row 4 points of
 /// loss, and what they lose varies with it from run to run; issue 26's
 /// telemetry that scales comes first.)
@@ -124,7 +125,14 @@ fn a_slow_spine_port_toward_one_leaf_drops_what_ecmp_sends_it() {
     assert!(row.degraded_port_share > 0.12, "{row:?}");
     let slow_drops = row.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops > 0, "{row:?}");
-    assert!(slow_drops * 4 >= row.dropped * 3, "{row:?}");
+    assert!(slow_drops * 3 >= row.dropped * 2, "{row:?}");
+    let busiest_other = (row.port_dropped.iter().enumerate())
+        .flat_map(|(j, ports)| ports.iter().enumerate().map(move |(m, &d)| ((j, m), d)))
+        .filter(|&(port, _)| port != (SLOW_SPINE - 1, SLOW_LEAF - 1))
+        .map(|(_, d)| d)
+        .max()
+        .unwrap_or(0);
+    assert!(busiest_other * 5 <= slow_drops, "{row:?}");
     assert!(
         (0.9..=1.1).contains(&row.healthy_share_on_degraded_spine),
         "{row:?}"

@@ -5,7 +5,7 @@ use std::fmt;
 
 use lb_common::select::hash::HashFields;
 
-use super::schema::{Config, Prefix, RouteSource};
+use super::schema::{Config, Destination, Prefix, RouteSource};
 
 /// What differs between two configs, one line per change, for the log of
 /// a live reload.
@@ -83,6 +83,19 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             FieldList(was.hash_fields),
             FieldList(group.hash_fields),
         );
+        changed(
+            &mut out,
+            format_args!("group {name:?}: flowlet_choice"),
+            was.flowlet_choice,
+            group.flowlet_choice,
+        );
+        if was.destinations != group.destinations {
+            out.push(format!(
+                "group {name:?}: destinations {} -> {}",
+                Destinations(&was.destinations),
+                Destinations(&group.destinations)
+            ));
+        }
         if was.telemetry != group.telemetry {
             out.push(format!(
                 "group {name:?}: telemetry {:?} -> {:?}",
@@ -161,6 +174,27 @@ fn route_targets(config: &Config) -> HashMap<&Prefix, &String> {
 }
 
 /// Adds "{what} {old} -> {new}" if the value changed.
+/// A group's destinations as a log line shows them:
+/// `[leaf2 10.2.0.0/16 via l2, leaf3 10.3.0.0/16 10.30.0.0/16 via l3]`.
+struct Destinations<'a>(&'a [Destination]);
+
+impl fmt::Display for Destinations<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", d.name)?;
+            for prefix in &d.prefixes {
+                write!(f, " {prefix}")?;
+            }
+            write!(f, " via {}", d.telemetry_device)?;
+        }
+        f.write_str("]")
+    }
+}
+
 fn changed<T: PartialEq + fmt::Display>(
     out: &mut Vec<String>,
     what: impl fmt::Display,

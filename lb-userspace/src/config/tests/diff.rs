@@ -6,7 +6,8 @@ use lb_common::select::hash::HashFields;
 
 use super::{ok, with_groups};
 use crate::config::{
-    Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, XdpModeSetting, changes,
+    Destination, FlowletChoice, Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray,
+    XdpModeSetting, changes,
 };
 
 #[test]
@@ -23,6 +24,12 @@ fn changes_name_every_difference() {
     new.groups[0].flowlet_gap_us = 500;
     new.groups[0].spray = Spray::All;
     new.groups[0].hash_fields = HashFields::SRC_IP.union(HashFields::DST_IP);
+    new.groups[0].flowlet_choice = FlowletChoice::TwoChoices;
+    new.groups[0].destinations = vec![Destination {
+        name: "leaf2".into(),
+        prefixes: vec![Prefix::parse("10.2.0.0/16").expect("prefix")],
+        telemetry_device: "l2".into(),
+    }];
     new.groups[0].next_hops.push(NextHopSpec {
         interface: "eth3".into(),
         addr: NextHopAddr::Mac([2, 0, 0, 0, 0, 3]),
@@ -46,6 +53,8 @@ fn changes_name_every_difference() {
             "group \"a\": spray self-contained -> all",
             "group \"a\": hash_fields [src_ip, dst_ip, ip_protocol, l4_src_port, \
              l4_dst_port, rdma_bth_dest_qp] -> [src_ip, dst_ip]",
+            "group \"a\": flowlet_choice least-cost -> two-choices",
+            "group \"a\": destinations [] -> [leaf2 10.2.0.0/16 via l2]",
             "group \"a\": next hop \"eth3 02:00:00:00:00:03\" added",
             "group \"b\" removed",
             "route 10.2.0.0/16: group \"b\" -> \"a\"",
