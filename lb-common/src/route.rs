@@ -85,6 +85,12 @@ pub const fn quality_index(class: u32, nh_id: u32) -> u32 {
     class * MAX_NEXTHOPS + nh_id
 }
 
+/// The (class, next-hop id) a [`quality_index`] stands for.
+#[inline(always)]
+pub const fn quality_path(index: u32) -> (u32, u32) {
+    (index / MAX_NEXTHOPS, index % MAX_NEXTHOPS)
+}
+
 /// Where the packet goes, given the route table entry its destination's
 /// walk ended on ([`table::lookup_entry`], or an IPv6 match as
 /// [`table::value_entry`] gives it), or why the kernel gets it instead.
@@ -231,5 +237,6 @@ mod tests {
             last.quality_index(MAX_NEXTHOPS - 1),
             MAX_CLASSES * MAX_NEXTHOPS - 1
         );
+        assert_eq!(quality_path(2 * MAX_NEXTHOPS + 3), (2, 3));
     }
 }

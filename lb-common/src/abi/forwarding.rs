@@ -95,7 +95,8 @@ pub struct GroupEntry {
     /// set is written whole into the other, then this flips.
     pub override_half: u32,
     /// How a new flowlet picks its next hop:
-    /// [`crate::select::choice::CHOICE_LEAST_COST`] or `CHOICE_TWO`.
+    /// [`crate::select::choice::CHOICE_LEAST_COST`], `CHOICE_TWO` or
+    /// `CHOICE_WEIGHTED`.
     pub choice: u32,
     /// Keeps `members` where the 8-byte alignment puts it anyway, with no
     /// padding a copy could leave undefined.

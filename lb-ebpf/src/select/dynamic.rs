@@ -149,11 +149,14 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
                 let drawn = draw(group, destination, hash, stats);
-                // Neither drawn member usable (a sequence the daemon has
-                // not rewritten yet): every member is weighed.
-                choose(group, destination, epoch, offered, previous_own, drawn).or_else(|_| {
-                    choose(group, destination, epoch, offered, previous_own, Drawn::ALL)
-                })?
+                match choose(group, destination, epoch, offered, previous_own, drawn) {
+                    // Neither drawn member usable (a sequence the daemon
+                    // has not rewritten yet): every member is weighed.
+                    Err(_) if !drawn.is_all() => {
+                        choose(group, destination, epoch, offered, previous_own, Drawn::ALL)?
+                    }
+                    chosen => chosen?,
+                }
             }
         }
     };

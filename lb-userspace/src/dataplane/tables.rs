@@ -462,7 +462,8 @@ impl Tables {
         for group in &self.groups {
             let old = old_group(group.id);
             dp.write_buckets(group.id, old.map(|g| g.buckets.as_slice()), &group.buckets)?;
-            group.write_sprays(dp, old)?;
+            let was: Vec<(u32, &[u32])> = old.map(|g| g.sprays().collect()).unwrap_or_default();
+            group.write_sprays(dp, &was)?;
             let same_half = old.is_some_and(|old| {
                 old.entry.override_half == group.entry.override_half
                     && old.overrides == group.overrides

@@ -126,7 +126,8 @@ pub enum Dynamic {
         own: u64,
         /// Where a new flowlet of this flow would go now.
         new_flowlet: Option<u32>,
-        /// With two choices, the next hops a new flowlet would weigh.
+        /// With a rule that draws, the next hops a new flowlet would weigh
+        /// (twice the same one for `weighted`).
         drawn: Option<[u32; 2]>,
         /// An ECMP group draining from a flowlet mode: a flowlet that ends
         /// takes the flow's ECMP slot.
@@ -456,8 +457,11 @@ impl Choice<'_> {
         let place =
             |step, ecmp_start: Option<u32>| match placement(step, usable_slot, || ecmp_start) {
                 Placement::Slot(slot) => Some(slot),
-                Placement::LeastCost { offered } => choose(&members, offered, own, drawn)
-                    .or_else(|| choose(&members, offered, own, Drawn::ALL)),
+                Placement::LeastCost { offered } => {
+                    choose(&members, offered, own, drawn).or_else(|| {
+                        (!drawn.is_all()).then(|| choose(&members, offered, own, Drawn::ALL))?
+                    })
+                }
             };
         let current = match next {
             FlowletStep::Continue(slot) => Some(slot),

@@ -9,7 +9,6 @@ use toml::Spanned;
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::RawDestination;
 use crate::config::schema::{Destination, GroupTelemetry, NAME_MAX_LEN};
-use crate::telemetry::remote::TargetTemplate;
 
 /// Destinations every group may have between them: class 0 is the next
 /// hops' own.
@@ -83,25 +82,10 @@ impl Ctx<'_> {
                 )?;
                 own.push(prefix);
             }
-            let device = destination.telemetry_device;
-            TargetTemplate::check(device.get_ref(), false)
-                .map_err(|why| self.error(device.span(), format!("telemetry_device {why}")))?;
-            let longest = TargetTemplate::longest(device.get_ref());
-            if longest.len() > NAME_MAX_LEN {
-                return Err(self.error(
-                    device.span(),
-                    format!(
-                        "telemetry_device {:?} may make a label of {} bytes; at most \
-                         {NAME_MAX_LEN} are allowed",
-                        device.get_ref(),
-                        longest.len()
-                    ),
-                ));
-            }
             destinations.push(Destination {
                 name,
                 prefixes: own,
-                telemetry_device: self.name(device, "telemetry_device", NAME_MAX_LEN)?,
+                telemetry_device: self.device_template(destination.telemetry_device)?,
             });
         }
         Ok(destinations)

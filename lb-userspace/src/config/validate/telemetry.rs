@@ -411,13 +411,21 @@ impl Ctx<'_> {
                 ),
             ));
         };
-        for (text, in_url, key) in [
-            (&url, true, "telemetry_url"),
-            (&device, false, "telemetry_device"),
-        ] {
-            remote::TargetTemplate::check(text.get_ref(), in_url)
-                .map_err(|why| self.error(text.span(), format!("{key} {why}")))?;
-        }
+        remote::TargetTemplate::check(url.get_ref(), true)
+            .map_err(|why| self.error(url.span(), format!("telemetry_url {why}")))?;
+        Ok(GroupTelemetry::RemoteTemplate {
+            template: remote::TargetTemplate {
+                url: url.into_inner(),
+                device: self.device_template(device)?,
+            },
+        })
+    }
+
+    /// A `telemetry_device` template: known placeholders only, and a
+    /// label that fits whatever they are filled with.
+    pub(super) fn device_template(&self, device: Spanned<String>) -> Result<String, ConfigError> {
+        remote::TargetTemplate::check(device.get_ref(), false)
+            .map_err(|why| self.error(device.span(), format!("telemetry_device {why}")))?;
         let longest = remote::TargetTemplate::longest(device.get_ref());
         if longest.len() > NAME_MAX_LEN {
             return Err(self.error(
@@ -430,12 +438,7 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        Ok(GroupTelemetry::RemoteTemplate {
-            template: remote::TargetTemplate {
-                url: url.into_inner(),
-                device: self.name(device, "telemetry_device", NAME_MAX_LEN)?,
-            },
-        })
+        self.name(device, "telemetry_device", NAME_MAX_LEN)
     }
 }
 

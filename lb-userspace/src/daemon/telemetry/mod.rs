@@ -14,8 +14,7 @@ mod pollers;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use lb_common::limits::MAX_NEXTHOPS;
-use lb_common::route::quality_index;
+use lb_common::route::{quality_index, quality_path};
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
 use lb_common::select::quality::{Measures, PathQuality, Profile};
 use tokio::sync::mpsc;
@@ -222,8 +221,7 @@ impl Telemetry {
     pub(super) fn changes(&self, tables: &Tables) -> Vec<(u32, u32)> {
         let mut changes = Vec::new();
         for group in &tables.groups {
-            let classes = std::iter::once(0).chain(group.classes.iter().map(|c| c.id));
-            for class in classes {
+            for class in group.class_ids() {
                 let row = || group.members.iter().map(|&id| quality_index(class, id));
                 let fastest = row()
                     .filter_map(|index| self.paths.get(&index)?.quality.drain_rate)
@@ -264,7 +262,7 @@ fn settings(config: &Config) -> (Profile, Duration) {
 /// leaf3`).
 fn path_label(tables: &Tables, group: usize, index: u32) -> String {
     let group = &tables.groups[group];
-    let (class, id) = (index / MAX_NEXTHOPS, index % MAX_NEXTHOPS);
+    let (class, id) = quality_path(index);
     let next_hop = (group.members.iter().position(|&m| m == id))
         .map_or_else(|| id.to_string(), |slot| group.specs[slot].to_string());
     match group.classes.iter().find(|c| c.id == class) {
@@ -274,7 +272,7 @@ fn path_label(tables: &Tables, group: usize, index: u32) -> String {
 }
 
 fn index_label(tables: &Tables, index: u32) -> String {
-    let id = index % MAX_NEXTHOPS;
+    let (_, id) = quality_path(index);
     tables
         .groups
         .iter()

@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use lb_common::limits::{MAX_CLASSES, MAX_NEXTHOPS, NO_NEXTHOP};
-use lb_common::route::{Destination, quality_index};
+use lb_common::limits::{MAX_CLASSES, NO_NEXTHOP};
+use lb_common::route::{Destination, quality_index, quality_path};
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
 
 use super::{BUCKETS_PER_GROUP, GroupTable, Ids, Tables, TablesError};
@@ -81,8 +81,8 @@ pub(super) fn qualities(
 ) -> Vec<u32> {
     let indices: Vec<u32> = (members.iter().zip(classes))
         .flat_map(|(ids, classes)| {
-            let rows = std::iter::once(0).chain(classes.iter().map(|c| c.id));
-            rows.flat_map(move |class| ids.iter().map(move |&id| quality_index(class, id)))
+            class_ids(classes)
+                .flat_map(move |class| ids.iter().map(move |&id| quality_index(class, id)))
         })
         .collect();
     let len = indices.iter().max().map_or(0, |m| *m as usize + 1);
@@ -112,29 +112,40 @@ impl Tables {
             };
             *slot = quality;
             dp.set_path_quality(index, quality)?;
-            let id = index % MAX_NEXTHOPS;
+            let (_, id) = quality_path(index);
             touched
                 .extend((0..self.groups.len()).filter(|&g| self.groups[g].members.contains(&id)));
         }
         for g in touched {
             let (nexthops, quality) = (&self.nexthops, &self.quality);
             let group = &mut self.groups[g];
-            let old = group.clone();
+            let before: Vec<(u32, Vec<u32>)> = group
+                .sprays()
+                .map(|(row, seq)| (row, seq.to_vec()))
+                .collect();
             group.rebalance(nexthops, quality);
-            group.write_sprays(dp, Some(&old))?;
+            let before: Vec<(u32, &[u32])> =
+                (before.iter()).map(|(r, s)| (*r, s.as_slice())).collect();
+            group.write_sprays(dp, &before)?;
         }
         Ok(())
     }
 }
 
+/// Class 0 (the next hops' own), then each of `classes`' ids.
+pub(super) fn class_ids(classes: &[ClassTable]) -> impl Iterator<Item = u32> + '_ {
+    std::iter::once(0).chain(classes.iter().map(|c| c.id))
+}
+
 impl GroupTable {
-    /// Writes the spray sequences that differ from `old`'s (all without
-    /// one).
-    pub(super) fn write_sprays(
-        &self,
-        dp: &mut Dataplane,
-        old: Option<&GroupTable>,
-    ) -> Result<(), DataplaneError> {
+    /// Class 0 (the next hops' own), then each of the group's classes.
+    pub fn class_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        class_ids(&self.classes)
+    }
+
+    /// Each spray sequence with its row of `FL_SPRAY`: the group's, then
+    /// its classes'.
+    pub(super) fn sprays(&self) -> impl Iterator<Item = (u32, &[u32])> {
         let row = |class: u32| {
             Destination {
                 group: self.id,
@@ -142,12 +153,20 @@ impl GroupTable {
             }
             .spray_row()
         };
-        dp.write_spray(row(0), old.map(|g| g.spray.as_slice()), &self.spray)?;
-        for class in &self.classes {
-            let was = (old.into_iter().flat_map(|g| &g.classes))
-                .find(|c| c.id == class.id)
-                .map(|c| c.spray.as_slice());
-            dp.write_spray(row(class.id), was, &class.spray)?;
+        let classes = (self.classes.iter()).map(move |c| (row(c.id), c.spray.as_slice()));
+        std::iter::once((row(0), self.spray.as_slice())).chain(classes)
+    }
+
+    /// Writes each spray sequence that differs from `old`'s at its row
+    /// (every one with no old sequence there).
+    pub(super) fn write_sprays(
+        &self,
+        dp: &mut Dataplane,
+        old: &[(u32, &[u32])],
+    ) -> Result<(), DataplaneError> {
+        for (row, sequence) in self.sprays() {
+            let was = old.iter().find(|(r, _)| *r == row).map(|(_, s)| *s);
+            dp.write_spray(row, was, sequence)?;
         }
         Ok(())
     }
