@@ -47,11 +47,12 @@ fn a_controller_pins_unpins_and_the_pin_falls_back_when_its_spine_goes() {
         assert!(pinned > 0.55 && again > 0.55, "{}: {spine1:?}", run.mode);
         assert_eq!(down, 0.0, "{}: {spine1:?}", run.mode);
         assert_eq!(run.applied_ms.len(), 2, "{run:?}");
-        // Measured 14.6-15.5 ms (ECMP: a gap and a tick) and 5.5-6.7 ms
-        // (flowlet) after the controller's write; fallback 2.5 and 0.6 ms,
-        // or nothing sent to spine 1 after its link went.
+        // Measured 14.6-20.7 ms (ECMP: a gap and a tick) and 5.0-6.7 ms
+        // (flowlet) after the controller's write; fallback 0.6-3.6 ms, once
+        // 8.1 ms in a CI run (the daemon's reaction to the link event on a
+        // loaded machine), or nothing sent to spine 1 after its link went.
         assert!(run.applied_ms.iter().all(|&ms| ms <= 45.0), "{run:?}");
-        assert!(run.fallback_ms.is_none_or(|ms| ms <= 8.0), "{run:?}");
+        assert!(run.fallback_ms.is_none_or(|ms| ms <= 16.0), "{run:?}");
         assert!(
             run.refused.contains(
                 "sonic: ignored \"FABRICLB_OVERRIDE_TABLE:bad-row\" field \"dst\": prefix \
