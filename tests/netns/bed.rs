@@ -301,6 +301,7 @@ pub fn rate(rate_pps: u64) -> Pace {
     Pace {
         rate_pps: Some(rate_pps),
         gap: Duration::ZERO,
+        spread: false,
     }
 }
 
@@ -309,6 +310,7 @@ pub fn gaps(gap: Duration) -> Pace {
     Pace {
         rate_pps: None,
         gap,
+        spread: false,
     }
 }
 

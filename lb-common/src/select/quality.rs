@@ -24,6 +24,16 @@
 //! by its measured drain rate against its group's fastest
 //! ([`PathQuality::scaled_quality`]), so traffic splits in proportion to
 //! what each path drains, and away from where queues build.
+//!
+//! The quality follows the band through the same EWMA as the past load
+//! (a quarter of the way per sample), not at once. In a fabric every leaf
+//! reads the same spines and acts on the same sample: taken at once, a
+//! queue seen on one port sent every leaf's traffic to the others in the
+//! same interval, and the port that had just drained got it all back; a
+//! healthy port's queue went from empty to its limit in one 40 ms
+//! interval, port after port, and steered flowlets lost 2.6-4.5% where
+//! blind ones lost 4%. Moving a quarter of the way, the leaves together
+//! move about as much as one leaf moving at once would.
 
 use crate::select::flowlet::PATH_QUALITY_DEFAULT;
 
@@ -121,6 +131,9 @@ pub struct PathQuality {
     pub queued: u64,
     /// `0..BANDS`.
     pub band: u32,
+    /// The band's quality through the EWMA (`None` before a sample): what
+    /// [`Self::quality`] gives the data plane.
+    pub smoothed: Option<u32>,
 }
 
 impl PathQuality {
@@ -151,6 +164,9 @@ impl PathQuality {
         } else if target < self.band && level + profile.hysteresis < self.band * LEVEL_UNIT {
             self.band -= 1;
         }
+        let now = u64::from(band_quality(self.band));
+        let smoothed = self.smoothed.map_or(now, |q| ewma(q.into(), now, shift));
+        self.smoothed = Some(smoothed as u32);
         self.band
     }
 
@@ -167,9 +183,9 @@ impl PathQuality {
         }
     }
 
-    /// The data plane's path quality for the current band.
+    /// The data plane's path quality: the band's, smoothed.
     pub fn quality(&self) -> u32 {
-        band_quality(self.band)
+        self.smoothed.unwrap_or(band_quality(self.band))
     }
 
     /// The path's quality within a group whose fastest path drains at

@@ -40,6 +40,10 @@ pub struct GenArgs {
     /// Target packets per second (default: as fast as possible).
     #[arg(long)]
     rate_pps: Option<u64>,
+    /// Interleave each round's messages packet by packet and pace them
+    /// through the round, as a NIC serving its QPs in turn.
+    #[arg(long)]
+    spread: bool,
 }
 
 pub fn run(args: GenArgs) -> anyhow::Result<()> {
@@ -64,6 +68,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
     let pace = traffic::Pace {
         rate_pps: args.rate_pps,
         gap: std::time::Duration::from_micros(args.gap_us),
+        spread: args.spread,
     };
     let report = traffic::send(
         &args.interface,

@@ -68,6 +68,7 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
             pace: Pace {
                 rate_pps: None,
                 gap: std::time::Duration::from_millis(1),
+                spread: false,
             },
             source_port_per_qp: true,
             small_messages: 2,

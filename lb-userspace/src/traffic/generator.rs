@@ -43,7 +43,10 @@ impl Pattern {
         match self {
             Self::Ring if ranks > 1 => vec![(rank + 1) % ranks],
             Self::Ring => vec![],
-            Self::AllToAll => (0..ranks).filter(|&r| r != rank).collect(),
+            // Shifted, as NCCL's and MPI's pairwise exchanges order it: at
+            // step k every rank sends to the one k after it, so no rank is
+            // everyone's first peer (an incast at every round's start).
+            Self::AllToAll => (1..ranks).map(|k| (rank + k) % ranks).collect(),
         }
     }
 }
@@ -155,11 +158,17 @@ impl Generator {
             .max(1)
     }
 
+    /// Frames one connection sends in a round: its message and the small
+    /// messages after it.
+    pub fn frames_per_message(&self) -> usize {
+        (self.packets_per_message() + self.workload.small_messages) as usize
+    }
+
     /// Packets the whole workload sends.
     pub fn total_packets(&self) -> u64 {
         self.connections.len() as u64
             * u64::from(self.workload.messages)
-            * u64::from(self.packets_per_message() + self.workload.small_messages)
+            * self.frames_per_message() as u64
     }
 
     /// The next round: one message on every connection that has messages
@@ -289,7 +298,7 @@ pub(super) mod tests {
     #[test]
     fn ring_and_all_to_all_peers() {
         assert_eq!(Pattern::Ring.peers(4, 3), [0]);
-        assert_eq!(Pattern::AllToAll.peers(4, 1), [0, 2, 3]);
+        assert_eq!(Pattern::AllToAll.peers(4, 1), [2, 3, 0]);
         assert_eq!(Pattern::Ring.peers(1, 0), Vec::<usize>::new());
         assert_eq!("all-to-all".parse::<Pattern>(), Ok(Pattern::AllToAll));
         assert!("mesh".parse::<Pattern>().is_err());

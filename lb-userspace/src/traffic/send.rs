@@ -9,14 +9,25 @@ use super::{Generator, Sender};
 use crate::netlink::{self, Netlink};
 
 /// How fast to send.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Pace {
     /// Target packets per second; `None` sends as fast as the ring drains.
     pub rate_pps: Option<u64>,
     /// Idle time after each round of messages: the gap that lets a flowlet
     /// switch move a flow without reordering it.
     pub gap: Duration,
+    /// Send as a NIC serving all its active QPs does: a round's messages
+    /// interleaved packet by packet, at `rate_pps` throughout the round
+    /// ([`SPREAD_BURST`] packets at a time). Without it a round leaves in
+    /// one burst at the ring's speed and the pacer waits after it; where
+    /// the senders' links are faster than the fabric's, as on a testbed of
+    /// veths, several such bursts meeting at one port are an incast no
+    /// load balancing can spread.
+    pub spread: bool,
 }
+
+/// Packets a spread sender puts on the wire back to back.
+pub const SPREAD_BURST: u64 = 4;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SendReport {
@@ -40,16 +51,26 @@ pub fn send(interface: &str, mut generator: Generator, pace: Pace) -> anyhow::Re
         ..SendReport::default()
     };
     loop {
-        let round = generator.next_round();
+        let mut round = generator.next_round();
         if round.is_empty() {
             break;
         }
+        if pace.spread {
+            round = interleaved(round, generator.frames_per_message());
+        }
+        let rate = pace.rate_pps.filter(|&p| p > 0);
         for frame in &round {
             while !ring.queue(frame)? {
                 ring.flush()?;
             }
             report.packets += 1;
             report.bytes += frame.len() as u64;
+            if let Some(pps) =
+                rate.filter(|_| pace.spread && report.packets.is_multiple_of(SPREAD_BURST))
+            {
+                ring.flush()?;
+                wait_until(start, report.packets, pps);
+            }
         }
         let paced = pace.rate_pps.is_some() || !pace.gap.is_zero();
         if !paced {
@@ -57,11 +78,8 @@ pub fn send(interface: &str, mut generator: Generator, pace: Pace) -> anyhow::Re
             continue;
         }
         ring.flush()?;
-        if let Some(pps) = pace.rate_pps.filter(|&p| p > 0) {
-            let due = start + Duration::from_secs_f64(report.packets as f64 / pps as f64);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
+        if let Some(pps) = rate {
+            wait_until(start, report.packets, pps);
         }
         if !pace.gap.is_zero() {
             std::thread::sleep(pace.gap);
@@ -70,6 +88,33 @@ pub fn send(interface: &str, mut generator: Generator, pace: Pace) -> anyhow::Re
     ring.flush()?;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// Sleeps until `packets` are due at `pps` from `start`.
+fn wait_until(start: Instant, packets: u64, pps: u64) {
+    let due = start + Duration::from_secs_f64(packets as f64 / pps as f64);
+    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+        std::thread::sleep(wait);
+    }
+}
+
+/// `round`'s messages (runs of `per_message` frames) interleaved frame by
+/// frame: each message's frames stay in order, one of each in turn.
+fn interleaved(round: Vec<Vec<u8>>, per_message: usize) -> Vec<Vec<u8>> {
+    let total = round.len();
+    let mut messages = Vec::new();
+    let mut frames = round.into_iter();
+    while frames.len() > 0 {
+        let message: Vec<Vec<u8>> = frames.by_ref().take(per_message.max(1)).collect();
+        messages.push(message.into_iter());
+    }
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for message in &mut messages {
+            out.extend(message.next());
+        }
+    }
+    out
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds.
@@ -120,4 +165,17 @@ fn ipv4_of(interface: &str) -> anyhow::Result<Ipv4Addr> {
                 .and_then(|s| s.as_sockaddr_in().map(|sin| sin.ip()))
         })
         .ok_or_else(|| anyhow::anyhow!("{interface} has no IPv4 address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleaved;
+
+    #[test]
+    fn interleaving_takes_one_frame_of_each_message_in_turn() {
+        // Three messages of three frames; a short last run keeps its order.
+        let round: Vec<Vec<u8>> = [1, 2, 3, 11, 12, 13, 21, 22].map(|b| vec![b]).to_vec();
+        let order: Vec<u8> = interleaved(round, 3).into_iter().map(|f| f[0]).collect();
+        assert_eq!(order, [1, 11, 21, 2, 12, 22, 3, 13]);
+    }
 }

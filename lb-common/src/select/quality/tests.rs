@@ -104,6 +104,25 @@ fn a_path_gets_worse_at_once_and_better_one_band_per_sample() {
     assert_eq!(bands, [0, 5, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
 }
 
+/// The quality follows the band a quarter of the way per sample, both
+/// ways, from the first sample's band's quality.
+#[test]
+fn the_quality_follows_the_band_through_the_ewma() {
+    let mut path = draining();
+    let mut qualities = Vec::new();
+    for bytes in [0, 1 << 30, 1 << 30, 1 << 30, 0] {
+        path.sample(&QUEUE_ONLY, queued(bytes));
+        qualities.push(path.quality());
+    }
+    // Band 7 is worth 128: 1024 - 896/4, then a quarter of what is left
+    // each time; empty again, band 6 (256) pulls it down still, more
+    // slowly.
+    assert_eq!(qualities, [1024, 800, 632, 506, 444]);
+    let mut first = draining();
+    first.sample(&QUEUE_ONLY, queued(1 << 30));
+    assert_eq!(first.quality(), band_quality(7));
+}
+
 /// A level hovering just under a band edge does not flap the band: it
 /// must fall a quarter band below the edge first.
 #[test]

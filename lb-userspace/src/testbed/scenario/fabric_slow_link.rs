@@ -99,6 +99,7 @@ pub fn collective(messages: u32) -> Collective {
         pace: Pace {
             rate_pps: Some(rate_pps.round() as u64),
             gap: Duration::ZERO,
+            spread: true,
         },
         source_port_per_qp: true,
         small_messages: 0,

@@ -43,6 +43,7 @@ pub fn scenario(seconds: u32) -> Scenario {
         pace: Pace {
             rate_pps: Some(u64::from(rate)),
             gap: Duration::ZERO,
+            spread: false,
         },
         source_port_per_qp: false,
         small_messages: 0,

@@ -163,6 +163,7 @@ pub(super) fn ring(
             pace: Pace {
                 rate_pps: Some(rate_pps.round() as u64),
                 gap: Duration::ZERO,
+                spread: false,
             },
             source_port_per_qp: true,
             small_messages: 0,
