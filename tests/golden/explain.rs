@@ -166,8 +166,8 @@ fn explain_agrees_with_the_data_plane_on_random_packets() {
             ["10.11.0.0/16", "2001:db8:b::/48"],
         )
         + &churn(
-            "churn-weighted",
-            "mode = \"per-packet\"\nflowlet_choice = \"weighted\"",
+            "churn-least-cost",
+            "mode = \"per-packet\"\nflowlet_choice = \"least-cost\"",
             "23",
             3,
             ["10.12.0.0/16", "2001:db8:c::/48"],

@@ -166,11 +166,13 @@ named_enum! {
     /// How a new flowlet picks its next hop (`lb_common::select::choice`).
     pub enum FlowletChoice {
         /// The usable member with the least recent load per path quality.
-        #[default]
         LeastCost => "least-cost",
         /// The cheaper of two members drawn in proportion to quality.
         TwoChoices => "two-choices",
-        /// One member drawn in proportion to quality.
+        /// One member drawn in proportion to quality: the default, because
+        /// with many leaves deciding on the same samples it is the one
+        /// that does not herd (README, Choosing among paths).
+        #[default]
         Weighted => "weighted",
     }
 }

@@ -53,7 +53,7 @@ fn changes_name_every_difference() {
             "group \"a\": spray self-contained -> all",
             "group \"a\": hash_fields [src_ip, dst_ip, ip_protocol, l4_src_port, \
              l4_dst_port, rdma_bth_dest_qp] -> [src_ip, dst_ip]",
-            "group \"a\": flowlet_choice least-cost -> two-choices",
+            "group \"a\": flowlet_choice weighted -> two-choices",
             "group \"a\": destinations [] -> [leaf2 10.2.0.0/16 via l2]",
             "group \"a\": next hop \"eth3 02:00:00:00:00:03\" added",
             "group \"b\" removed",

@@ -250,8 +250,9 @@ pub fn modes() -> Vec<Mode> {
 /// The telemetry rows of `modes` again with each choice rule but the
 /// default, rule by rule.
 pub fn other_choices(modes: &[Mode]) -> Vec<Mode> {
-    [FlowletChoice::TwoChoices, FlowletChoice::Weighted]
-        .into_iter()
+    (FlowletChoice::NAMES.into_iter())
+        .map(|(_, choice)| choice)
+        .filter(|&choice| choice != FlowletChoice::default())
         .flat_map(|choice| {
             (modes.iter().filter(|m| m.telemetry)).map(move |m| with_choice(m.clone(), choice))
         })
