@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fabriclb::testbed::fabric::{Fabric, FabricShape, host_addr, link_addr};
+use fabriclb::testbed::scenario::fabric_herd;
 use fabriclb::testbed::scenario::fabric_slow_link::{self, SLOW_LEAF, SLOW_SPINE};
-use fabriclb::testbed::scenario::modes;
 use fabriclb::testbed::{Daemon, LeafCounters, PATIENCE, in_netns, namespaces};
 
 use crate::bed::{Turn, fabriclb, name};
@@ -92,50 +92,142 @@ fn every_leaf_forwards_between_racks_through_fabriclb() {
     assert_eq!(namespaces(&name).expect("ip netns"), Vec::<String>::new());
 }
 
-/// `fabric-slow-link`, short, its ECMP row: spine 4's port toward leaf 3
-/// at a quarter rate, an all-to-all over every host of four leaves, each
-/// running fabriclb. Every packet is received or counted dropped at a
-/// spine port; blind ECMP sends the slow port more than it carries
-/// (13.5-15% of leaf 3's traffic where its capacity is 7.7%), and loses
-/// there most (1108 of 1281 to 1151 of 1273, once 1144 of 1543), at least
-/// 5 times what any fast port drops (9.6-26 times measured; they drop
-/// what the hash piles on one of them); toward the other leaves spine 4
-/// keeps its even share. (The steered rows are the demo's: on this machine their
-/// polling alone, 16 scrapes every 40 ms, costs the ECMP row 4 points of
-/// loss, and what they lose varies with it from run to run; issue 26's
-/// telemetry that scales comes first.)
+/// `fabric-slow-link`, short: spine 4's port toward leaf 3 at a quarter
+/// rate, an all-to-all over every host of four leaves, each running
+/// fabriclb; every packet is received or counted dropped at a spine port.
+/// ECMP (blind) sends the slow port more than it carries (13.8-14.8% of
+/// leaf 3's traffic where its capacity is 7.7%) and loses there all it
+/// loses (1114 in a CI run; the hash over these flows is fixed, so are its
+/// shares), and toward the other leaves keeps a little more than spine
+/// 4's even share (1.17). Flowlets steered by every spine's COUNTERS_DB,
+/// with the default (weighted) choice, on every leaf at once: spine 4
+/// carries about its capacity share toward leaf 3, at least its even
+/// share toward the others, and the loss is a fraction of ECMP's.
 #[test]
-fn a_slow_spine_port_toward_one_leaf_drops_what_ecmp_sends_it() {
+fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
     let _turn = Turn::alone();
     let name = name("E");
     let workdir = std::env::temp_dir().join(format!("{name}-work"));
     std::fs::create_dir_all(&workdir).expect("workdir");
     let _work = RemoveOnDrop(workdir.clone());
     let fabric = Fabric::up(&name, fabric_slow_link::shape()).expect("fabric");
-    let ecmp = modes().into_iter().take(1).collect::<Vec<_>>();
-    let rows = fabric_slow_link::measure(&fabric, fabriclb(), &workdir, MESSAGES, &ecmp)
-        .expect("scenario run");
+    let all = fabric_slow_link::fabric_modes();
+    let steered = (all.iter())
+        .find(|m| m.name == "flowlet" && m.telemetry)
+        .expect("a steered flowlet row");
+    let rows = fabric_slow_link::measure(
+        &fabric,
+        fabriclb(),
+        &workdir,
+        MESSAGES,
+        &[all[0].clone(), steered.clone()],
+    )
+    .expect("scenario run");
     eprintln!("{rows:#?}");
-    let [row] = rows.as_slice() else {
-        panic!("one row: {rows:?}")
+    let [ecmp, steered] = rows.as_slice() else {
+        panic!("two rows: {rows:?}")
     };
-    assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
-    assert_eq!(row.unaccounted, 0, "{row:?}");
-    assert_eq!(row.share.len(), 4);
-    assert!(row.degraded_port_share > 0.12, "{row:?}");
-    let slow_drops = row.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
-    assert!(slow_drops > 0, "{row:?}");
-    assert!(slow_drops * 3 >= row.dropped * 2, "{row:?}");
-    let busiest_other = (row.port_dropped.iter().enumerate())
-        .flat_map(|(j, ports)| ports.iter().enumerate().map(move |(m, &d)| ((j, m), d)))
-        .filter(|&(port, _)| port != (SLOW_SPINE - 1, SLOW_LEAF - 1))
-        .map(|(_, d)| d)
-        .max()
-        .unwrap_or(0);
-    assert!(busiest_other * 5 <= slow_drops, "{row:?}");
+    assert_eq!((ecmp.mode.as_str(), ecmp.telemetry), ("ecmp", false));
+    assert_eq!(
+        (steered.source.as_str(), steered.choice.as_str()),
+        ("counters-db", "weighted")
+    );
+    for row in [ecmp, steered] {
+        assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
+        assert_eq!(row.unaccounted, 0, "{row:?}");
+        assert_eq!(row.share.len(), 4);
+        assert!(
+            row.in_message_reorders <= row.dropped + row.link_lost + row.tx_errors,
+            "{row:?}"
+        );
+    }
+    assert!(ecmp.degraded_port_share > 0.12, "{ecmp:?}");
+    let slow_drops = ecmp.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
+    assert!(slow_drops * 10 >= ecmp.dropped * 9, "{ecmp:?}");
+    assert!(ecmp.dropped * 100 >= ecmp.sent * 4, "{ecmp:?}");
     assert!(
-        (0.9..=1.1).contains(&row.healthy_share_on_degraded_spine),
-        "{row:?}"
+        (1.1..=1.25).contains(&ecmp.healthy_share_on_degraded_spine),
+        "{ecmp:?}"
+    );
+    // Five runs: 5.4-7.9% toward leaf 3, 0.91-1.10 toward the others,
+    // and 153-705 lost against ECMP's 1113-1125 (0.14-0.63 of it: the
+    // start, before the first samples show spine 4's port, is a large part
+    // of this short run, and its debug daemons are slower; at full length
+    // with the release build the loss is a tenth of ECMP's).
+    assert!(steered.degraded_port_share < 0.1, "{steered:?}");
+    assert!(
+        steered.healthy_share_on_degraded_spine >= 0.9,
+        "{steered:?}"
+    );
+    assert!(steered.dropped * 5 <= ecmp.dropped * 4, "{steered:?}");
+}
+
+/// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on
+/// every port 600 ms into an all-to-all over four leaves. ECMP keeps
+/// sending it what the hash gives it (30.7% of the bytes) and loses 12%;
+/// with every leaf steering on the spines' COUNTERS_DB (weighted) its
+/// share from 200 ms after the change is near its capacity share (7.3-9.1%
+/// measured against 7.7%), and the loss a sixth of ECMP's with the release
+/// build (1.8-2.0%), 0.31-0.42 of ECMP's in this test's runs (debug
+/// daemons, 1875-2545 lost): not yet the issue's 0.1%, the leaves' shares
+/// still swing together.
+#[test]
+fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
+    let _turn = Turn::alone();
+    let name = name("H");
+    let workdir = std::env::temp_dir().join(format!("{name}-work"));
+    std::fs::create_dir_all(&workdir).expect("workdir");
+    let _work = RemoveOnDrop(workdir.clone());
+    let fabric = Fabric::up(&name, fabric_herd::shape()).expect("fabric");
+    let all = fabric_herd::herd_modes();
+    let steered = (all.iter())
+        .find(|r| r.mode.name == "flowlet" && r.steering_leaves == fabric_herd::LEAVES)
+        .expect("every leaf steering flowlets");
+    let rows = fabric_herd::measure(
+        &fabric,
+        fabriclb(),
+        &workdir,
+        fabric_herd::MESSAGES,
+        &[all[0].clone(), steered.clone()],
+    )
+    .expect("scenario run");
+    for row in &rows {
+        eprintln!(
+            "{} {}: sent {} dropped {} unaccounted {} share before {:?} after {:?} settle {:?} \
+             oscillation {:?} moves/s {:.0}",
+            row.mode,
+            row.steering_leaves,
+            row.sent,
+            row.dropped,
+            row.unaccounted,
+            row.share_before,
+            row.share_after,
+            row.settle_ms,
+            row.oscillation,
+            row.path_changes_per_s
+        );
+    }
+    let [ecmp, steered] = rows.as_slice() else {
+        panic!("two rows")
+    };
+    for row in [ecmp, steered] {
+        assert_eq!(row.unaccounted, 0, "{} {}", row.mode, row.steering_leaves);
+        let before = row.share_before.expect("traffic before");
+        assert!((0.2..=0.35).contains(&before), "{before}");
+        assert!(row.windows.len() > 100, "{}", row.windows.len());
+    }
+    let share = |row: &fabric_herd::HerdRow| row.share_after.expect("traffic after");
+    assert!(share(ecmp) > 0.25, "ECMP moved: {}", share(ecmp));
+    assert!(ecmp.dropped * 10 > ecmp.sent, "ECMP lost {}", ecmp.dropped);
+    assert!(
+        (0.05..=0.11).contains(&share(steered)),
+        "{}",
+        share(steered)
+    );
+    assert!(
+        steered.dropped * 5 <= ecmp.dropped * 3,
+        "{}",
+        steered.dropped
     );
 }
 

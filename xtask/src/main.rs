@@ -209,8 +209,10 @@ fn bench(root: &Path) -> Result<()> {
 /// The scenarios a bare `cargo xtask demo` runs after the default demo: the
 /// adaptive-routing results, failover, a hitless restart (about 10 s), a
 /// spine drained by BGP (about 15 s), the leaf driven from SONiC's
-/// CONFIG_DB (about 15 s) and a controller's overrides (about 30 s).
-const HEADLINE_SCENARIOS: [&str; 10] = [
+/// CONFIG_DB (about 15 s), a controller's overrides (about 30 s), and
+/// four leaves steering at once around a slow port (about 75 s) and a
+/// slowed spine (about 40 s).
+const HEADLINE_SCENARIOS: [&str; 12] = [
     "slow-spine",
     "slow-spine-lossless",
     "bgp-slow-spine",
@@ -221,6 +223,8 @@ const HEADLINE_SCENARIOS: [&str; 10] = [
     "bgp-drain",
     "sonic",
     "te-override",
+    "fabric-slow-link",
+    "fabric-herd",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

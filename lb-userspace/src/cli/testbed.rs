@@ -47,7 +47,7 @@ pub enum TestbedCommand {
         messages: u32,
         /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown,
         /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override,
-        /// soak or fabric-slow-link.
+        /// soak, fabric-slow-link or fabric-herd.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// How long `--scenario soak` runs, in seconds.

@@ -169,9 +169,10 @@ named_enum! {
         LeastCost => "least-cost",
         /// The cheaper of two members drawn in proportion to quality.
         TwoChoices => "two-choices",
-        /// One member drawn in proportion to quality: the default, because
-        /// with many leaves deciding on the same samples it is the one
-        /// that does not herd (README, Choosing among paths).
+        /// The next member of the quality-weighted sequence: the default,
+        /// because with many leaves deciding on the same samples it does
+        /// not herd, and among equal paths it is even (README, Choosing
+        /// among paths).
         #[default]
         Weighted => "weighted",
     }

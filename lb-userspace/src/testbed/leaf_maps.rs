@@ -31,7 +31,13 @@ pub struct LeafMaps {
 impl LeafMaps {
     /// The maps of the program on the leaf's port `h1`.
     pub fn open(bed: &Testbed) -> Result<Self> {
-        let prog_id = xdp_prog_id(bed)?;
+        Self::open_on(&bed.ns("leaf"), "h1")
+    }
+
+    /// The maps of the program on port `port` of namespace `ns` (a
+    /// fabric's leaf).
+    pub fn open_on(ns: &str, port: &str) -> Result<Self> {
+        let prog_id = link_field(ns, port, &["xdp", "prog", "id"], "no XDP program")?;
         let info = loaded_programs()
             .filter_map(Result::ok)
             .find(|p| p.id() == prog_id)
@@ -126,22 +132,32 @@ impl LeafMaps {
 
 /// The ifindex of the leaf's port `port`.
 pub fn leaf_ifindex(bed: &Testbed, port: &str) -> Result<u32> {
-    leaf_link_field(bed, port, &["ifindex"], "no ifindex")
+    ifindex_in(&bed.ns("leaf"), port)
+}
+
+/// The ifindex of `port` in namespace `ns`.
+pub fn ifindex_in(ns: &str, port: &str) -> Result<u32> {
+    link_field(ns, port, &["ifindex"], "no ifindex")
 }
 
 /// The id of the XDP program on the leaf's `h1`, as `ip -j link` shows it.
 pub fn xdp_prog_id(bed: &Testbed) -> Result<u32> {
-    leaf_link_field(bed, "h1", &["xdp", "prog", "id"], "no XDP program")
+    link_field(
+        &bed.ns("leaf"),
+        "h1",
+        &["xdp", "prog", "id"],
+        "no XDP program",
+    )
 }
 
-/// The number at `path` in what `ip -j link show` says of the leaf's
-/// `port`; `missing` names what is not there.
-fn leaf_link_field(bed: &Testbed, port: &str, path: &[&str], missing: &str) -> Result<u32> {
-    let out = output(Command::new("ip").args(["-n", &bed.ns("leaf"), "-j", "link", "show", port]))?;
+/// The number at `path` in what `ip -j link show` says of `port` in
+/// namespace `ns`; `missing` names what is not there.
+fn link_field(ns: &str, port: &str, path: &[&str], missing: &str) -> Result<u32> {
+    let out = output(Command::new("ip").args(["-n", ns, "-j", "link", "show", port]))?;
     let links: serde_json::Value = serde_json::from_str(&out)?;
     path.iter()
         .fold(&links[0], |value, key| &value[*key])
         .as_u64()
         .map(|n| n as u32)
-        .ok_or_else(|| anyhow!("{missing} on the leaf's {port}: {out}"))
+        .ok_or_else(|| anyhow!("{missing} on {ns}'s {port}: {out}"))
 }

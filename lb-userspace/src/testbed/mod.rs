@@ -30,7 +30,7 @@ pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use exporters::{Exporters, cpu_time};
 pub use hop::{Hop, HopReport, HopRun, run_hop};
-pub use leaf_maps::{LeafMaps, leaf_ifindex, xdp_prog_id};
+pub use leaf_maps::{LeafMaps, ifindex_in, leaf_ifindex, xdp_prog_id};
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};
 pub use topology::{

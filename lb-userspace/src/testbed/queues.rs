@@ -34,6 +34,8 @@ pub struct SpineQueue {
     pub drops: u64,
     /// The largest backlog sampled, in bytes.
     pub max_backlog_bytes: u64,
+    /// The latest backlog sampled, in bytes.
+    pub backlog_bytes: u64,
     /// Bytes the TBF sent since the watch began.
     pub sent_bytes: u64,
 }
@@ -184,6 +186,7 @@ fn sample(
             let queue = &mut state[slot];
             queue.drops = drops.saturating_sub(first_drops);
             queue.max_backlog_bytes = queue.max_backlog_bytes.max(backlog);
+            queue.backlog_bytes = backlog;
             queue.sent_bytes = bytes.saturating_sub(first_bytes);
         }
         if done {

@@ -88,18 +88,53 @@ pub fn run_fabric_collective(
     collective: &Collective,
     args: &[&str],
 ) -> Result<FabricReport> {
-    let shape = fabric.shape();
-    let daemons = match &collective.leaf {
-        Leaf::Fabriclb { group } => (1..=shape.leaves)
-            .map(|k| {
-                let role = format!("l{k}");
-                let config = fabric.leaf_config(k, group);
-                Daemon::start_in(&fabric.ns(&role), &role, fabriclb, workdir, &config, args)
-                    .with_context(|| format!("fabriclb on leaf {k}"))
-            })
-            .collect::<Result<Vec<_>>>()?,
+    let groups = match &collective.leaf {
+        Leaf::Fabriclb { group } => vec![group.clone(); fabric.shape().leaves],
         Leaf::Started | Leaf::Kernel => Vec::new(),
     };
+    let run = FabricRun {
+        collective,
+        groups: &groups,
+        args,
+    };
+    run_fabric_collective_with(fabric, fabriclb, workdir, &run, |_| Ok(()))
+        .map(|(report, ())| report)
+}
+
+/// A collective on a fabric whose leaves run different groups.
+pub struct FabricRun<'a> {
+    /// Its `leaf` is not read: `groups` says what forwards.
+    pub collective: &'a Collective,
+    /// Leaf K's group keys at `K - 1`; empty: the kernel forwards.
+    pub groups: &'a [String],
+    /// `fabriclb run`'s extra arguments.
+    pub args: &'a [&'a str],
+}
+
+/// [`run_fabric_collective`] with a group per leaf, doing `during` (given
+/// the spines' queues as they are sampled) while the senders send.
+pub fn run_fabric_collective_with<T>(
+    fabric: &Fabric,
+    fabriclb: &Path,
+    workdir: &Path,
+    run: &FabricRun,
+    during: impl FnOnce(&QueueWatch) -> Result<T>,
+) -> Result<(FabricReport, T)> {
+    let FabricRun {
+        collective,
+        groups,
+        args,
+    } = *run;
+    let shape = fabric.shape();
+    let daemons = (1..)
+        .zip(groups)
+        .map(|(k, group)| {
+            let role = format!("l{k}");
+            let config = fabric.leaf_config(k, group);
+            Daemon::start_in(&fabric.ns(&role), &role, fabriclb, workdir, &config, args)
+                .with_context(|| format!("fabriclb on leaf {k}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let ranks = rank_addrs(shape.leaves, shape.hosts);
     let sinks = (0..ranks.len())
         .map(|rank| {
@@ -130,6 +165,7 @@ pub fn run_fabric_collective(
             })
         })
         .collect();
+    let during = during(&queues);
     let sent = Sent::join(senders)?;
     let mut report = FabricReport {
         sent_packets: sent.packets,
@@ -154,7 +190,7 @@ pub fn run_fabric_collective(
             .with_context(|| format!("leaf {k}'s metrics"))?;
         report.leaves.push(counters);
     }
-    Ok(report)
+    Ok((report, during?))
 }
 
 #[cfg(test)]

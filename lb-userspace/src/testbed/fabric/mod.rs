@@ -30,7 +30,10 @@ use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 
-pub use collective::{FabricReport, rank_addrs, rank_place, run_fabric_collective, spine_labels};
+pub use collective::{
+    FabricReport, FabricRun, rank_addrs, rank_place, run_fabric_collective,
+    run_fabric_collective_with, spine_labels,
+};
 pub use flex_counters::FlexCounters;
 pub use rates::LinkRates;
 

@@ -16,12 +16,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::{FLOWLET_GAP_US, Mode, modes, other_choices, write_runs};
+use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, other_choices, write_runs};
 use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
 };
-use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, tear_down_on_signal};
+use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU};
 use crate::traffic::{Pace, Pattern};
 
 pub const LEAVES: usize = 4;
@@ -115,13 +115,6 @@ pub fn collective(messages: u32) -> Collective {
 /// and so the traffic.
 pub fn fabric_modes() -> Vec<Mode> {
     let all = modes();
-    let with_source = |mode: &Mode, source: &str| Mode {
-        group: mode.group.replace(
-            "telemetry = \"remote\"",
-            &format!("telemetry = \"{source}\""),
-        ),
-        ..mode.clone()
-    };
     let blind = all.iter().filter(|m| !m.telemetry).cloned();
     let steered: Vec<Mode> = all.iter().filter(|m| m.telemetry).cloned().collect();
     let counters: Vec<Mode> = steered
@@ -142,12 +135,23 @@ pub fn fabric_modes() -> Vec<Mode> {
         .collect()
 }
 
+/// `mode` (a steered row of [`modes`]) reading `source` instead.
+pub(super) fn with_source(mode: &Mode, source: &str) -> Mode {
+    Mode {
+        group: mode.group.replace(
+            "telemetry = \"remote\"",
+            &format!("telemetry = \"{source}\""),
+        ),
+        ..mode.clone()
+    }
+}
+
 /// The telemetry sources the rows read.
-const COUNTERS_DB: &str = "counters-db";
+pub(super) const COUNTERS_DB: &str = "counters-db";
 const REMOTE: &str = "remote";
 
 /// The source a mode's group reads, if any.
-fn source_of(mode: &Mode) -> &'static str {
+pub(super) fn source_of(mode: &Mode) -> &'static str {
     [COUNTERS_DB, REMOTE]
         .into_iter()
         .find(|source| mode.group.contains(&format!("telemetry = \"{source}\"")))
@@ -193,15 +197,8 @@ pub struct FabricRow {
 }
 
 impl FabricRow {
-    fn new(mode: &Mode, run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> Self {
+    fn new(mode: &Mode, run: &FabricReport, shape: &FabricShape) -> Self {
         let sending_ms = run.elapsed.as_secs_f64() * 1e3;
-        let (into, all) = connections(pattern);
-        let offered_ms = (1..=shape.leaves)
-            .map(|leaf| {
-                let bytes = run.sent_bytes as f64 * f64::from(into[leaf - 1]) / f64::from(all);
-                bytes * 8.0 / (f64::from(capacity_into(shape, leaf)) * 1e3)
-            })
-            .fold(0.0, f64::max);
         let toward = |leaf: usize| (1..=shape.spines).map(|j| run.port_bytes(j, leaf)).sum();
         let healthy: Vec<usize> = (1..=shape.leaves).filter(|&m| m != SLOW_LEAF).collect();
         let healthy_total: u64 = healthy.iter().map(|&m| toward(m)).sum::<u64>();
@@ -227,24 +224,14 @@ impl FabricRow {
                 dropped + link_lost + tx_errors,
             ),
             completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: offered_ms.max(sending_ms),
+            ideal_ms: offered_ms(run, shape).max(sending_ms),
             sending_ms,
             in_message_reorders: run.received.message_out_of_order,
             share: run.leaves.iter().map(|l| l.byte_shares()).collect(),
             healthy_share_on_degraded_spine: healthy_on_slow as f64 / even.max(1.0),
             degraded_port_share: run.port_bytes(SLOW_SPINE, SLOW_LEAF) as f64
                 / slow_total.max(1) as f64,
-            port_dropped: (1..=shape.spines)
-                .map(|j| {
-                    (1..=shape.leaves)
-                        .map(|m| {
-                            (run.spine_ports.iter())
-                                .find(|q| q.spine == j && q.leaf == m)
-                                .map_or(0, |q| q.drops)
-                        })
-                        .collect()
-                })
-                .collect(),
+            port_dropped: port_dropped(run, shape),
             flowlet_moves: run.leaves.iter().map(|l| l.flowlet_moves).sum(),
         }
     }
@@ -253,6 +240,33 @@ impl FabricRow {
     pub fn loss(&self) -> f64 {
         self.dropped as f64 / self.sent.max(1) as f64
     }
+}
+
+/// What the most loaded leaf was offered (the all-to-all of
+/// [`collective`]) over what it takes in from the spines of `shape`, ms.
+pub(super) fn offered_ms(run: &FabricReport, shape: &FabricShape) -> f64 {
+    let (into, all) = connections(Pattern::AllToAll);
+    (1..=shape.leaves)
+        .map(|leaf| {
+            let bytes = run.sent_bytes as f64 * f64::from(into[leaf - 1]) / f64::from(all);
+            bytes * 8.0 / (f64::from(capacity_into(shape, leaf)) * 1e3)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// `port_dropped[spine][leaf]`: what each shaped port of `shape` dropped.
+pub(super) fn port_dropped(run: &FabricReport, shape: &FabricShape) -> Vec<Vec<u64>> {
+    (1..=shape.spines)
+        .map(|j| {
+            (1..=shape.leaves)
+                .map(|m| {
+                    (run.spine_ports.iter())
+                        .find(|q| q.spine == j && q.leaf == m)
+                        .map_or(0, |q| q.drops)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Runs the all-to-all of `messages` per connection through each of
@@ -284,12 +298,7 @@ pub fn measure(
         let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
         let run = run_fabric_collective(fabric, fabriclb, workdir, &collective, &args)
             .with_context(|| format!("mode {}", mode.name))?;
-        rows.push(FabricRow::new(
-            mode,
-            &run,
-            fabric.shape(),
-            collective.pattern,
-        ));
+        rows.push(FabricRow::new(mode, &run, fabric.shape()));
     }
     Ok(rows)
 }
@@ -297,14 +306,10 @@ pub fn measure(
 /// Builds fabric `bed_name`, runs every mode, prints the table, writes the
 /// JSON to `json` if given, tears down (also on failure and Ctrl-C).
 pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
-    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
-    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir)?;
-    tear_down_on_signal(bed_name)?;
-    let result = Fabric::up(bed_name, shape())
-        .and_then(|fabric| measure(&fabric, &exe, &workdir, MESSAGES, &fabric_modes()));
-    let _ = std::fs::remove_dir_all(&workdir);
-    let rows = result.context("scenario fabric-slow-link")?;
+    let rows = on_own_fabric(bed_name, shape(), |fabric, exe, workdir| {
+        measure(fabric, exe, workdir, MESSAGES, &fabric_modes())
+    })
+    .context("scenario fabric-slow-link")?;
     print(&rows);
     write_runs("fabric-slow-link", &rows, json)
 }

@@ -7,6 +7,7 @@
 //! ones) is a row in [`modes`], not a change to any scenario.
 
 mod bgp_drain;
+pub mod fabric_herd;
 pub mod fabric_slow_link;
 mod link_down;
 mod reaction;
@@ -25,6 +26,7 @@ use anyhow::{Context, Result};
 
 use crate::config::FlowletChoice;
 
+use super::fabric::{Fabric, FabricShape};
 use super::{
     Collective, CrossTraffic, Exporters, Leaf, Shape, Testbed, run_collective_with,
     tear_down_on_signal,
@@ -71,10 +73,13 @@ pub enum Name {
     /// Four leaves, one spine's port toward one leaf slow, every leaf
     /// adaptive ([`fabric_slow_link`]).
     FabricSlowLink,
+    /// Four leaves steering, one spine slowing mid-run: herding
+    /// ([`fabric_herd`]).
+    FabricHerd,
 }
 
 impl Name {
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -87,6 +92,7 @@ impl Name {
         Self::TeOverride,
         Self::Soak,
         Self::FabricSlowLink,
+        Self::FabricHerd,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -103,6 +109,7 @@ impl Name {
             Self::TeOverride => "te-override",
             Self::Soak => "soak",
             Self::FabricSlowLink => "fabric-slow-link",
+            Self::FabricHerd => "fabric-herd",
         }
     }
 
@@ -110,7 +117,7 @@ impl Name {
     /// fabric of several leaves, not on the single-leaf testbed.
     pub fn scenario(self) -> Option<Scenario> {
         Some(match self {
-            Self::FabricSlowLink => return None,
+            Self::FabricSlowLink | Self::FabricHerd => return None,
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::BgpSlowSpine => bgp_slow_spine(slow_spine::MESSAGES),
@@ -155,8 +162,8 @@ impl Name {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
-     spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak \
-     and fabric-slow-link"
+     spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak, \
+     fabric-slow-link and fabric-herd"
 )]
 pub struct UnknownScenario(String);
 
@@ -278,6 +285,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
         Name::TeOverride => return te_override::run(bed_name, json),
         Name::Soak => return soak::run(bed_name, soak::SECONDS, json),
         Name::FabricSlowLink => return fabric_slow_link::run(bed_name, json),
+        Name::FabricHerd => return fabric_herd::run(bed_name, json),
         _ => {}
     }
     let scenario = name
@@ -312,6 +320,21 @@ pub fn on_own_bed<T>(
     std::fs::create_dir_all(&workdir)?;
     tear_down_on_signal(bed_name)?;
     let result = Testbed::up(bed_name, shape.clone()).and_then(|bed| measure(&bed, &exe, &workdir));
+    let _ = std::fs::remove_dir_all(&workdir);
+    result
+}
+
+/// [`on_own_bed`] for a fabric of several leaves ([`Fabric`]).
+pub fn on_own_fabric<T>(
+    bed_name: &str,
+    shape: FabricShape,
+    measure: impl FnOnce(&Fabric, &Path, &Path) -> Result<T>,
+) -> Result<T> {
+    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir)?;
+    tear_down_on_signal(bed_name)?;
+    let result = Fabric::up(bed_name, shape).and_then(|fabric| measure(&fabric, &exe, &workdir));
     let _ = std::fs::remove_dir_all(&workdir);
     result
 }

@@ -1,0 +1,603 @@
+//! `--scenario fabric-herd`: four leaves steering on the same spines'
+//! samples, and spine 4 slowing to a quarter (every port of it) a third
+//! of the way into the run. The all-to-all of `fabric-slow-link` offers
+//! each leaf 80% of what it takes in once spine 4 is slow.
+//!
+//! Every leaf that steers sees spine 4's queues at the same time; if each
+//! moves its flowlets as if it were alone, all of them leave together and
+//! pile onto the same other spines, then come back together. Measured per
+//! 10 ms window: spine 4's share of what the steering leaves send (read in
+//! their data planes' per-next-hop counters) and every spine port's queue;
+//! then how long spine 4's share takes to settle near its capacity share
+//! (`settle_ms`), how much it swings after (`oscillation`), and how often
+//! flowlets change paths. The same with only leaf 1 steering (the others
+//! blind in the same mode) tells herding from a single decider's noise.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::fabric_slow_link::{self, COUNTERS_DB, source_of, with_source};
+use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, write_runs};
+use crate::config::FlowletChoice;
+use crate::testbed::drops::unaccounted;
+use crate::testbed::fabric::{
+    Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
+    run_fabric_collective_with,
+};
+use crate::testbed::queues::QueueWatch;
+use crate::testbed::topology::tbf;
+use crate::testbed::{LeafMaps, Queues, ifindex_in};
+
+pub const LEAVES: usize = fabric_slow_link::LEAVES;
+pub const SPINES: usize = fabric_slow_link::SPINES;
+const HOSTS: usize = 2;
+const RATE_MBIT: u32 = 40;
+/// Spine 4's rate on every port once it slows.
+const SLOW_MBIT: u32 = 10;
+pub const SLOW_SPINE: usize = 4;
+/// Messages per connection at full length: about 1.7 s of sending.
+pub const MESSAGES: u32 = fabric_slow_link::MESSAGES;
+/// When spine 4 slows, from the senders' start.
+const SLOW_AFTER: Duration = Duration::from_millis(600);
+/// How long the windows are watched after the change (the full run sends
+/// for about 1.1 s more).
+const WATCH_AFTER: Duration = Duration::from_millis(1000);
+/// The windows of the share and the queues.
+pub const WINDOW: Duration = Duration::from_millis(10);
+/// Windows the settling and the oscillation are judged over. A 10 ms
+/// window holds about 250 packets of the four leaves (60 of one): their
+/// draw alone swings a 7.7% share by about ±20% (±45% for one leaf), so
+/// each window's share is reported, and judged over 50 ms.
+const JUDGED_WINDOWS: usize = 5;
+/// Settled: within this fraction of the capacity share.
+const SETTLE_BAND: f64 = 0.2;
+/// With no settling, the oscillation is taken from this long after the
+/// change.
+const UNSETTLED_FROM_MS: f64 = 300.0;
+/// Where `share_after` starts: past the reaction.
+const AFTER_FROM: Duration = Duration::from_millis(200);
+
+/// The fabric before the change: every port at the same rate.
+pub fn shape() -> FabricShape {
+    FabricShape {
+        leaves: LEAVES,
+        spines: SPINES,
+        hosts: HOSTS,
+        rates: LinkRates::all(RATE_MBIT),
+        queues: Queues::Lossy,
+    }
+}
+
+/// The fabric after it: spine 4 at [`SLOW_MBIT`] toward every leaf.
+fn slowed() -> FabricShape {
+    let rates = (1..=LEAVES).fold(LinkRates::all(RATE_MBIT), |rates, leaf| {
+        rates.with(SLOW_SPINE, leaf, SLOW_MBIT)
+    });
+    FabricShape { rates, ..shape() }
+}
+
+/// Spine 4's share of what every leaf can take in once it is slow.
+pub fn capacity_share() -> f64 {
+    let all = RATE_MBIT * (SPINES as u32 - 1) + SLOW_MBIT;
+    f64::from(SLOW_MBIT) / f64::from(all)
+}
+
+/// A row: a mode, and how many leaves (the first ones) steer in it; the
+/// others run the same mode blind.
+#[derive(Clone, Debug)]
+pub struct HerdMode {
+    pub mode: Mode,
+    pub steering_leaves: usize,
+}
+
+/// ECMP; flowlet and per-packet steered by each spine's COUNTERS_DB on
+/// every leaf and on leaf 1 alone; flowlet steered with least-cost
+/// choices on every leaf, the rule that herds.
+pub fn herd_modes() -> Vec<HerdMode> {
+    let all = modes();
+    let steered: Vec<Mode> = (all.iter().filter(|m| m.telemetry))
+        .map(|m| with_source(m, COUNTERS_DB))
+        .collect();
+    let row = |mode: &Mode, steering_leaves| HerdMode {
+        mode: mode.clone(),
+        steering_leaves,
+    };
+    let least_cost = Mode {
+        group: format!("{}\nflowlet_choice = \"least-cost\"", steered[0].group),
+        choice: FlowletChoice::LeastCost,
+        ..steered[0].clone()
+    };
+    std::iter::once(row(&all[0], 0))
+        .chain(steered.iter().map(|m| row(m, LEAVES)))
+        .chain(steered.iter().map(|m| row(m, 1)))
+        .chain([row(&least_cost, LEAVES)])
+        .collect()
+}
+
+/// The group keys each leaf runs in `row`: the steering ones the mode's,
+/// the others the blind row of the same mode.
+fn groups(row: &HerdMode) -> Vec<String> {
+    let blind = (modes().into_iter())
+        .find(|m| m.name == row.mode.name && !m.telemetry)
+        .map_or_else(String::new, |m| m.group);
+    (1..=LEAVES)
+        .map(|k| {
+            if k <= row.steering_leaves || !row.mode.telemetry {
+                row.mode.group.clone()
+            } else {
+                blind.clone()
+            }
+        })
+        .collect()
+}
+
+/// One 10 ms window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Window {
+    /// Its end, from the change (negative before it).
+    pub at_ms: f64,
+    /// Spine 4's share of the bytes the steering leaves (every leaf in a
+    /// blind row) sent in it; `None` when they sent nothing.
+    pub slow_share: Option<f64>,
+    /// `queues[spine][leaf]`: each spine port's backlog at its end, bytes.
+    pub queues: Vec<Vec<u64>>,
+}
+
+/// One row's run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HerdRow {
+    pub mode: String,
+    pub telemetry: bool,
+    pub source: String,
+    pub choice: String,
+    /// How many leaves steered (leaves 1..=n); the others ran blind.
+    pub steering_leaves: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub dropped: u64,
+    pub link_lost: u64,
+    pub tx_errors: u64,
+    pub unaccounted: i64,
+    pub completion_ms: f64,
+    /// The senders' paced time or what each leaf was offered over what it
+    /// takes in once spine 4 is slow, whichever is longer.
+    pub ideal_ms: f64,
+    pub sending_ms: f64,
+    pub in_message_reorders: u64,
+    /// Spine 4's share of what every leaf can take in once slow (10/130).
+    pub capacity_share: f64,
+    /// Its share of the steering leaves' bytes before the change, and
+    /// from 200 ms after it to the end of the watch.
+    pub share_before: Option<f64>,
+    pub share_after: Option<f64>,
+    /// From the change to the end of the first 50 ms span after which
+    /// every span's share of spine 4 stays within ±20% of its capacity
+    /// share; `None` if it never did.
+    pub settle_ms: Option<f64>,
+    /// The standard deviation of spine 4's share over 50 ms spans from
+    /// settling (or 300 ms after the change) to the end of the watch.
+    pub oscillation: Option<f64>,
+    /// Flowlet moves per second of sending, summed over the steering
+    /// leaves.
+    pub path_changes_per_s: f64,
+    /// `port_dropped[spine][leaf]`.
+    pub port_dropped: Vec<Vec<u64>>,
+    pub windows: Vec<Window>,
+}
+
+impl HerdRow {
+    pub fn loss(&self) -> f64 {
+        self.dropped as f64 / self.sent.max(1) as f64
+    }
+}
+
+/// One sample of the watch: when, every leaf's bytes by spine, every
+/// spine port's backlog.
+struct Sample {
+    at: Instant,
+    bytes: Vec<Vec<u64>>,
+    queues: Vec<Vec<u64>>,
+}
+
+/// What the watch saw: its samples and when spine 4 slowed.
+struct Watch {
+    samples: Vec<Sample>,
+    changed: Instant,
+}
+
+/// Every leaf's data-plane counters per spine and every spine port's
+/// queue, each [`WINDOW`]; spine 4 slowed at [`SLOW_AFTER`].
+fn watch(fabric: &Fabric, queues: &QueueWatch) -> Result<Watch> {
+    let start = Instant::now();
+    let leaves = (1..=LEAVES)
+        .map(|k| -> Result<(LeafMaps, Vec<u32>)> {
+            let ns = fabric.ns(&format!("l{k}"));
+            let maps = LeafMaps::open_on(&ns, "h1")?;
+            let ids = (1..=SPINES)
+                .map(|j| -> Result<u32> {
+                    let via = maps.next_hops_via(ifindex_in(&ns, &format!("s{j}"))?)?;
+                    via.first()
+                        .copied()
+                        .with_context(|| format!("leaf {k} has no next hop via s{j}"))
+                })
+                .collect::<Result<_>>()?;
+            Ok((maps, ids))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let read = || -> Result<Sample> {
+        let bytes = (leaves.iter())
+            .map(|(maps, ids)| ids.iter().map(|&id| maps.bytes(id)).collect())
+            .collect::<Result<_>>()?;
+        let ports = queues.current();
+        let backlog = |j, k| {
+            (ports.iter())
+                .find(|q| q.spine == j && q.leaf == k)
+                .map_or(0, |q| q.backlog_bytes)
+        };
+        Ok(Sample {
+            at: Instant::now(),
+            bytes,
+            queues: (1..=SPINES)
+                .map(|j| (1..=LEAVES).map(|k| backlog(j, k)).collect())
+                .collect(),
+        })
+    };
+    let mut samples = vec![read()?];
+    let mut changed = None;
+    loop {
+        std::thread::sleep(WINDOW.saturating_sub(samples[samples.len() - 1].at.elapsed()));
+        samples.push(read()?);
+        match changed {
+            None if start.elapsed() >= SLOW_AFTER => {
+                changed = Some(Instant::now());
+                for leaf in 1..=LEAVES {
+                    let spine = fabric.ns(&format!("s{SLOW_SPINE}"));
+                    tbf(
+                        &spine,
+                        &format!("l{leaf}"),
+                        "change",
+                        SLOW_MBIT,
+                        Queues::Lossy,
+                    )?;
+                }
+            }
+            Some(at) if at.elapsed() >= WATCH_AFTER => {
+                return Ok(Watch {
+                    samples,
+                    changed: at,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Watch {
+    /// The windows between samples, spine 4's share counted over the
+    /// first `steering` leaves.
+    fn windows(&self, steering: usize) -> Vec<Window> {
+        self.samples
+            .windows(2)
+            .map(|pair| Window {
+                at_ms: signed_ms(pair[1].at, self.changed),
+                slow_share: share(&pair[0], &pair[1], steering),
+                queues: pair[1].queues.clone(),
+            })
+            .collect()
+    }
+
+    /// Spine 4's share over spans of [`JUDGED_WINDOWS`] windows ending at
+    /// each sample after the change: (end, share).
+    fn spans(&self, steering: usize) -> Vec<(f64, f64)> {
+        let first = self.samples.iter().position(|s| s.at >= self.changed);
+        let Some(first) = first else {
+            return Vec::new();
+        };
+        (first + JUDGED_WINDOWS..self.samples.len())
+            .filter_map(|end| {
+                let at = signed_ms(self.samples[end].at, self.changed);
+                let share = share(
+                    &self.samples[end - JUDGED_WINDOWS],
+                    &self.samples[end],
+                    steering,
+                );
+                Some((at, share?))
+            })
+            .collect()
+    }
+
+    /// Spine 4's share of the steering leaves' bytes before the change.
+    fn share_before(&self, steering: usize) -> Option<f64> {
+        let before = self.samples.iter().rposition(|s| s.at < self.changed)?;
+        share(&self.samples[0], &self.samples[before], steering)
+    }
+
+    /// Its share from [`AFTER_FROM`] after the change to the end.
+    fn share_after(&self, steering: usize) -> Option<f64> {
+        let from = self.changed + AFTER_FROM;
+        let first = self.samples.iter().position(|s| s.at >= from)?;
+        share(&self.samples[first], self.samples.last()?, steering)
+    }
+}
+
+/// Spine 4's share of what the first `steering` leaves sent between two
+/// samples; `None` when they sent nothing.
+fn share(from: &Sample, to: &Sample, steering: usize) -> Option<f64> {
+    let (slow, all) = sent_between(from, to, steering);
+    (all > 0).then(|| slow as f64 / all as f64)
+}
+
+/// (bytes to spine 4, all bytes) the first `steering` leaves sent between
+/// two samples.
+fn sent_between(from: &Sample, to: &Sample, steering: usize) -> (u64, u64) {
+    let delta = |k: usize, j: usize| to.bytes[k][j].saturating_sub(from.bytes[k][j]);
+    let slow = (0..steering).map(|k| delta(k, SLOW_SPINE - 1)).sum();
+    let all = (0..steering)
+        .flat_map(|k| (0..SPINES).map(move |j| (k, j)))
+        .map(|(k, j)| delta(k, j))
+        .sum();
+    (slow, all)
+}
+
+fn signed_ms(at: Instant, from: Instant) -> f64 {
+    match at.checked_duration_since(from) {
+        Some(after) => after.as_secs_f64() * 1e3,
+        None => -(from - at).as_secs_f64() * 1e3,
+    }
+}
+
+/// When the spans' share settled within [`SETTLE_BAND`] of `target` for
+/// good, and its standard deviation from then (or from
+/// [`UNSETTLED_FROM_MS`]).
+fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
+    let within = |share: f64| (share - target).abs() <= SETTLE_BAND * target;
+    let settled = spans
+        .iter()
+        .rposition(|&(_, share)| !within(share))
+        .map_or(Some(0), |last_out| {
+            (last_out + 1 < spans.len()).then_some(last_out + 1)
+        });
+    let settle_ms = settled.map(|i| spans[i].0);
+    let from = settle_ms.unwrap_or(UNSETTLED_FROM_MS);
+    let after: Vec<f64> = (spans.iter())
+        .filter(|&&(at, _)| at >= from)
+        .map(|&(_, share)| share)
+        .collect();
+    (settle_ms, std_dev(&after))
+}
+
+fn std_dev(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+    Some(variance.sqrt())
+}
+
+impl HerdRow {
+    fn new(row: &HerdMode, run: &FabricReport, watch: &Watch) -> Self {
+        let mode = &row.mode;
+        // A blind row's share is every leaf's.
+        let steering = if mode.telemetry {
+            row.steering_leaves
+        } else {
+            LEAVES
+        };
+        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
+        let dropped = run.spine_drops();
+        let link_lost = run.drops.lost_on_the_way();
+        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
+        let (settle_ms, oscillation) = settling(&watch.spans(steering), capacity_share());
+        let moves: u64 = run
+            .leaves
+            .iter()
+            .take(steering)
+            .map(|l| l.flowlet_moves)
+            .sum();
+        Self {
+            mode: mode.name.to_owned(),
+            telemetry: mode.telemetry,
+            source: source_of(mode).to_owned(),
+            choice: mode.choice.to_string(),
+            steering_leaves: if mode.telemetry { steering } else { 0 },
+            sent: run.sent_packets,
+            received: run.received.packets,
+            dropped,
+            link_lost,
+            tx_errors,
+            unaccounted: unaccounted(
+                run.sent_packets,
+                run.received.packets,
+                dropped + link_lost + tx_errors,
+            ),
+            completion_ms: run.completion().as_secs_f64() * 1e3,
+            ideal_ms: fabric_slow_link::offered_ms(run, &slowed()).max(sending_ms),
+            sending_ms,
+            in_message_reorders: run.received.message_out_of_order,
+            capacity_share: capacity_share(),
+            share_before: watch.share_before(steering),
+            share_after: watch.share_after(steering),
+            settle_ms,
+            oscillation,
+            path_changes_per_s: moves as f64 / run.elapsed.as_secs_f64().max(1e-9),
+            port_dropped: fabric_slow_link::port_dropped(run, &shape()),
+            windows: watch.windows(steering),
+        }
+    }
+}
+
+/// Runs every row of `rows` on `fabric` (built with [`shape`], and left
+/// so: spine 4 is set back to full rate after each run).
+pub fn measure(
+    fabric: &Fabric,
+    fabriclb: &Path,
+    workdir: &Path,
+    messages: u32,
+    rows: &[HerdMode],
+) -> Result<Vec<HerdRow>> {
+    let _counters = (rows.iter().any(|r| source_of(&r.mode) == COUNTERS_DB))
+        .then(|| FlexCounters::start(fabric))
+        .transpose()?;
+    let collective = fabric_slow_link::collective(messages);
+    let mut out = Vec::new();
+    for row in rows {
+        let groups = groups(row);
+        let args: Vec<&str> = row.mode.daemon_args.iter().map(String::as_str).collect();
+        let run = FabricRun {
+            collective: &collective,
+            groups: &groups,
+            args: &args,
+        };
+        let result = run_fabric_collective_with(fabric, fabriclb, workdir, &run, |queues| {
+            watch(fabric, queues)
+        });
+        let spine = fabric.ns(&format!("s{SLOW_SPINE}"));
+        for leaf in 1..=LEAVES {
+            tbf(
+                &spine,
+                &format!("l{leaf}"),
+                "change",
+                RATE_MBIT,
+                Queues::Lossy,
+            )?;
+        }
+        let (report, watch) = result.with_context(|| format!("mode {}", row.mode.name))?;
+        out.push(HerdRow::new(row, &report, &watch));
+    }
+    Ok(out)
+}
+
+/// Builds fabric `bed_name`, runs every row, prints the table, writes the
+/// JSON to `json` if given, tears down (also on failure and Ctrl-C).
+pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
+    let rows = on_own_fabric(bed_name, shape(), |fabric, exe, workdir| {
+        measure(fabric, exe, workdir, MESSAGES, &herd_modes())
+    })
+    .context("scenario fabric-herd")?;
+    print(&rows);
+    write_runs("fabric-herd", &rows, json)
+}
+
+fn print(rows: &[HerdRow]) {
+    let collective = fabric_slow_link::collective(MESSAGES);
+    println!(
+        "scenario fabric-herd: {LEAVES} leaves, {SPINES} spines, {HOSTS} hosts per leaf, every \
+         spine port at {RATE_MBIT} Mbit/s; spine {SLOW_SPINE} slows to {SLOW_MBIT} on every port \
+         {} ms into the run; all-to-all over every host, {} packets/s per sender (80% of what a \
+         leaf takes in once spine {SLOW_SPINE} is slow); flowlet gap {} ms\n",
+        SLOW_AFTER.as_millis(),
+        collective.pace.rate_pps.unwrap_or_default(),
+        FLOWLET_GAP_US / 1000,
+    );
+    println!(
+        "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
+        "mode",
+        "telemetry",
+        "choice",
+        "steer",
+        "sent",
+        "dropped",
+        "loss",
+        "unacc",
+        "complete",
+        "ideal",
+        "before",
+        "after",
+        "settle",
+        "osc",
+        "moves/s"
+    );
+    let ms = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.0}ms"));
+    for row in rows {
+        println!(
+            "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
+             {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
+            row.mode,
+            if row.telemetry {
+                row.source.as_str()
+            } else {
+                "-"
+            },
+            if row.mode == "ecmp" {
+                ""
+            } else {
+                row.choice.as_str()
+            },
+            row.steering_leaves,
+            row.sent,
+            row.dropped,
+            100.0 * row.loss(),
+            row.unaccounted,
+            row.completion_ms,
+            row.ideal_ms,
+            100.0 * row.share_before.unwrap_or_default(),
+            100.0 * row.share_after.unwrap_or_default(),
+            ms(row.settle_ms),
+            100.0 * row.oscillation.unwrap_or_default(),
+            row.path_changes_per_s,
+        );
+    }
+    println!(
+        "\nsteer: leaves steering (the others blind in the same mode); before, after: spine \
+         {SLOW_SPINE}'s share of the steering leaves' bytes before it slowed and from 200 ms \
+         after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
+         ({:.1}%) over every 50 ms span; osc: its standard deviation from then",
+        SETTLE_BAND * 100.0,
+        capacity_share() * 100.0
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Settled from the first span after the last one out of the band;
+    /// the oscillation from there on.
+    #[test]
+    fn settling_is_after_the_last_span_out_of_the_band() {
+        let target = 0.1;
+        let spans = [
+            (10.0, 0.25),
+            (20.0, 0.13),
+            (30.0, 0.11),
+            (40.0, 0.09),
+            (50.0, 0.1),
+        ];
+        let (settle, osc) = settling(&spans, target);
+        assert_eq!(settle, Some(30.0));
+        let expected = std_dev(&[0.11, 0.09, 0.1]).expect("three values");
+        assert!((osc.expect("settled") - expected).abs() < 1e-12);
+        // Out of the band at the end: never settled.
+        let (settle, _) = settling(&[(10.0, 0.1), (20.0, 0.2)], target);
+        assert_eq!(settle, None);
+        // In the band throughout: settled at the first span.
+        assert_eq!(settling(&[(10.0, 0.1), (20.0, 0.1)], target).0, Some(10.0));
+    }
+
+    #[test]
+    fn spine_four_can_take_a_thirteenth_once_slow() {
+        assert!((capacity_share() - 10.0 / 130.0).abs() < 1e-12);
+        assert_eq!(slowed().rates.rate(SLOW_SPINE, 2), Some(SLOW_MBIT));
+        assert_eq!(slowed().rates.rate(1, 2), Some(RATE_MBIT));
+    }
+
+    #[test]
+    fn one_leaf_steers_and_the_others_run_the_same_mode_blind() {
+        let rows = herd_modes();
+        let alone = (rows.iter())
+            .find(|r| r.steering_leaves == 1 && r.mode.name == "flowlet")
+            .expect("a row with leaf 1 steering");
+        let groups = groups(alone);
+        assert!(
+            groups[0].contains("telemetry = \"counters-db\""),
+            "{groups:?}"
+        );
+        for group in &groups[1..] {
+            assert!(group.contains("mode = \"flowlet\"") && !group.contains("telemetry"));
+        }
+    }
+}
