@@ -98,9 +98,14 @@ pub struct GroupEntry {
     /// [`crate::select::choice::CHOICE_LEAST_COST`], `CHOICE_TWO` or
     /// `CHOICE_WEIGHTED`.
     pub choice: u32,
-    /// Keeps `members` where the 8-byte alignment puts it anyway, with no
-    /// padding a copy could leave undefined.
-    pub reserved: u32,
+    /// Which bits of a new flowlet's flow hash set where it draws in the
+    /// spray sequence ([`crate::select::choice::draw_flow_mask`]): all for
+    /// `two-choices`; none for `weighted`, which starts from `hash_seed`.
+    /// A mask the daemon writes rather than a test of `choice` in the
+    /// program, which made the verifier walk the rest of the path once
+    /// per outcome. It also keeps `members` where the 8-byte alignment
+    /// puts it anyway, with no padding a copy could leave undefined.
+    pub draw_flow_mask: u32,
     /// The group's next-hop ids, usable or not, in config order; flowlet
     /// state names them by index (slot).
     pub members: [u32; MAX_NEXTHOPS_PER_GROUP],
@@ -121,7 +126,7 @@ impl Default for GroupEntry {
             override_count: 0,
             override_half: 0,
             choice: 0,
-            reserved: 0,
+            draw_flow_mask: 0,
             members: [NO_NEXTHOP; MAX_NEXTHOPS_PER_GROUP],
         }
     }

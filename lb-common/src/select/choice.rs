@@ -76,6 +76,16 @@ pub fn drawn(choice: u32, a: Option<u32>, b: Option<u32>) -> Drawn {
     }
 }
 
+/// The bits of the flow hash a group choosing by `choice` draws at (see
+/// [`draw_positions`]).
+pub const fn draw_flow_mask(choice: u32) -> u32 {
+    if choice == CHOICE_WEIGHTED {
+        0
+    } else {
+        u32::MAX
+    }
+}
+
 /// Whether a group choosing by `choice` draws from its sequence.
 #[inline(always)]
 pub fn draws(choice: u32) -> bool {
@@ -89,10 +99,14 @@ pub fn draws(choice: u32) -> bool {
 /// together. For `two-choices` from a position the flow and the cursor
 /// set, so that one flow's successive flowlets, other flows and other
 /// leaves draw other pairs; for `weighted` (which takes the first) at the
-/// cursor alone, so that successive flowlets take the sequence in turn.
+/// cursor from an offset of the switch's `seed`, so that successive
+/// flowlets take the sequence in turn, and switches that start together
+/// (every leaf of a fabric at a collective's first step, with the same
+/// qualities, so the same sequence) do not take it in step. Which of the
+/// two is the group's [`draw_flow_mask`] (`flow_mask`).
 #[inline(always)]
-pub fn draw_positions(choice: u32, hash: u32, cursor: u64) -> [u32; 2] {
-    let from = if choice == CHOICE_WEIGHTED { 0 } else { hash };
+pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, cursor: u64) -> [u32; 2] {
+    let from = (hash & flow_mask) | (seed & !flow_mask);
     let at = from.wrapping_add(cursor as u32);
     [
         at & (BUCKETS_PER_GROUP - 1),
@@ -104,6 +118,9 @@ pub fn draw_positions(choice: u32, hash: u32, cursor: u64) -> [u32; 2] {
 mod tests {
     use super::*;
     use crate::select::buckets::spray_sequence;
+
+    const TWO: u32 = draw_flow_mask(CHOICE_TWO);
+    const WEIGHTED: u32 = draw_flow_mask(CHOICE_WEIGHTED);
 
     #[test]
     fn all_admits_every_member_and_a_pair_its_two() {
@@ -124,16 +141,14 @@ mod tests {
 
     #[test]
     fn positions_wrap_within_the_sequence_and_move_with_the_cursor() {
-        assert_eq!(draw_positions(CHOICE_TWO, 0, 0), [0, 1]);
-        assert_eq!(draw_positions(CHOICE_TWO, 511, 0), [511, 0]);
-        assert_eq!(draw_positions(CHOICE_TWO, u32::MAX, 2), [1, 2]);
-        assert_ne!(
-            draw_positions(CHOICE_TWO, 5, 0),
-            draw_positions(CHOICE_TWO, 5, 1)
-        );
-        // Weighted: the cursor alone, whatever the flow.
-        assert_eq!(draw_positions(CHOICE_WEIGHTED, 77, 3), [3, 4]);
-        assert_eq!(draw_positions(CHOICE_WEIGHTED, 5, 3), [3, 4]);
+        assert_eq!(draw_positions(TWO, 0, 9, 0), [0, 1]);
+        assert_eq!(draw_positions(TWO, 511, 9, 0), [511, 0]);
+        assert_eq!(draw_positions(TWO, u32::MAX, 9, 2), [1, 2]);
+        assert_ne!(draw_positions(TWO, 5, 9, 0), draw_positions(TWO, 5, 9, 1));
+        // Weighted: the cursor from the seed, whatever the flow.
+        assert_eq!(draw_positions(WEIGHTED, 77, 0, 3), [3, 4]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 0, 3), [3, 4]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 513, 3), [4, 5]);
     }
 
     /// Over equal members, every draw is two different ones, and over a
@@ -145,7 +160,7 @@ mod tests {
         spray_sequence(&mut sequence, &[(10, 4), (11, 4), (12, 4), (13, 4)]);
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            let [a, b] = draw_positions(CHOICE_TWO, 77, cursor).map(|p| sequence[p as usize]);
+            let [a, b] = draw_positions(TWO, 77, 0, cursor).map(|p| sequence[p as usize]);
             assert_ne!(a, b, "cursor {cursor}");
             for id in [a, b] {
                 drawn[(id - 10) as usize] += 1;
@@ -155,7 +170,7 @@ mod tests {
         spray_sequence(&mut sequence, &[(10, 2), (11, 4), (12, 4), (13, 4)]);
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            for p in draw_positions(CHOICE_TWO, 77, cursor) {
+            for p in draw_positions(TWO, 77, 0, cursor) {
                 drawn[(sequence[p as usize] - 10) as usize] += 1;
             }
         }
@@ -172,7 +187,7 @@ mod tests {
         for start in [0u64, 3, 510] {
             let mut taken: Vec<u32> = (start..start + 4)
                 .map(|cursor| {
-                    let [a, _] = draw_positions(CHOICE_WEIGHTED, cursor as u32 * 7919, cursor);
+                    let [a, _] = draw_positions(WEIGHTED, cursor as u32 * 7919, 5, cursor);
                     sequence[a as usize]
                 })
                 .collect();

@@ -210,7 +210,12 @@ fn draw(group: &GroupEntry, destination: Destination, hash: u32, stats: &mut Gro
     if !draws(group.choice) {
         return Drawn::ALL;
     }
-    let [a, b] = draw_positions(group.choice, hash, stats.spray_cursor);
+    let [a, b] = draw_positions(
+        group.draw_flow_mask,
+        hash,
+        group.hash_seed,
+        stats.spray_cursor,
+    );
     stats.spray_cursor += 1;
     let row = destination.spray_row() * BUCKETS_PER_GROUP;
     drawn(

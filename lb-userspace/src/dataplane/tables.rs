@@ -26,6 +26,7 @@ use lb_common::{
     },
     route::{Destination, quality_index},
     select::buckets::{fit, spray_sequence},
+    select::choice,
     select::flowlet::MODE_ECMP,
 };
 
@@ -257,6 +258,7 @@ impl Tables {
                 mode: group.mode.code(),
                 spray: group.spray.code(),
                 choice: group.flowlet_choice.code(),
+                draw_flow_mask: choice::draw_flow_mask(group.flowlet_choice.code()),
                 generation,
                 flowlet_gap_ns: u64::from(group.flowlet_gap_us) * 1000,
                 member_count: members.len() as u32,

@@ -518,7 +518,12 @@ impl Choice<'_> {
         }
         let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
         let row = self.destination.spray_row() * BUCKETS_PER_GROUP;
-        let [a, b] = draw_positions(self.group.choice, hash, cursor);
+        let [a, b] = draw_positions(
+            self.group.draw_flow_mask,
+            hash,
+            self.group.hash_seed,
+            cursor,
+        );
         let (a, b) = (
             self.maps.spray_slot(row + a)?,
             self.maps.spray_slot(row + b)?,
