@@ -97,9 +97,12 @@ pub static FL_PATH_QUALITY: Array<u32> = Array::with_max_entries(MAX_CLASSES * M
 /// Each group's and class's per-packet spray sequence -> next-hop id.
 #[map]
 pub static FL_SPRAY: Array<u32> = Array::with_max_entries(SPRAY_ROWS * BUCKETS_PER_GROUP, 0);
-/// Group id -> spray cursor and flowlet counters.
+/// Group id -> flowlet counters.
 #[map]
 pub static FL_GROUP_STATS: PerCpuArray<GroupStats> = PerCpuArray::with_max_entries(MAX_GROUPS, 0);
+/// Spray row -> position in its sequence.
+#[map]
+pub static FL_SPRAY_CURSOR: PerCpuArray<u64> = PerCpuArray::with_max_entries(SPRAY_ROWS, 0);
 /// Per-CPU room for the parsed headers: on the stack they would push the
 /// call chain past BPF's 512 bytes.
 #[map]

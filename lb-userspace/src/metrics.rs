@@ -421,7 +421,6 @@ mod tests {
             name: "spines",
             mode: Mode::Flowlet.code(),
             stats: GroupStats {
-                spray_cursor: 99,
                 new_flowlets: 6,
                 flowlet_moves: 2,
                 sprayed: 0,

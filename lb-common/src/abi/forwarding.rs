@@ -54,6 +54,13 @@ pub const PATH_QUALITY: &str = "FL_PATH_QUALITY";
 pub const SPRAY: &str = "FL_SPRAY";
 /// Per-CPU array: group id -> [`GroupStats`].
 pub const GROUP_STATS: &str = "FL_GROUP_STATS";
+/// Per-CPU array: a [`crate::route::Destination::spray_row`] -> position
+/// (`u64`) in that row's [`SPRAY`] sequence, where the next sprayed packet
+/// and the next drawn flowlet toward it look. One per row, not per group:
+/// with one cursor for all of a group's destinations, a destination's
+/// flowlets took its sequence at whatever places the others' left, and the
+/// turns of `weighted` did not spread them evenly over its paths.
+pub const SPRAY_CURSOR: &str = "FL_SPRAY_CURSOR";
 /// Per-CPU array, one slot: bytes this CPU forwarded in flowlet and
 /// per-packet groups, the clock recent loads age by.
 pub const LOAD_CLOCK: &str = "FL_LOAD_CLOCK";
@@ -241,8 +248,6 @@ pub struct NextHopStats {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupStats {
-    /// Position in the spray sequence; not a counter.
-    pub spray_cursor: u64,
     /// Flowlets started, a flow's first included.
     pub new_flowlets: u64,
     /// New flowlets that took a different next hop than the flow had.
@@ -302,7 +307,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<PortMacs>(), 16);
         assert_eq!(core::mem::size_of::<NextHop>(), 20);
         assert_eq!(core::mem::size_of::<NextHopStats>(), 40);
-        assert_eq!(core::mem::size_of::<GroupStats>(), 40);
+        assert_eq!(core::mem::size_of::<GroupStats>(), 32);
         assert_eq!(
             core::mem::size_of::<crate::select::flowlet::FlowletState>(),
             32

@@ -93,7 +93,7 @@ pub fn draws(choice: u32) -> bool {
 }
 
 /// Where in the spray sequence a flowlet of flow `hash` draws its two
-/// candidates under rule `choice`, the group's cursor on this CPU at
+/// candidates under its group's rule, its destination's cursor on this CPU at
 /// `cursor`: consecutive entries, which a smooth weighted round robin
 /// fills with two different members unless one outweighs all the others
 /// together. For `two-choices` from a position the flow and the cursor

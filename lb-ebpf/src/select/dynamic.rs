@@ -3,7 +3,7 @@
 //! to their end.
 
 use lb_common::{
-    abi::{GroupEntry, GroupStats},
+    abi::GroupEntry,
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     route::Destination,
     select::{
@@ -21,7 +21,9 @@ use super::{
     Choice, flowlet_clock,
     members::{choose, member, move_load, quality, slot_of, usable},
 };
-use crate::maps::{FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, flowlet_table_size};
+use crate::maps::{
+    FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, FL_SPRAY_CURSOR, flowlet_table_size,
+};
 
 /// What [`dynamic`] needs to know of a packet.
 pub(super) struct Packet {
@@ -81,8 +83,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         return Ok(());
     }
     if sprayable {
-        let index = (stats.spray_cursor as u32) & (BUCKETS_PER_GROUP - 1);
-        stats.spray_cursor += 1;
+        let index = (next_position(destination)? as u32) & (BUCKETS_PER_GROUP - 1);
         let listed = *FL_SPRAY
             .get(destination.spray_row() * BUCKETS_PER_GROUP + index)
             .ok_or(Reason::NoNextHop)?;
@@ -148,7 +149,7 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
         match placement(next, usable_slot, ecmp_start) {
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
-                let drawn = draw(group, destination, hash, stats);
+                let drawn = draw(group, destination, hash)?;
                 match choose(group, destination, epoch, offered, previous_own, drawn) {
                     // Neither drawn member usable (a sequence the daemon
                     // has not rewritten yet): every member is weighed.
@@ -202,25 +203,38 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     Ok(())
 }
 
-/// The members a new flowlet of flow `hash` weighs: for a rule that
-/// draws, those drawn from the spray sequence of `destination` at the
-/// group's cursor, which moves on; every member otherwise.
+/// This CPU's cursor in `destination`'s spray sequence, moved on.
 #[inline(always)]
-fn draw(group: &GroupEntry, destination: Destination, hash: u32, stats: &mut GroupStats) -> Drawn {
+fn next_position(destination: Destination) -> Result<u64, Reason> {
+    let cursor = FL_SPRAY_CURSOR
+        .get_ptr_mut(destination.spray_row())
+        .ok_or(Reason::NoNextHop)?;
+    // SAFETY: a per-CPU slot, no concurrent writer.
+    unsafe {
+        let at = *cursor;
+        *cursor = at.wrapping_add(1);
+        Ok(at)
+    }
+}
+
+/// The members a new flowlet of flow `hash` weighs: for a rule that
+/// draws, those drawn from the spray sequence of `destination` at its
+/// cursor, which moves on; every member otherwise.
+#[inline(always)]
+fn draw(group: &GroupEntry, destination: Destination, hash: u32) -> Result<Drawn, Reason> {
     if !draws(group.choice) {
-        return Drawn::ALL;
+        return Ok(Drawn::ALL);
     }
     let [a, b] = draw_positions(
         group.draw_flow_mask,
         hash,
         group.hash_seed,
-        stats.spray_cursor,
+        next_position(destination)?,
     );
-    stats.spray_cursor += 1;
     let row = destination.spray_row() * BUCKETS_PER_GROUP;
-    drawn(
+    Ok(drawn(
         group.choice,
         FL_SPRAY.get(row + a).copied(),
         FL_SPRAY.get(row + b).copied(),
-    )
+    ))
 }

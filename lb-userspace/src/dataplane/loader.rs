@@ -343,7 +343,7 @@ impl Dataplane {
             }))
     }
 
-    /// One group's counters, summed over CPUs (spray cursors left out).
+    /// One group's counters, summed over CPUs.
     pub fn group_stats(&self, id: u32) -> Result<GroupStats> {
         let per_cpu = self
             .maps
@@ -353,7 +353,6 @@ impl Dataplane {
         Ok(per_cpu
             .iter()
             .fold(GroupStats::default(), |acc, s| GroupStats {
-                spray_cursor: 0,
                 new_flowlets: acc.new_flowlets + s.new_flowlets,
                 flowlet_moves: acc.flowlet_moves + s.flowlet_moves,
                 sprayed: acc.sprayed + s.sprayed,
@@ -501,6 +500,7 @@ mod tests {
             names::PATH_QUALITY,
             names::SPRAY,
             names::GROUP_STATS,
+            names::SPRAY_CURSOR,
             names::LOAD_CLOCK,
             names::PORTS,
             names::PORT_SLOTS,

@@ -409,7 +409,7 @@ impl Choice<'_> {
         };
 
         if sprays(self.group.mode, self.group.spray, parsed.bth.as_ref()) {
-            let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
+            let cursor = self.maps.spray_cursor(self.destination.spray_row())?[cpu];
             let index = (cursor as u32) & (BUCKETS_PER_GROUP - 1);
             let Some(listed) = self
                 .maps
@@ -511,12 +511,12 @@ impl Choice<'_> {
 impl Choice<'_> {
     /// What a new flowlet of flow `hash` on `cpu` weighs, as the program
     /// draws it ([`lb_common::select::choice`]): for a rule that draws,
-    /// the spray sequence's entries at the group's cursor there.
+    /// the spray sequence's entries at its destination's cursor there.
     fn drawn(&self, hash: u32, cpu: usize) -> Result<Drawn> {
         if !draws(self.group.choice) {
             return Ok(Drawn::ALL);
         }
-        let cursor = self.maps.group_stats(self.destination.group)?[cpu].spray_cursor;
+        let cursor = self.maps.spray_cursor(self.destination.spray_row())?[cpu];
         let row = self.destination.spray_row() * BUCKETS_PER_GROUP;
         let [a, b] = draw_positions(
             self.group.draw_flow_mask,

@@ -208,6 +208,14 @@ impl MapSet {
             .map_err(map_err(names::GROUP_STATS))
     }
 
+    /// Spray row `row`'s cursor on each CPU.
+    pub fn spray_cursor(&self, row: u32) -> Result<PerCpuValues<u64>> {
+        self.typed
+            .spray_cursor
+            .get(&row, 0)
+            .map_err(map_err(names::SPRAY_CURSOR))
+    }
+
     /// Flowlet table entry `index` on each CPU; `None` past the table.
     pub fn flowlet(&self, index: u32) -> Result<Option<PerCpuValues<FlowletState>>> {
         absent_is_none(self.typed.flowlets.get(&index, 0), names::FLOWLETS)
