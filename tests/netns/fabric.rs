@@ -149,28 +149,29 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
         (1.1..=1.25).contains(&ecmp.healthy_share_on_degraded_spine),
         "{ecmp:?}"
     );
-    // Five runs: 5.4-7.9% toward leaf 3, 0.91-1.10 toward the others,
-    // and 153-705 lost against ECMP's 1113-1125 (0.14-0.63 of it: the
-    // start, before the first samples show spine 4's port, is a large part
-    // of this short run, and its debug daemons are slower; at full length
-    // with the release build the loss is a tenth of ECMP's).
+    // With the rule as it is: 3.9% toward leaf 3, 1.08 toward the others,
+    // 111 lost against ECMP's 1124. Five runs of its earlier form (one
+    // spray cursor per group): 5.4-7.9%, 0.91-1.10, and 153-705 lost
+    // (0.14-0.63 of ECMP's: the start, before the first samples show
+    // spine 4's port, is a large part of this short run, and its debug
+    // daemons are slower).
     assert!(steered.degraded_port_share < 0.1, "{steered:?}");
     assert!(
         steered.healthy_share_on_degraded_spine >= 0.9,
         "{steered:?}"
     );
-    assert!(steered.dropped * 5 <= ecmp.dropped * 4, "{steered:?}");
+    assert!(steered.dropped * 2 <= ecmp.dropped, "{steered:?}");
 }
 
 /// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on
 /// every port 600 ms into an all-to-all over four leaves. ECMP keeps
 /// sending it what the hash gives it (30.7% of the bytes) and loses 12%;
 /// with every leaf steering on the spines' COUNTERS_DB (weighted) its
-/// share from 200 ms after the change is near its capacity share (7.3-9.1%
-/// measured against 7.7%), and the loss a sixth of ECMP's with the release
-/// build (1.8-2.0%), 0.31-0.42 of ECMP's in this test's runs (debug
-/// daemons, 1875-2545 lost): not yet the 0.1%, the leaves' shares
-/// still swing together.
+/// share from 200 ms after the change is near its capacity share (7.6-8.5%
+/// measured against 7.7%), and the loss a tenth of ECMP's with the
+/// release build (1.1-1.3%), 980 of ECMP's 5983 in this test (debug
+/// daemons; 1875-2545, 0.31-0.42 of ECMP's, with the rule's earlier form,
+/// one spray cursor per group): not yet the 0.1%.
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();
@@ -225,7 +226,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         share(steered)
     );
     assert!(
-        steered.dropped * 5 <= ecmp.dropped * 3,
+        steered.dropped * 5 <= ecmp.dropped * 2,
         "{}",
         steered.dropped
     );
