@@ -33,16 +33,15 @@ fn every_leaf_forwards_between_racks_through_fabriclb() {
         hosts: 1,
         ..FabricShape::default()
     };
-    let workdir = std::env::temp_dir().join(format!("{name}-work"));
-    std::fs::create_dir_all(&workdir).expect("workdir");
-    let _work = RemoveOnDrop(workdir.clone());
+    let work = Scratch::new(&name);
+    let workdir = &work.0;
     {
         let fabric = Fabric::up(&name, shape.clone()).expect("fabric");
         let daemons: Vec<Daemon> = (1..=shape.leaves)
             .map(|k| {
                 let role = format!("l{k}");
                 let config = fabric.leaf_config(k, "");
-                Daemon::start_in(&fabric.ns(&role), &role, fabriclb(), &workdir, &config, &[])
+                Daemon::start_in(&fabric.ns(&role), &role, fabriclb(), workdir, &config, &[])
                     .expect("fabriclb on every leaf")
             })
             .collect();
@@ -107,9 +106,8 @@ fn every_leaf_forwards_between_racks_through_fabriclb() {
 fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
     let _turn = Turn::alone();
     let name = name("E");
-    let workdir = std::env::temp_dir().join(format!("{name}-work"));
-    std::fs::create_dir_all(&workdir).expect("workdir");
-    let _work = RemoveOnDrop(workdir.clone());
+    let work = Scratch::new(&name);
+    let workdir = &work.0;
     let fabric = Fabric::up(&name, fabric_slow_link::shape()).expect("fabric");
     let all = fabric_slow_link::fabric_modes();
     let steered = (all.iter())
@@ -118,7 +116,7 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
     let rows = fabric_slow_link::measure(
         &fabric,
         fabriclb(),
-        &workdir,
+        workdir,
         MESSAGES,
         &[all[0].clone(), steered.clone()],
     )
@@ -176,9 +174,8 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();
     let name = name("H");
-    let workdir = std::env::temp_dir().join(format!("{name}-work"));
-    std::fs::create_dir_all(&workdir).expect("workdir");
-    let _work = RemoveOnDrop(workdir.clone());
+    let work = Scratch::new(&name);
+    let workdir = &work.0;
     let fabric = Fabric::up(&name, fabric_herd::shape()).expect("fabric");
     let all = fabric_herd::herd_modes();
     let steered = (all.iter())
@@ -187,7 +184,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let rows = fabric_herd::measure(
         &fabric,
         fabriclb(),
-        &workdir,
+        workdir,
         fabric_herd::MESSAGES,
         &[all[0].clone(), steered.clone()],
     )
@@ -263,9 +260,19 @@ fn wait_for_forwarded(daemon: &Daemon, labels: &[String], packets: u64) -> LeafC
     }
 }
 
-struct RemoveOnDrop(PathBuf);
+/// A test's scratch directory, `NAME-work` under the temporary one,
+/// removed when dropped.
+struct Scratch(PathBuf);
 
-impl Drop for RemoveOnDrop {
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("{name}-work"));
+        std::fs::create_dir_all(&path).expect("workdir");
+        Self(path)
+    }
+}
+
+impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }

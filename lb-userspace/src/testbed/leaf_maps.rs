@@ -37,7 +37,7 @@ impl LeafMaps {
     /// The maps of the program on port `port` of namespace `ns` (a
     /// fabric's leaf).
     pub fn open_on(ns: &str, port: &str) -> Result<Self> {
-        let prog_id = link_field(ns, port, &["xdp", "prog", "id"], "no XDP program")?;
+        let prog_id = xdp_prog_id_on(ns, port)?;
         let info = loaded_programs()
             .filter_map(Result::ok)
             .find(|p| p.id() == prog_id)
@@ -142,12 +142,12 @@ pub fn ifindex_in(ns: &str, port: &str) -> Result<u32> {
 
 /// The id of the XDP program on the leaf's `h1`, as `ip -j link` shows it.
 pub fn xdp_prog_id(bed: &Testbed) -> Result<u32> {
-    link_field(
-        &bed.ns("leaf"),
-        "h1",
-        &["xdp", "prog", "id"],
-        "no XDP program",
-    )
+    xdp_prog_id_on(&bed.ns("leaf"), "h1")
+}
+
+/// The id of the XDP program on `port` of namespace `ns`.
+fn xdp_prog_id_on(ns: &str, port: &str) -> Result<u32> {
+    link_field(ns, port, &["xdp", "prog", "id"], "no XDP program")
 }
 
 /// The number at `path` in what `ip -j link show` says of `port` in

@@ -308,6 +308,17 @@ impl Fabric {
         Ok(())
     }
 
+    /// Changes every port of spine `j` toward a leaf to `mbit` while
+    /// traffic runs (the queues keep their kind; [`Self::shape`] keeps the
+    /// rates the fabric was built with).
+    pub fn set_spine_rate(&self, j: usize, mbit: u32) -> Result<()> {
+        let spine = self.ns(&format!("s{j}"));
+        for k in 1..=self.shape.leaves {
+            tbf(&spine, &format!("l{k}"), "change", mbit, self.shape.queues)?;
+        }
+        Ok(())
+    }
+
     /// Leaf `k`'s multipath route to every other leaf over every spine.
     fn leaf_routes(&self, k: usize) -> Result<()> {
         let leaf = self.ns(&format!("l{k}"));

@@ -20,7 +20,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::fabric_slow_link::{self, COUNTERS_DB, source_of, with_source};
-use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, write_runs};
+use super::reaction::signed_ms;
+use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, write_runs};
 use crate::config::FlowletChoice;
 use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
@@ -28,7 +29,6 @@ use crate::testbed::fabric::{
     run_fabric_collective_with,
 };
 use crate::testbed::queues::QueueWatch;
-use crate::testbed::topology::tbf;
 use crate::testbed::{LeafMaps, Queues, ifindex_in};
 
 pub const LEAVES: usize = fabric_slow_link::LEAVES;
@@ -105,11 +105,7 @@ pub fn herd_modes() -> Vec<HerdMode> {
         mode: mode.clone(),
         steering_leaves,
     };
-    let least_cost = Mode {
-        group: format!("{}\nflowlet_choice = \"least-cost\"", steered[0].group),
-        choice: FlowletChoice::LeastCost,
-        ..steered[0].clone()
-    };
+    let least_cost = with_choice(steered[0].clone(), FlowletChoice::LeastCost);
     std::iter::once(row(&all[0], 0))
         .chain(steered.iter().map(|m| row(m, LEAVES)))
         .chain(steered.iter().map(|m| row(m, 1)))
@@ -253,16 +249,7 @@ fn watch(fabric: &Fabric, queues: &QueueWatch) -> Result<Watch> {
         match changed {
             None if start.elapsed() >= SLOW_AFTER => {
                 changed = Some(Instant::now());
-                for leaf in 1..=LEAVES {
-                    let spine = fabric.ns(&format!("s{SLOW_SPINE}"));
-                    tbf(
-                        &spine,
-                        &format!("l{leaf}"),
-                        "change",
-                        SLOW_MBIT,
-                        Queues::Lossy,
-                    )?;
-                }
+                fabric.set_spine_rate(SLOW_SPINE, SLOW_MBIT)?;
             }
             Some(at) if at.elapsed() >= WATCH_AFTER => {
                 return Ok(Watch {
@@ -340,13 +327,6 @@ fn sent_between(from: &Sample, to: &Sample, steering: usize) -> (u64, u64) {
         .map(|(k, j)| delta(k, j))
         .sum();
     (slow, all)
-}
-
-fn signed_ms(at: Instant, from: Instant) -> f64 {
-    match at.checked_duration_since(from) {
-        Some(after) => after.as_secs_f64() * 1e3,
-        None => -(from - at).as_secs_f64() * 1e3,
-    }
 }
 
 /// When the spans' share settled within [`SETTLE_BAND`] of `target` for
@@ -455,16 +435,7 @@ pub fn measure(
         let result = run_fabric_collective_with(fabric, fabriclb, workdir, &run, |queues| {
             watch(fabric, queues)
         });
-        let spine = fabric.ns(&format!("s{SLOW_SPINE}"));
-        for leaf in 1..=LEAVES {
-            tbf(
-                &spine,
-                &format!("l{leaf}"),
-                "change",
-                RATE_MBIT,
-                Queues::Lossy,
-            )?;
-        }
+        fabric.set_spine_rate(SLOW_SPINE, RATE_MBIT)?;
         let (report, watch) = result.with_context(|| format!("mode {}", row.mode.name))?;
         out.push(HerdRow::new(row, &report, &watch));
     }

@@ -267,7 +267,7 @@ pub fn other_choices(modes: &[Mode]) -> Vec<Mode> {
 }
 
 /// `mode` with its new flowlets drawn by `choice`.
-fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
+pub(super) fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
     Mode {
         group: format!("{}\nflowlet_choice = \"{choice}\"", mode.group),
         choice,
@@ -291,14 +291,10 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     let scenario = name
         .scenario()
         .with_context(|| format!("scenario {} runs on a fabric", name.as_str()))?;
-    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
-    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir)?;
-    tear_down_on_signal(bed_name)?;
-    let result = Testbed::up(bed_name, scenario.shape.clone())
-        .and_then(|bed| measure(&bed, &exe, &workdir, &scenario, &name.modes()));
-    let _ = std::fs::remove_dir_all(&workdir);
-    let report = result.with_context(|| format!("scenario {}", scenario.name))?;
+    let report = on_own_bed(bed_name, &scenario.shape, |bed, exe, workdir| {
+        measure(bed, exe, workdir, &scenario, &name.modes())
+    })
+    .with_context(|| format!("scenario {}", scenario.name))?;
     print(&scenario, &report);
     if let Some(path) = json {
         report.write(path)?;
@@ -315,13 +311,7 @@ pub fn on_own_bed<T>(
     shape: &Shape,
     measure: impl FnOnce(&Testbed, &Path, &Path) -> Result<T>,
 ) -> Result<T> {
-    let exe = std::env::current_exe().context("locating the fabriclb binary")?;
-    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir)?;
-    tear_down_on_signal(bed_name)?;
-    let result = Testbed::up(bed_name, shape.clone()).and_then(|bed| measure(&bed, &exe, &workdir));
-    let _ = std::fs::remove_dir_all(&workdir);
-    result
+    on_own(bed_name, || Testbed::up(bed_name, shape.clone()), measure)
 }
 
 /// [`on_own_bed`] for a fabric of several leaves ([`Fabric`]).
@@ -330,11 +320,22 @@ pub fn on_own_fabric<T>(
     shape: FabricShape,
     measure: impl FnOnce(&Fabric, &Path, &Path) -> Result<T>,
 ) -> Result<T> {
+    on_own(bed_name, || Fabric::up(bed_name, shape), measure)
+}
+
+/// Builds a bed named `bed_name` with `up` (torn down on Ctrl-C, and by
+/// the bed's own drop), runs `measure` on it with this binary and a
+/// scratch directory, and removes the directory.
+fn on_own<B, T>(
+    bed_name: &str,
+    up: impl FnOnce() -> Result<B>,
+    measure: impl FnOnce(&B, &Path, &Path) -> Result<T>,
+) -> Result<T> {
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
     tear_down_on_signal(bed_name)?;
-    let result = Fabric::up(bed_name, shape).and_then(|fabric| measure(&fabric, &exe, &workdir));
+    let result = up().and_then(|bed| measure(&bed, &exe, &workdir));
     let _ = std::fs::remove_dir_all(&workdir);
     result
 }

@@ -95,7 +95,8 @@ pub fn measure(bed: &Testbed, change: &RateChange, started: Instant) -> Result<R
     Ok(reaction(&samples, id as usize))
 }
 
-fn signed_ms(at: Instant, from: Instant) -> f64 {
+/// Milliseconds from `from` to `at`, negative when `at` came first.
+pub(super) fn signed_ms(at: Instant, from: Instant) -> f64 {
     match at.checked_duration_since(from) {
         Some(d) => d.as_secs_f64() * 1e3,
         None => -(from - at).as_secs_f64() * 1e3,
