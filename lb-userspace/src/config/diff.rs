@@ -173,7 +173,6 @@ fn route_targets(config: &Config) -> HashMap<&Prefix, &String> {
         .collect()
 }
 
-/// Adds "{what} {old} -> {new}" if the value changed.
 /// A group's destinations as a log line shows them:
 /// `[leaf2 10.2.0.0/16 via l2, leaf3 10.3.0.0/16 10.30.0.0/16 via l3]`.
 struct Destinations<'a>(&'a [Destination]);
@@ -195,6 +194,7 @@ impl fmt::Display for Destinations<'_> {
     }
 }
 
+/// Adds "{what} {old} -> {new}" if the value changed.
 fn changed<T: PartialEq + fmt::Display>(
     out: &mut Vec<String>,
     what: impl fmt::Display,

@@ -243,7 +243,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             } else if let Some([a, b]) = drawn {
                 let what = if a == b {
                     format!(
-                        "the one drawn in proportion to quality, now {}",
+                        "the one next hop drawn from the quality-weighted sequence, now {}",
                         nexthop_name(*a, names)
                     )
                 } else {
