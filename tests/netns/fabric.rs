@@ -161,6 +161,80 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
     assert!(steered.dropped * 2 <= ecmp.dropped, "{steered:?}");
 }
 
+/// `fabric-bgp` short: `fabric-slow-link` with every router's routes from
+/// BGP (FRR on every leaf and spine) and no next hop in any leaf's
+/// config. Each leaf's fabriclb learns all four spines from the kernel's
+/// BGP routes and every one carries traffic. Flowlets steered by `linux`,
+/// all such a group could read before, are blind (the slow port's share
+/// of leaf 3's traffic 13.3-13.4% at full length, where its capacity is
+/// 7.7%, and all loss there); steered by each learned spine's exporter,
+/// found by the group's `{ip}` template, spine 4 carries 3.3-3.6% toward
+/// leaf 3, keeps its share toward the others (1.16-1.20), and the loss
+/// is a fifth or less of the blind row's (0.46-0.94% against 4.7-5.0%).
+/// The scrapes cross the shaped ports as a learned spine's address is a
+/// link's: the few of their segments a full port drops count among the
+/// spine's drops, the only packets counted that no sender sent. Teardown
+/// stops every router.
+#[test]
+fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
+    let _turn = Turn::alone();
+    let name = name("B");
+    let work = Scratch::new(&name);
+    let workdir = &work.0;
+    let routers = std::env::temp_dir().join(format!("{name}-frr"));
+    let rows = {
+        let fabric = Fabric::up(&name, fabric_slow_link::bgp_shape()).expect("fabric");
+        assert!(routers.exists(), "{}", routers.display());
+        let all = fabric_slow_link::bgp_modes();
+        let pick = |source: &str| {
+            (all.iter())
+                .find(|m| m.name == "flowlet" && m.group.contains(source))
+                .expect("a steered flowlet row")
+                .clone()
+        };
+        fabric_slow_link::measure(
+            &fabric,
+            fabriclb(),
+            workdir,
+            MESSAGES,
+            &[pick("\"linux\""), pick("\"remote\"")],
+        )
+        .expect("scenario run")
+    };
+    assert_eq!(namespaces(&name).expect("namespaces"), Vec::<String>::new());
+    assert!(!routers.exists(), "{}", routers.display());
+    eprintln!("{rows:#?}");
+    let [linux, steered] = rows.as_slice() else {
+        panic!("two rows: {rows:?}")
+    };
+    assert_eq!(
+        (linux.source.as_str(), steered.source.as_str()),
+        ("linux", "remote")
+    );
+    for row in [linux, steered] {
+        assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
+        assert_eq!(row.share.len(), 4);
+        for leaf in &row.share {
+            assert!(leaf.iter().all(|&s| s > 0.15), "{row:?}");
+        }
+        assert!(
+            row.in_message_reorders <= row.dropped + row.link_lost + row.tx_errors,
+            "{row:?}"
+        );
+    }
+    assert_eq!(linux.unaccounted, 0, "{linux:?}");
+    assert!((-16..=0).contains(&steered.unaccounted), "{steered:?}");
+    assert!(linux.degraded_port_share > 0.12, "{linux:?}");
+    let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
+    assert!(slow_drops * 10 >= linux.dropped * 9, "{linux:?}");
+    assert!(steered.degraded_port_share < 0.1, "{steered:?}");
+    assert!(
+        steered.healthy_share_on_degraded_spine >= 0.9,
+        "{steered:?}"
+    );
+    assert!(steered.dropped * 2 <= linux.dropped, "{steered:?}");
+}
+
 /// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on
 /// every port 600 ms into an all-to-all over four leaves. ECMP keeps
 /// sending it what the hash gives it (30.7% of the bytes) and loses 12%;

@@ -12,7 +12,7 @@ pub enum TestbedCommand {
         shape: ShapeArgs,
         /// Build a fabric of this many leaves (2-16), every one a switch
         /// fabriclb runs on, each linked to every spine, `--hosts` per
-        /// leaf, static routes; each leaf's config is written to
+        /// leaf, routes per `--routing`; each leaf's config is written to
         /// `--config-dir`. Without it, the single-leaf testbed.
         #[arg(long, conflicts_with_all = ["spine_rate_mbit", "spine_rates"])]
         leaves: Option<usize>,
@@ -47,7 +47,7 @@ pub enum TestbedCommand {
         messages: u32,
         /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown,
         /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override,
-        /// soak, fabric-slow-link or fabric-herd.
+        /// soak, fabric-slow-link, fabric-bgp or fabric-herd.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// How long `--scenario soak` runs, in seconds.
@@ -82,8 +82,9 @@ pub struct ShapeArgs {
     #[arg(long, value_enum, default_value_t = QueueArg::Lossy)]
     queues: QueueArg,
     /// Where the fabric's routes come from: static routes, or BGP (FRR's
-    /// bgpd on the leaf, every spine and the far leaf; eBGP, one AS per
-    /// tier, multipath).
+    /// bgpd on every leaf and spine; eBGP, the spines in one AS, multipath;
+    /// with `--leaves`, each leaf in an AS of its own and its fabriclb
+    /// following the kernel's BGP routes).
     #[arg(long, value_enum, default_value_t = RoutingArg::Static)]
     routing: RoutingArg,
 }
@@ -129,10 +130,6 @@ fn fabric_up(
     rates: testbed::fabric::LinkRates,
     config_dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        matches!(shape.routing, RoutingArg::Static),
-        "--leaves builds a statically routed fabric; --routing bgp is for the single leaf"
-    );
     let fabric = testbed::fabric::Fabric::up(
         &shape.name,
         testbed::fabric::FabricShape {
@@ -141,6 +138,7 @@ fn fabric_up(
             hosts: shape.hosts,
             rates,
             queues: shape.shape().queues,
+            routing: shape.shape().routing,
         },
     )?;
     eprintln!(

@@ -72,18 +72,16 @@ impl Exporters {
         })
     }
 
-    /// Starts an exporter in each spine of `fabric`, listening on the
-    /// spine's management address, and returns once every one answers
-    /// leaf 1 with its queue toward leaf 2.
+    /// Starts an exporter in each spine of `fabric`, listening on every
+    /// address of the spine (its management address, read for next hops a
+    /// config lists; each link's, for those learned from BGP), and returns
+    /// once every one answers leaf 1 with its queue toward leaf 2.
     pub fn start_fabric(fabric: &Fabric) -> Result<Exporters> {
         let spines = 1..=fabric.shape().spines;
         Self::start_at(Place {
             bed: fabric.name().to_owned(),
             spines: (spines.clone())
-                .map(|j| {
-                    let listen = format!("{}:{PORT}", mgmt_addr(Router::Spine(j)));
-                    (fabric.ns(&format!("s{j}")), listen)
-                })
+                .map(|j| (fabric.ns(&format!("s{j}")), format!(":{PORT}")))
                 .collect(),
             reader: fabric.ns("l1"),
             targets: spines

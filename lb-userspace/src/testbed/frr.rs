@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::fabric;
 use super::netns::{output, run};
 use super::topology::{host_addr, receiver_addr, spine_addr};
 
@@ -32,6 +33,8 @@ const ZEBRA_CONF: &str = "no zebra nexthop kernel enable\n";
 pub const LEAF_AS: u32 = 65001;
 pub const SPINE_AS: u32 = 65100;
 pub const FAR_LEAF_AS: u32 = 65002;
+/// A fabric's leaf K is in this AS + K.
+const FABRIC_LEAF_AS: u32 = 65000;
 /// How long the fabric may take to converge at start: sessions come up
 /// with a 1 s connect timer, routes follow at once.
 const CONVERGENCE: Duration = Duration::from_secs(60);
@@ -67,6 +70,38 @@ impl Routers {
         spines: usize,
         ns: impl Fn(&str) -> String,
     ) -> Result<Self> {
+        let routers = Self::start_all(name, &plan(hosts, spines), &ns)?;
+        let receivers: Vec<String> = (1..=hosts).map(|i| subnet(receiver_addr(i))).collect();
+        let senders: Vec<String> = (1..=hosts).map(|i| subnet(host_addr(i))).collect();
+        wait_for_routes(&ns("leaf"), &receivers, spines)?;
+        wait_for_routes(&ns("fleaf"), &senders, spines)?;
+        Ok(routers)
+    }
+
+    /// Starts zebra and bgpd on every leaf and spine of fabric `name` of
+    /// `leaves` and `spines` (namespaces `ns(role)`, roles `l1`.. and
+    /// `s1`..): eBGP as RFC 7938 lays a Clos out, the spines sharing one
+    /// AS and each leaf an AS of its own, every leaf announcing its hosts'
+    /// prefix. Waits until every leaf routes to every other leaf over
+    /// every spine.
+    pub fn start_fabric(
+        name: &str,
+        leaves: usize,
+        spines: usize,
+        ns: impl Fn(&str) -> String,
+    ) -> Result<Self> {
+        let routers = Self::start_all(name, &fabric_plan(leaves, spines), &ns)?;
+        for k in 1..=leaves {
+            let others: Vec<String> = (1..=leaves)
+                .filter(|&m| m != k)
+                .map(fabric::leaf_prefix)
+                .collect();
+            wait_for_routes(&ns(&format!("l{k}")), &others, spines)?;
+        }
+        Ok(routers)
+    }
+
+    fn start_all(name: &str, plan: &[Router], ns: &impl Fn(&str) -> String) -> Result<Self> {
         ensure!(
             Path::new(DAEMONS).join("bgpd").exists(),
             "FRR is not installed ({DAEMONS}/bgpd is missing): `cargo xtask setup` installs it"
@@ -76,15 +111,11 @@ impl Routers {
         let routers = Self {
             dir: Self::dir(name),
         };
-        for router in plan(hosts, spines) {
+        for router in plan {
             routers
-                .start_router(&router, &ns(&router.role))
+                .start_router(router, &ns(&router.role))
                 .with_context(|| format!("starting FRR on {}", router.role))?;
         }
-        let receivers: Vec<String> = (1..=hosts).map(|i| subnet(receiver_addr(i))).collect();
-        let senders: Vec<String> = (1..=hosts).map(|i| subnet(host_addr(i))).collect();
-        wait_for_routes(&ns("leaf"), &receivers, spines)?;
-        wait_for_routes(&ns("fleaf"), &senders, spines)?;
         Ok(routers)
     }
 
@@ -240,6 +271,32 @@ fn plan(hosts: usize, spines: usize) -> Vec<Router> {
     routers
 }
 
+/// A fabric's routers: leaf K in AS [`FABRIC_LEAF_AS`] + K, announcing
+/// its hosts' prefix to every spine; every spine in [`SPINE_AS`]. Each
+/// peers over its links, so a session shares its link's fate.
+fn fabric_plan(leaves: usize, spines: usize) -> Vec<Router> {
+    let leaf_as = |k: usize| FABRIC_LEAF_AS + k as u32;
+    let leaf_routers = (1..=leaves).map(|k| Router {
+        role: format!("l{k}"),
+        asn: leaf_as(k),
+        router_id: fabric::mgmt_addr(fabric::Router::Leaf(k)).to_string(),
+        neighbours: (1..=spines)
+            .map(|j| (fabric::link_addr(k, j, true).to_string(), SPINE_AS))
+            .collect(),
+        networks: vec![fabric::leaf_prefix(k)],
+    });
+    let spine_routers = (1..=spines).map(|j| Router {
+        role: format!("s{j}"),
+        asn: SPINE_AS,
+        router_id: fabric::mgmt_addr(fabric::Router::Spine(j)).to_string(),
+        neighbours: (1..=leaves)
+            .map(|k| (fabric::link_addr(k, j, false).to_string(), leaf_as(k)))
+            .collect(),
+        networks: Vec::new(),
+    });
+    leaf_routers.chain(spine_routers).collect()
+}
+
 /// bgpd's config: eBGP with 1 s keepalives and connect retries, updates
 /// sent at once, multipath over as many paths as there are spines.
 fn config(router: &Router) -> String {
@@ -348,5 +405,25 @@ mod tests {
             spine.contains(" neighbor 198.19.3.2 remote-as 65002\n"),
             "{spine}"
         );
+    }
+
+    #[test]
+    fn a_fabric_peers_every_leaf_with_every_spine_over_its_links() {
+        let routers = fabric_plan(3, 2);
+        assert_eq!(routers.len(), 5);
+        let leaf2 = config(&routers[1]);
+        assert!(leaf2.contains("router bgp 65002\n"), "{leaf2}");
+        assert!(leaf2.contains(" bgp router-id 198.18.255.2\n"), "{leaf2}");
+        assert!(
+            leaf2.contains(" neighbor 198.18.2.6 remote-as 65100\n"),
+            "{leaf2}"
+        );
+        assert!(leaf2.contains("  network 198.19.16.0/20\n"), "{leaf2}");
+        let spine2 = config(&routers[4]);
+        assert!(
+            spine2.contains(" neighbor 198.18.3.9 remote-as 65003\n"),
+            "{spine2}"
+        );
+        assert!(!spine2.contains("  network "), "{spine2}");
     }
 }

@@ -186,7 +186,7 @@ pub fn run_fabric_collective_with<T>(
     report.spine_ports = queues.stop()?;
     for (k, daemon) in (1..).zip(daemons) {
         let text = daemon.stop()?;
-        let counters = LeafCounters::parse("spines", &spine_labels(fabric, k), &text)
+        let counters = LeafCounters::parse(fabric.spine_group(), &spine_labels(fabric, k), &text)
             .with_context(|| format!("leaf {k}'s metrics"))?;
         report.leaves.push(counters);
     }

@@ -17,6 +17,8 @@
 //! Routes are static: each leaf reaches every other leaf's /20 over every
 //! spine (the kernel's multipath route, and the group in each leaf's
 //! fabriclb config), each spine reaches each leaf's /20 over its link.
+//! Or they come from BGP ([`super::frr`] on every leaf and spine): the
+//! same routes, learned, and each leaf's fabriclb follows the kernel's.
 //! Every leaf and spine also has a port on a management network
 //! (198.18.255.0/24, a bridge of its own), which telemetry is read over.
 //! Teardown deletes every namespace, also on drop.
@@ -38,8 +40,11 @@ pub use flex_counters::FlexCounters;
 pub use rates::LinkRates;
 
 use super::exporters;
+use super::frr::{self, Routers};
 use super::netns::{ethtool, ip};
-use super::topology::{Queues, addr, remove_namespaces, spine_group_header, sysctl, tbf, veth};
+use super::topology::{
+    Queues, Routing, addr, remove_namespaces, spine_group_header, sysctl, tbf, veth,
+};
 
 /// The shape of a fabric.
 #[derive(Clone, Debug)]
@@ -50,6 +55,9 @@ pub struct FabricShape {
     pub hosts: usize,
     pub rates: LinkRates,
     pub queues: Queues,
+    /// Static, or BGP on every router (not APPL_DB: that is the single
+    /// SONiC leaf's).
+    pub routing: Routing,
 }
 
 impl Default for FabricShape {
@@ -60,6 +68,7 @@ impl Default for FabricShape {
             hosts: 2,
             rates: LinkRates::default(),
             queues: Queues::Lossy,
+            routing: Routing::Static,
         }
     }
 }
@@ -131,6 +140,7 @@ pub struct Fabric {
     name: String,
     shape: FabricShape,
     namespaces: Vec<String>,
+    routers: Option<Routers>,
 }
 
 impl Fabric {
@@ -162,11 +172,16 @@ impl Fabric {
                 shape.leaves
             );
         }
+        ensure!(
+            shape.routing != Routing::AppDb,
+            "a fabric's routes are static or from BGP; APPL_DB routing is the single leaf's"
+        );
         remove_namespaces(name)?;
         let mut fabric = Self {
             name: name.to_owned(),
             shape,
             namespaces: Vec::new(),
+            routers: None,
         };
         fabric
             .build()
@@ -206,6 +221,17 @@ impl Fabric {
     /// up`); `fabriclb testbed down` removes them.
     pub fn keep(mut self) {
         self.namespaces.clear();
+        self.routers = None;
+    }
+
+    /// The group each leaf's metrics count the spines under: `spines`, or
+    /// the group learned from BGP's routes, all of which take every
+    /// spine.
+    pub fn spine_group(&self) -> &'static str {
+        match self.shape.routing {
+            Routing::Static => "spines",
+            Routing::Bgp | Routing::AppDb => "spines#1",
+        }
     }
 
     fn build(&mut self) -> Result<()> {
@@ -243,10 +269,20 @@ impl Fabric {
                 self.add_link(k, j)?;
             }
         }
-        for k in 1..=leaves {
-            self.leaf_routes(k)?;
+        self.add_mgmt()?;
+        match self.shape.routing {
+            Routing::Static | Routing::AppDb => {
+                for k in 1..=leaves {
+                    self.leaf_routes(k)?;
+                }
+            }
+            Routing::Bgp => {
+                let routers =
+                    Routers::start_fabric(&self.name, leaves, spines, |role| self.ns(role))?;
+                self.routers = Some(routers);
+            }
         }
-        self.add_mgmt()
+        Ok(())
     }
 
     /// The management network: a bridge in namespace `mgmt`, a port
@@ -288,8 +324,8 @@ impl Fabric {
     }
 
     /// Leaf `k`'s link to spine `j`: port `s{j}` on the leaf, `l{k}` on the
-    /// spine, shaped on the spine's side; the spine's route to the leaf's
-    /// hosts.
+    /// spine, shaped on the spine's side; the spine's static route to the
+    /// leaf's hosts.
     fn add_link(&self, k: usize, j: usize) -> Result<()> {
         let (leaf, spine) = (self.ns(&format!("l{k}")), self.ns(&format!("s{j}")));
         let (leaf_port, spine_port) = (format!("s{j}"), format!("l{k}"));
@@ -300,8 +336,10 @@ impl Fabric {
             &spine_port,
             &format!("{}/30", link_addr(k, j, true)),
         )?;
-        let back = link_addr(k, j, false).to_string();
-        ip(&["-n", &spine, "route", "add", &leaf_prefix(k), "via", &back])?;
+        if self.shape.routing == Routing::Static {
+            let back = link_addr(k, j, false).to_string();
+            ip(&["-n", &spine, "route", "add", &leaf_prefix(k), "via", &back])?;
+        }
         if let Some(mbit) = self.shape.rates.rate(j, k) {
             tbf(&spine, &spine_port, "add", mbit, self.shape.queues)?;
         }
@@ -337,15 +375,19 @@ impl Fabric {
     }
 
     /// fabriclb's config for leaf `k`: XDP on its host ports, a group over
-    /// the spines (next hops by IP) with the TOML keys `group` adds (mode,
-    /// ...), every other leaf's hosts routed over it; a hash seed of its
-    /// own, as each switch of a fabric needs against polarization.
+    /// the spines with the TOML keys `group` adds (mode, ...), a hash seed
+    /// of its own, as each switch of a fabric needs against polarization.
+    /// Statically routed, the group lists the spines (next hops by IP) and
+    /// every other leaf's hosts are routed over it; with BGP, it follows
+    /// the kernel's BGP routes and names no next hop.
     ///
     /// With `telemetry = "remote"` among the keys, the group reads each
     /// spine's exporter ([`super::Exporters::start_fabric`]), with
-    /// `"counters-db"` each spine's COUNTERS_DB ([`FlexCounters`]), over
-    /// the management network, and has a destination per other leaf: its
-    /// hosts' prefix, rated by each spine's port toward that leaf.
+    /// `"counters-db"` each spine's COUNTERS_DB ([`FlexCounters`]), and has
+    /// a destination per other leaf: its hosts' prefix, rated by each
+    /// spine's port toward that leaf. Listed spines are read over the
+    /// management network; learned ones at the address BGP gives them, the
+    /// only one a template can make.
     pub fn leaf_config(&self, k: usize, group: &str) -> String {
         let source = ["remote", "counters-db"].into_iter().find(|source| {
             group
@@ -353,27 +395,42 @@ impl Fabric {
                 .any(|l| l.replace(' ', "") == format!("telemetry=\"{source}\""))
         });
         let mut text = spine_group_header(0x5eed_0000 + k as u32, self.shape.hosts, group);
-        text.push_str("next_hops = [\n");
-        for j in 1..=self.shape.spines {
-            let spine = link_addr(k, j, true);
-            // Every route has a destination: the spine's port back toward
-            // this leaf rates none of them.
-            let telemetry = match source {
-                Some("remote") => format!(
-                    ", telemetry_url = \"{}\", telemetry_device = \"l{k}\"",
-                    exporters::Exporters::fabric_url(j)
-                ),
-                Some(_) => format!(
-                    ", counters_db = \"{}\", sonic_port = \"l{k}\"",
-                    flex_counters::address(j)
-                ),
-                None => String::new(),
-            };
-            text.push_str(&format!(
-                "  {{ interface = \"s{j}\", ip = \"{spine}\"{telemetry} }},\n"
-            ));
+        // Every route has a destination: the spine's port back toward this
+        // leaf rates none of them.
+        let learned = self.shape.routing == Routing::Bgp;
+        if learned {
+            text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
+            // A learning group's `counters-db` reads this switch's own
+            // COUNTERS_DB, which holds nothing of the spines' queues: no
+            // template names the next switch's, so `check-config` refuses
+            // its destinations.
+            if source == Some("remote") {
+                text.push_str(&format!(
+                    "telemetry_url = \"http://{{ip}}:{}/metrics\"\ntelemetry_device = \"l{k}\"\n",
+                    exporters::PORT
+                ));
+            }
+        } else {
+            text.push_str("next_hops = [\n");
+            for j in 1..=self.shape.spines {
+                let spine = link_addr(k, j, true);
+                let telemetry = match source {
+                    Some("remote") => format!(
+                        ", telemetry_url = \"{}\", telemetry_device = \"l{k}\"",
+                        exporters::Exporters::fabric_url(j)
+                    ),
+                    Some(_) => format!(
+                        ", counters_db = \"{}\", sonic_port = \"l{k}\"",
+                        flex_counters::address(j)
+                    ),
+                    None => String::new(),
+                };
+                text.push_str(&format!(
+                    "  {{ interface = \"s{j}\", ip = \"{spine}\"{telemetry} }},\n"
+                ));
+            }
+            text.push_str("]\n");
         }
-        text.push_str("]\n");
         if source.is_some() {
             text.push_str("destinations = [\n");
             for m in (1..=self.shape.leaves).filter(|&m| m != k) {
@@ -386,16 +443,21 @@ impl Fabric {
                 "]\n\n[ars_profile]\nsampling_interval = {SAMPLING_INTERVAL_US}\n"
             ));
         }
-        for m in (1..=self.shape.leaves).filter(|&m| m != k) {
-            text.push_str(&format!(
-                "\n[[route]]\nprefix = \"{}\"\ngroup = \"spines\"\n",
-                leaf_prefix(m)
-            ));
+        if !learned {
+            for m in (1..=self.shape.leaves).filter(|&m| m != k) {
+                text.push_str(&format!(
+                    "\n[[route]]\nprefix = \"{}\"\ngroup = \"spines\"\n",
+                    leaf_prefix(m)
+                ));
+            }
         }
         text
     }
 
     pub fn down(&mut self) {
+        if self.routers.take().is_some() {
+            let _ = frr::stop(&self.name);
+        }
         for ns in self.namespaces.drain(..) {
             let _ = Command::new("ip").args(["netns", "del", &ns]).status();
         }

@@ -29,7 +29,7 @@ use crate::testbed::fabric::{
     run_fabric_collective_with,
 };
 use crate::testbed::queues::QueueWatch;
-use crate::testbed::{LeafMaps, Queues, ifindex_in};
+use crate::testbed::{LeafMaps, Queues, Routing, ifindex_in};
 
 pub const LEAVES: usize = fabric_slow_link::LEAVES;
 pub const SPINES: usize = fabric_slow_link::SPINES;
@@ -68,6 +68,7 @@ pub fn shape() -> FabricShape {
         hosts: HOSTS,
         rates: LinkRates::all(RATE_MBIT),
         queues: Queues::Lossy,
+        routing: Routing::Static,
     }
 }
 

@@ -21,7 +21,7 @@ use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
 };
-use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU};
+use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, Routing};
 use crate::traffic::{Pace, Pattern};
 
 pub const LEAVES: usize = 4;
@@ -43,7 +43,7 @@ pub const MESSAGES: u32 = 28;
 /// `slow_spine`).
 const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
-/// The fabric.
+/// The fabric, statically routed.
 pub fn shape() -> FabricShape {
     FabricShape {
         leaves: LEAVES,
@@ -51,7 +51,34 @@ pub fn shape() -> FabricShape {
         hosts: HOSTS,
         rates: LinkRates::all(RATE_MBIT).with(SLOW_SPINE, SLOW_LEAF, SLOW_MBIT),
         queues: Queues::Lossy,
+        routing: Routing::Static,
     }
+}
+
+/// The fabric with every router's routes from BGP (`fabric-bgp`): each
+/// leaf's fabriclb follows them, and no config names a next hop.
+pub fn bgp_shape() -> FabricShape {
+    FabricShape {
+        routing: Routing::Bgp,
+        ..shape()
+    }
+}
+
+/// `fabric-bgp`'s rows: the blind ones, the steered ones reading each
+/// learned spine's exporter at the address BGP gave it, and flowlets
+/// steered by `linux`, all a group following BGP could read before
+/// templates: the leaf's own ports, which see nothing XDP forwards.
+pub fn bgp_modes() -> Vec<Mode> {
+    let all = modes();
+    let linux: Vec<Mode> = (all.iter())
+        .filter(|m| m.name == "flowlet" && !m.telemetry)
+        .map(|m| Mode {
+            group: format!("{}telemetry = \"{LINUX}\"\n", m.group),
+            telemetry: true,
+            ..m.clone()
+        })
+        .collect();
+    all.into_iter().chain(linux).collect()
 }
 
 /// Connections into each leaf from the others', by leaf (index 0 for
@@ -149,10 +176,11 @@ pub(super) fn with_source(mode: &Mode, source: &str) -> Mode {
 /// The telemetry sources the rows read.
 pub(super) const COUNTERS_DB: &str = "counters-db";
 const REMOTE: &str = "remote";
+const LINUX: &str = "linux";
 
 /// The source a mode's group reads, if any.
 pub(super) fn source_of(mode: &Mode) -> &'static str {
-    [COUNTERS_DB, REMOTE]
+    [COUNTERS_DB, REMOTE, LINUX]
         .into_iter()
         .find(|source| mode.group.contains(&format!("telemetry = \"{source}\"")))
         .unwrap_or("")
@@ -164,7 +192,8 @@ pub struct FabricRow {
     pub mode: String,
     pub telemetry: bool,
     /// What the telemetry rows read: `counters-db` (each spine's
-    /// COUNTERS_DB) or `remote` (its node_exporter); empty without.
+    /// COUNTERS_DB), `remote` (its node_exporter) or `linux` (the leaf's
+    /// own ports); empty without.
     pub source: String,
     /// How new flowlets pick a next hop (`least-cost`, `two-choices`).
     pub choice: String,
@@ -304,20 +333,29 @@ pub fn measure(
 }
 
 /// Builds fabric `bed_name`, runs every mode, prints the table, writes the
-/// JSON to `json` if given, tears down (also on failure and Ctrl-C).
-pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
-    let rows = on_own_fabric(bed_name, shape(), |fabric, exe, workdir| {
-        measure(fabric, exe, workdir, MESSAGES, &fabric_modes())
+/// JSON to `json` if given, tears down (also on failure and Ctrl-C):
+/// `fabric-slow-link`, or with `bgp` `fabric-bgp`.
+pub fn run(bed_name: &str, bgp: bool, json: Option<&Path>) -> Result<()> {
+    let (name, shape, modes) = match bgp {
+        false => ("fabric-slow-link", shape(), fabric_modes()),
+        true => ("fabric-bgp", bgp_shape(), bgp_modes()),
+    };
+    let rows = on_own_fabric(bed_name, shape, |fabric, exe, workdir| {
+        measure(fabric, exe, workdir, MESSAGES, &modes)
     })
-    .context("scenario fabric-slow-link")?;
-    print(&rows);
-    write_runs("fabric-slow-link", &rows, json)
+    .with_context(|| format!("scenario {name}"))?;
+    print(name, bgp, &rows);
+    write_runs(name, &rows, json)
 }
 
-fn print(rows: &[FabricRow]) {
+fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
     let collective = collective(MESSAGES);
+    let routes = match bgp {
+        false => "static routes",
+        true => "every router's routes from BGP, no next hop in any leaf's config",
+    };
     println!(
-        "scenario fabric-slow-link: {LEAVES} leaves, {SPINES} spines, {HOSTS} hosts per leaf, \
+        "scenario {name}: {LEAVES} leaves, {SPINES} spines, {HOSTS} hosts per leaf, {routes}, \
          fabriclb on every leaf; every spine port toward a leaf at {RATE_MBIT} Mbit/s, spine \
          {SLOW_SPINE}'s toward leaf {SLOW_LEAF} at {SLOW_MBIT}; all-to-all over every host, \
          {QPS} QPs per connection, {} messages of 64 KiB each, {} packets/s per sender ({:.0}% \

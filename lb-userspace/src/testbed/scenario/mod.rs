@@ -73,13 +73,16 @@ pub enum Name {
     /// Four leaves, one spine's port toward one leaf slow, every leaf
     /// adaptive ([`fabric_slow_link`]).
     FabricSlowLink,
+    /// `fabric-slow-link` with every router's routes from BGP, no next hop
+    /// in any leaf's config.
+    FabricBgp,
     /// Four leaves steering, one spine slowing mid-run: herding
     /// ([`fabric_herd`]).
     FabricHerd,
 }
 
 impl Name {
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -92,6 +95,7 @@ impl Name {
         Self::TeOverride,
         Self::Soak,
         Self::FabricSlowLink,
+        Self::FabricBgp,
         Self::FabricHerd,
     ];
 
@@ -109,6 +113,7 @@ impl Name {
             Self::TeOverride => "te-override",
             Self::Soak => "soak",
             Self::FabricSlowLink => "fabric-slow-link",
+            Self::FabricBgp => "fabric-bgp",
             Self::FabricHerd => "fabric-herd",
         }
     }
@@ -117,7 +122,7 @@ impl Name {
     /// fabric of several leaves, not on the single-leaf testbed.
     pub fn scenario(self) -> Option<Scenario> {
         Some(match self {
-            Self::FabricSlowLink | Self::FabricHerd => return None,
+            Self::FabricSlowLink | Self::FabricBgp | Self::FabricHerd => return None,
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::BgpSlowSpine => bgp_slow_spine(slow_spine::MESSAGES),
@@ -163,7 +168,7 @@ impl Name {
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
      spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak, \
-     fabric-slow-link and fabric-herd"
+     fabric-slow-link, fabric-bgp and fabric-herd"
 )]
 pub struct UnknownScenario(String);
 
@@ -284,7 +289,8 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
         Name::Sonic => return sonic::run(bed_name, json),
         Name::TeOverride => return te_override::run(bed_name, json),
         Name::Soak => return soak::run(bed_name, soak::SECONDS, json),
-        Name::FabricSlowLink => return fabric_slow_link::run(bed_name, json),
+        Name::FabricSlowLink => return fabric_slow_link::run(bed_name, false, json),
+        Name::FabricBgp => return fabric_slow_link::run(bed_name, true, json),
         Name::FabricHerd => return fabric_herd::run(bed_name, json),
         _ => {}
     }
