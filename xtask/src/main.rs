@@ -212,7 +212,7 @@ fn bench(root: &Path) -> Result<()> {
 /// CONFIG_DB (about 15 s), a controller's overrides (about 30 s), and
 /// four leaves steering at once around a slow port (about 75 s) and a
 /// slowed spine (about 40 s).
-const HEADLINE_SCENARIOS: [&str; 12] = [
+const HEADLINE_SCENARIOS: [&str; 13] = [
     "slow-spine",
     "slow-spine-lossless",
     "bgp-slow-spine",
@@ -224,6 +224,7 @@ const HEADLINE_SCENARIOS: [&str; 12] = [
     "sonic",
     "te-override",
     "fabric-slow-link",
+    "fabric-bgp",
     "fabric-herd",
 ];
 

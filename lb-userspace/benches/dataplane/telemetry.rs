@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use fabriclb::testbed::fabric::{
     Fabric, FabricShape, FlexCounters, LinkRates, SAMPLING_INTERVAL_US,
 };
-use fabriclb::testbed::{Daemon, Exporters, Queues, cpu_time};
+use fabriclb::testbed::{Daemon, Exporters, cpu_time};
 
 /// Leaves per fabric, in table order.
 const LEAVES: [usize; 3] = [2, 4, 8];
@@ -48,7 +48,7 @@ pub fn section(base: &str, report: &mut String) -> Result<()> {
             spines: SPINES,
             hosts: 1,
             rates: LinkRates::all(1000),
-            queues: Queues::Lossy,
+            ..FabricShape::default()
         };
         let fabric = Fabric::up(&format!("{base}-t{i}"), shape)?;
         for source in ["remote", "counters-db"] {
