@@ -147,18 +147,18 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
         (1.1..=1.25).contains(&ecmp.healthy_share_on_degraded_spine),
         "{ecmp:?}"
     );
-    // With the rule as it is: 3.9% toward leaf 3, 1.08 toward the others,
-    // 111 lost against ECMP's 1124. Five runs of its earlier form (one
-    // spray cursor per group): 5.4-7.9%, 0.91-1.10, and 153-705 lost
-    // (0.14-0.63 of ECMP's: the start, before the first samples show
-    // spine 4's port, is a large part of this short run, and its debug
-    // daemons are slower).
+    // With the quality as it is: 4.7% toward leaf 3, 1.08 toward the
+    // others, 93 lost against ECMP's 1123 (0.08). With bands worth
+    // (8 - b) / 8: 111 of 1124, and five runs of an earlier form 0.14-0.63
+    // of ECMP's (the start, before the first samples show spine 4's port,
+    // is a large part of this short run, and its debug daemons are
+    // slower).
     assert!(steered.degraded_port_share < 0.1, "{steered:?}");
     assert!(
         steered.healthy_share_on_degraded_spine >= 0.9,
         "{steered:?}"
     );
-    assert!(steered.dropped * 2 <= ecmp.dropped, "{steered:?}");
+    assert!(steered.dropped * 4 <= ecmp.dropped, "{steered:?}");
 }
 
 /// `fabric-bgp` short: `fabric-slow-link` with every router's routes from
@@ -170,7 +170,9 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 /// 7.7%, and all loss there); steered by each learned spine's exporter,
 /// found by the group's `{ip}` template, spine 4 carries 3.3-3.6% toward
 /// leaf 3, keeps its share toward the others (1.16-1.20), and the loss
-/// is a fifth or less of the blind row's (0.46-0.94% against 4.7-5.0%).
+/// is a fifth or less of the blind row's (0.46-0.94%, and 0.65% with the
+/// quality as it is, against 4.7-5.4%; in this test 110 against 1049, and
+/// with bands worth (8 - b) / 8 215-273 against 899-968).
 /// The scrapes cross the shaped ports as a learned spine's address is a
 /// link's: the few of their segments a full port drops count among the
 /// spine's drops, the only packets counted that no sender sent. Teardown
@@ -239,11 +241,12 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
 /// every port 600 ms into an all-to-all over four leaves. ECMP keeps
 /// sending it what the hash gives it (30.7% of the bytes) and loses 12%;
 /// with every leaf steering on the spines' COUNTERS_DB (weighted) its
-/// share from 200 ms after the change is near its capacity share (7.6-8.5%
-/// measured against 7.7%), and the loss a tenth to a fifth of ECMP's with
-/// the release build (1.1-2.3%), 980 of ECMP's 5983 in this test (debug
-/// daemons; 1875-2545, 0.31-0.42 of ECMP's, with the rule's earlier form,
-/// one spray cursor per group): not yet the 0.1%.
+/// share from 200 ms after the change is near its capacity share (5.6-8.1%
+/// measured against 7.7%), and the loss a twelfth to a thirtieth of
+/// ECMP's with the release build (0.37-0.98%), 451 of ECMP's 6314 in this
+/// test (debug daemons; 980 of 5983 with bands worth (8 - b) / 8, and
+/// 1875-2545 with an earlier form): not the 0.1%, which 40 ms
+/// samples cannot reach here (see the README).
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();
@@ -292,15 +295,11 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     assert!(share(ecmp) > 0.25, "ECMP moved: {}", share(ecmp));
     assert!(ecmp.dropped * 10 > ecmp.sent, "ECMP lost {}", ecmp.dropped);
     assert!(
-        (0.05..=0.11).contains(&share(steered)),
+        (0.04..=0.11).contains(&share(steered)),
         "{}",
         share(steered)
     );
-    assert!(
-        steered.dropped * 5 <= ecmp.dropped * 2,
-        "{}",
-        steered.dropped
-    );
+    assert!(steered.dropped * 5 <= ecmp.dropped, "{}", steered.dropped);
 }
 
 /// Datagrams `socket` receives until it has `expected` or a patience

@@ -20,20 +20,26 @@
 //!
 //! The band maps to the data plane's path quality, the divisor of a path's
 //! recent load in the flowlet choice and the weight of a path in the spray
-//! sequence: a band-`b` path is worth `(8 - b) / 8` of an idle one, scaled
-//! by its measured drain rate against its group's fastest
-//! ([`PathQuality::scaled_quality`]), so traffic splits in proportion to
-//! what each path drains, and away from where queues build.
+//! sequence: a band-`b` path is worth `(16 - b) / 16` of an idle one, and
+//! an eighth once its level has been in the worst band for
+//! [`WORST_HELD`] samples in a row; scaled by what it drains against its
+//! row's fastest ([`PathQuality::scaled_quality`]), so traffic splits in
+//! proportion to what each path drains, and away from where queues build.
+//! The quality follows the band through the same EWMA as the past load (a
+//! quarter of the way per sample), not at once.
 //!
-//! The quality follows the band through the same EWMA as the past load
-//! (a quarter of the way per sample), not at once. In a fabric every leaf
-//! reads the same spines and acts on the same sample: taken at once, a
-//! queue seen on one port sent every leaf's traffic to the others in the
-//! same interval, and the port that had just drained got it all back; a
-//! healthy port's queue went from empty to its limit in one 40 ms
-//! interval, port after port, and steered flowlets lost 2.6-4.5% where
-//! blind ones lost 4%. Moving a quarter of the way, the leaves together
-//! move about as much as one leaf moving at once would.
+//! Why so gentle, and the eighth only for a queue that stays: in a fabric
+//! every leaf reads the same spines and acts on the same sample. With a
+//! band worth `(8 - b) / 8`, a queue of a few milliseconds on one of
+//! several equal paths cut every leaf's share of it by up to seven eighths
+//! together, more than the equal paths beside it could take: they
+//! overflowed in turn, and flowlets steered by four leaves around one slow
+//! port lost 0.3-1.1% at the fast ports. What a path drains is the
+//! capacity scaling's to follow, which the leaves' moves do not feed. A
+//! queue that stays in the worst band (10 ms by default, half a shallow
+//! buffer) for three samples is load no leaf moved, such as cross traffic
+//! on the spine, which leaves the drain rate as it was: only the band can
+//! move traffic off it, and then it cuts to an eighth.
 
 use crate::select::flowlet::PATH_QUALITY_DEFAULT;
 
@@ -69,6 +75,14 @@ impl Scale {
         (above * u128::from(BANDS * LEVEL_UNIT) / span) as u32
     }
 }
+
+/// Samples the worst band must hold before it cuts a path to an eighth.
+pub const WORST_HELD: u32 = 3;
+
+/// The drain rate moves half of the way to each busy interval's rate: a
+/// spine that slows shows slow within two or three samples, which is most
+/// of how fast every leaf moves off it together.
+const DRAIN_EWMA_SHIFT: u32 = 1;
 
 /// How a path's measures become a band: `ARS_PROFILE`'s fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +145,8 @@ pub struct PathQuality {
     pub queued: u64,
     /// `0..BANDS`.
     pub band: u32,
+    /// Samples in a row whose level was in the worst band.
+    pub worst_run: u32,
     /// The band's quality through the EWMA (`None` before a sample): what
     /// [`Self::quality`] gives the data plane.
     pub smoothed: Option<u32>,
@@ -149,7 +165,10 @@ impl PathQuality {
             // such a reading at once made fast paths look slow by turns
             // and herded flowlets (fast spines' queues to their limit).
             if self.queued > 0 && measures.queued > 0 {
-                self.drain_rate = Some(self.drain_rate.map_or(rate, |d| ewma(d, rate, shift)));
+                let drain = self
+                    .drain_rate
+                    .map_or(rate, |d| ewma(d, rate, DRAIN_EWMA_SHIFT));
+                self.drain_rate = Some(drain);
             }
         }
         self.queued = measures.queued;
@@ -164,7 +183,12 @@ impl PathQuality {
         } else if target < self.band && level + profile.hysteresis < self.band * LEVEL_UNIT {
             self.band -= 1;
         }
-        let now = u64::from(band_quality(self.band));
+        self.worst_run = if target == BANDS - 1 {
+            self.worst_run.saturating_add(1)
+        } else {
+            0
+        };
+        let now = u64::from(band_quality(self.band, self.worst_run));
         let smoothed = self.smoothed.map_or(now, |q| ewma(q.into(), now, shift));
         self.smoothed = Some(smoothed as u32);
         self.band
@@ -183,34 +207,51 @@ impl PathQuality {
         }
     }
 
-    /// The data plane's path quality: the band's, smoothed.
-    pub fn quality(&self) -> u32 {
-        self.smoothed.unwrap_or(band_quality(self.band))
+    /// What the path is known to carry, bytes per second: its drain rate,
+    /// or before one is measured its peak rate (a lower bound); `None`
+    /// before any rate.
+    pub fn capacity(&self) -> Option<u64> {
+        self.drain_rate
+            .or((self.peak_rate > 0).then_some(self.peak_rate))
     }
 
-    /// The path's quality within a group whose fastest path drains at
-    /// `fastest` bytes per second: its band's quality scaled by its own
-    /// drain rate against that, so a split follows the paths' capacities
-    /// as well as their congestion. (SONiC's `ARS_INTERFACES` gives ports
-    /// of different speeds a scaling factor; the speed of the next
-    /// switch's port is measured here instead.) A path never seen draining
-    /// counts as fast as the fastest: nothing says it is slower. Never 0,
-    /// which the data plane reads as "avoid".
+    /// The data plane's path quality before scaling: the band's, smoothed.
+    pub fn quality(&self) -> u32 {
+        self.smoothed
+            .unwrap_or(band_quality(self.band, self.worst_run))
+    }
+
+    /// The path's quality within a row whose fastest path carries
+    /// `fastest` bytes per second ([`Self::capacity`]): its quality scaled
+    /// by its own drain rate against that, so a split follows the paths'
+    /// capacities as well as their congestion. (SONiC's `ARS_INTERFACES`
+    /// gives ports of different speeds a scaling factor; the speed of the
+    /// next switch's port is measured here instead.) A path never seen
+    /// draining, or draining at three quarters of the fastest or more,
+    /// counts as fast as the fastest: a rate is read over the reader's
+    /// interval from counters as old as their writer's period, which
+    /// wanders by a quarter, and equal paths must not split by that noise.
+    /// Never 0, which the data plane reads as "avoid".
     pub fn scaled_quality(&self, fastest: u64) -> u32 {
         let quality = u64::from(self.quality());
         let scaled = match self.drain_rate {
-            Some(rate) if rate < fastest => quality * rate / fastest,
+            Some(rate) if rate * 4 < fastest * 3 => quality * rate / fastest,
             _ => quality,
         };
         scaled.max(1) as u32
     }
 }
 
-/// The path quality of `band`: [`PATH_QUALITY_DEFAULT`] for band 0, an
-/// eighth of it for band 7.
-pub const fn band_quality(band: u32) -> u32 {
+/// The path quality of `band`, whose level has been in the worst band for
+/// `worst_run` samples in a row: [`PATH_QUALITY_DEFAULT`] for band 0, a
+/// sixteenth less per band, an eighth of it once the worst band has held
+/// for [`WORST_HELD`] samples.
+pub const fn band_quality(band: u32, worst_run: u32) -> u32 {
+    if worst_run >= WORST_HELD {
+        return PATH_QUALITY_DEFAULT / 8;
+    }
     let band = if band >= BANDS { BANDS - 1 } else { band };
-    PATH_QUALITY_DEFAULT * (BANDS - band) / BANDS
+    PATH_QUALITY_DEFAULT * (2 * BANDS - band) / (2 * BANDS)
 }
 
 /// `past` moved `1 / 2^shift` of the way to `now`.

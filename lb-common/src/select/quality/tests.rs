@@ -87,11 +87,16 @@ fn the_level_is_the_weighted_mean_of_the_three_measures() {
     assert_eq!(none.level(100, 800, 700), 0, "no weight: always idle");
 }
 
+/// A sixteenth of the default quality per band, an eighth of it once the
+/// worst band has held; full before a sample.
 #[test]
-fn bands_map_to_eighths_of_the_default_quality() {
-    let qualities: Vec<u32> = (0..=BANDS).map(band_quality).collect();
-    assert_eq!(qualities, [1024, 896, 768, 640, 512, 384, 256, 128, 128]);
+fn bands_map_to_sixteenths_and_a_held_worst_band_to_an_eighth() {
+    let qualities: Vec<u32> = (0..=BANDS).map(|b| band_quality(b, 0)).collect();
+    assert_eq!(qualities, [1024, 960, 896, 832, 768, 704, 640, 576, 576]);
+    assert_eq!(band_quality(7, WORST_HELD - 1), 576);
+    assert_eq!(band_quality(7, WORST_HELD), 128);
     assert_eq!(PathQuality::default().quality(), PATH_QUALITY_DEFAULT);
+    assert_eq!(PathQuality::default().capacity(), None);
 }
 
 #[test]
@@ -114,13 +119,14 @@ fn the_quality_follows_the_band_through_the_ewma() {
         path.sample(&QUEUE_ONLY, queued(bytes));
         qualities.push(path.quality());
     }
-    // Band 7 is worth 128: 1024 - 896/4, then a quarter of what is left
-    // each time; empty again, band 6 (256) pulls it down still, more
-    // slowly.
-    assert_eq!(qualities, [1024, 800, 632, 506, 444]);
+    // Band 7 is worth 576 for two samples: 1024 - 448/4, 912 - 336/4;
+    // held for a third, 128: 828 - 700/4; empty again, band 6 (640)
+    // pulls it down a little.
+    assert_eq!(qualities, [1024, 912, 828, 653, 650]);
+    assert_eq!(path.worst_run, 0);
     let mut first = draining();
     first.sample(&QUEUE_ONLY, queued(1 << 30));
-    assert_eq!(first.quality(), band_quality(7));
+    assert_eq!(first.quality(), band_quality(7, 1));
 }
 
 /// A level hovering just under a band edge does not flap the band: it
@@ -179,27 +185,30 @@ fn delay_is_the_queue_over_the_measured_drain_rate() {
             },
         )
     };
-    // Idle at 2 MB/s, then a queue builds: no busy interval yet.
+    // Idle at 2 MB/s, then a queue builds: no busy interval yet; the peak
+    // stands in for the capacity.
     sample(&mut path, 2_000_000, 0);
     sample(&mut path, 3_000_000, 30_000);
     assert_eq!(path.drain_rate, None);
+    assert_eq!(path.capacity(), Some(3_000_000));
     assert_eq!(path.delay_us(30_000), 10_000, "against the 3 MB/s peak");
     // Queued at both ends: the port drained at its rate, 1 MB/s.
     sample(&mut path, 1_000_000, 40_000);
     assert_eq!(path.drain_rate, Some(1_000_000));
     assert_eq!(path.delay_us(40_000), 40_000);
-    // The EWMA moves a quarter toward the next busy interval's rate.
+    // The EWMA moves half way toward the next busy interval's rate.
     sample(&mut path, 2_000_000, 10_000);
-    assert_eq!(path.drain_rate, Some(1_250_000));
+    assert_eq!(path.drain_rate, Some(1_500_000));
     // An interval that ended empty says nothing about the drain rate.
     sample(&mut path, 500_000, 0);
-    assert_eq!(path.drain_rate, Some(1_250_000));
-    // A slower busy interval moves it a quarter of the way down (of the
-    // two, the first began empty).
-    sample(&mut path, 250_000, 20_000);
-    sample(&mut path, 250_000, 20_000);
+    assert_eq!(path.drain_rate, Some(1_500_000));
+    // A slower busy interval moves it half way down (of the two, the
+    // first began empty).
+    sample(&mut path, 500_000, 20_000);
+    sample(&mut path, 500_000, 20_000);
     assert_eq!(path.drain_rate, Some(1_000_000));
     assert_eq!(path.peak_rate, 3_000_000);
+    assert_eq!(path.capacity(), Some(1_000_000));
 }
 
 /// A 50 Mbit/s path and a 200 Mbit/s one with the same bytes queued are
@@ -233,18 +242,20 @@ fn equal_queues_on_unequal_paths_rate_differently() {
 }
 
 /// A path that drains at a quarter of the fastest's rate is worth a
-/// quarter of its band's quality; one not seen draining, and the fastest
-/// itself, the whole; never 0.
+/// quarter of its quality; one not seen draining, the fastest itself and
+/// one within three quarters of it, the whole; never 0.
 #[test]
 fn quality_scales_with_the_drain_rate() {
-    let path = |drain_rate, band| PathQuality {
+    let path = |drain_rate, quality| PathQuality {
         drain_rate,
-        band,
+        smoothed: Some(quality),
         ..PathQuality::default()
     };
-    assert_eq!(path(Some(250), 0).scaled_quality(1000), 256);
-    assert_eq!(path(Some(250), 4).scaled_quality(1000), 128);
-    assert_eq!(path(Some(1000), 2).scaled_quality(1000), 768);
-    assert_eq!(path(None, 0).scaled_quality(1000), 1024);
-    assert_eq!(path(Some(1), 7).scaled_quality(1 << 40), 1);
+    assert_eq!(path(Some(250), 1024).scaled_quality(1000), 256);
+    assert_eq!(path(Some(250), 512).scaled_quality(1000), 128);
+    assert_eq!(path(Some(700), 1024).scaled_quality(1000), 716);
+    assert_eq!(path(Some(750), 1024).scaled_quality(1000), 1024);
+    assert_eq!(path(Some(1000), 768).scaled_quality(1000), 768);
+    assert_eq!(path(None, 1024).scaled_quality(1000), 1024);
+    assert_eq!(path(Some(1), 64).scaled_quality(1 << 40), 1);
 }

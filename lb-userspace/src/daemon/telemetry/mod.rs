@@ -224,7 +224,7 @@ impl Telemetry {
             for class in group.class_ids() {
                 let row = || group.members.iter().map(|&id| quality_index(class, id));
                 let fastest = row()
-                    .filter_map(|index| self.paths.get(&index)?.quality.drain_rate)
+                    .filter_map(|index| self.paths.get(&index)?.quality.capacity())
                     .max()
                     .unwrap_or(0);
                 for index in row() {
