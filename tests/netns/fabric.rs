@@ -180,7 +180,7 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 #[test]
 fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     let _turn = Turn::alone();
-    let name = name("B");
+    let name = name("J");
     let work = Scratch::new(&name);
     let workdir = &work.0;
     let routers = std::env::temp_dir().join(format!("{name}-frr"));
