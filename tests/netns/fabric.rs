@@ -170,7 +170,7 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 /// 7.7%, and all loss there); steered by each learned spine's exporter,
 /// found by the group's `{ip}` template, spine 4 carries 3.3-3.6% toward
 /// leaf 3, keeps its share toward the others (1.16-1.20), and the loss
-/// is a fifth or less of the blind row's (0.46-0.94%, and 0.65% with the
+/// is a fifth or less of the blind row's (0.46-0.94%, and 0.31-0.65% with the
 /// quality as it is, against 4.7-5.4%; in this test 110 against 1049, and
 /// with bands worth (8 - b) / 8 215-273 against 899-968).
 /// The scrapes cross the shaped ports as a learned spine's address is a
