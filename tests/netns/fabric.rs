@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use fabriclb::testbed::fabric::{Fabric, FabricShape, host_addr, link_addr};
 use fabriclb::testbed::scenario::fabric_herd;
-use fabriclb::testbed::scenario::fabric_slow_link::{self, SLOW_LEAF, SLOW_SPINE};
+use fabriclb::testbed::scenario::fabric_slow_link::{self, FabricRow, SLOW_LEAF, SLOW_SPINE};
 use fabriclb::testbed::{Daemon, LeafCounters, PATIENCE, in_netns, namespaces};
 
 use crate::bed::{Turn, fabriclb, name};
@@ -131,13 +131,8 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
         ("counters-db", "weighted")
     );
     for row in [ecmp, steered] {
-        assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
+        sent_whole_and_in_order(row);
         assert_eq!(row.unaccounted, 0, "{row:?}");
-        assert_eq!(row.share.len(), 4);
-        assert!(
-            row.in_message_reorders <= row.dropped + row.link_lost + row.tx_errors,
-            "{row:?}"
-        );
     }
     assert!(ecmp.degraded_port_share > 0.12, "{ecmp:?}");
     let slow_drops = ecmp.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
@@ -214,15 +209,10 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
         ("linux", "remote")
     );
     for row in [linux, steered] {
-        assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
-        assert_eq!(row.share.len(), 4);
+        sent_whole_and_in_order(row);
         for leaf in &row.share {
             assert!(leaf.iter().all(|&s| s > 0.15), "{row:?}");
         }
-        assert!(
-            row.in_message_reorders <= row.dropped + row.link_lost + row.tx_errors,
-            "{row:?}"
-        );
     }
     assert_eq!(linux.unaccounted, 0, "{linux:?}");
     assert!((-16..=0).contains(&steered.unaccounted), "{steered:?}");
@@ -300,6 +290,18 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         share(steered)
     );
     assert!(steered.dropped * 5 <= ecmp.dropped, "{}", steered.dropped);
+}
+
+/// A short `fabric-slow-link` row: every one of the all-to-all's packets
+/// sent (8 ranks to 7 peers, 32 packets a message), every leaf's share
+/// counted, and no message reordered beyond what was lost.
+fn sent_whole_and_in_order(row: &FabricRow) {
+    assert_eq!(row.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
+    assert_eq!(row.share.len(), 4, "{row:?}");
+    assert!(
+        row.in_message_reorders <= row.dropped + row.link_lost + row.tx_errors,
+        "{row:?}"
+    );
 }
 
 /// Datagrams `socket` receives until it has `expected` or a patience

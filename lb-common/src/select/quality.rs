@@ -201,18 +201,19 @@ impl PathQuality {
         if queued == 0 {
             return 0;
         }
-        match self.drain_rate.filter(|&r| r > 0).unwrap_or(self.peak_rate) {
-            0 => u64::MAX,
-            rate => (u128::from(queued) * 1_000_000 / u128::from(rate)).min(u64::MAX.into()) as u64,
+        match self.capacity() {
+            None => u64::MAX,
+            Some(rate) => {
+                (u128::from(queued) * 1_000_000 / u128::from(rate)).min(u64::MAX.into()) as u64
+            }
         }
     }
 
     /// What the path is known to carry, bytes per second: its drain rate,
     /// or before one is measured its peak rate (a lower bound); `None`
-    /// before any rate.
+    /// before any rate above 0.
     pub fn capacity(&self) -> Option<u64> {
-        self.drain_rate
-            .or((self.peak_rate > 0).then_some(self.peak_rate))
+        (self.drain_rate.filter(|&r| r > 0)).or((self.peak_rate > 0).then_some(self.peak_rate))
     }
 
     /// The data plane's path quality before scaling: the band's, smoothed.

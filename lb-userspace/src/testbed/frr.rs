@@ -92,8 +92,7 @@ impl Routers {
     ) -> Result<Self> {
         let routers = Self::start_all(name, &fabric_plan(leaves, spines), &ns)?;
         for k in 1..=leaves {
-            let others: Vec<String> = (1..=leaves)
-                .filter(|&m| m != k)
+            let others: Vec<String> = fabric::other_leaves(leaves, k)
                 .map(fabric::leaf_prefix)
                 .collect();
             wait_for_routes(&ns(&format!("l{k}")), &others, spines)?;

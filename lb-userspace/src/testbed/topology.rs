@@ -65,6 +65,18 @@ pub enum Routing {
     AppDb,
 }
 
+impl Routing {
+    /// The name of a leaf's group over the spines in fabriclb's metrics:
+    /// the one its config declares, or with BGP or APPL_DB the first (and
+    /// only) one it learns from their routes.
+    pub fn spine_group(self) -> &'static str {
+        match self {
+            Self::Static => "spines",
+            Self::Bgp | Self::AppDb => "spines#1",
+        }
+    }
+}
+
 impl Shape {
     /// Spine `j`'s (1-based) rate, if shaped.
     pub fn spine_rate_mbit(&self, j: usize) -> Option<u32> {
@@ -377,14 +389,10 @@ impl Testbed {
         Ok(ns)
     }
 
-    /// The name of the leaf's group over the spines in fabriclb's metrics:
-    /// the one its config declares, or with BGP or APPL_DB the first (and
-    /// only) one it learns from their routes.
+    /// The name of the leaf's group over the spines in fabriclb's metrics
+    /// ([`Routing::spine_group`]).
     pub fn spine_group(&self) -> &'static str {
-        match self.shape.routing {
-            Routing::Static => "spines",
-            Routing::Bgp | Routing::AppDb => "spines#1",
-        }
+        self.shape.routing.spine_group()
     }
 
     /// The command that writes the receivers' route over `spines` (1-based)

@@ -97,6 +97,15 @@ fn bands_map_to_sixteenths_and_a_held_worst_band_to_an_eighth() {
     assert_eq!(band_quality(7, WORST_HELD), 128);
     assert_eq!(PathQuality::default().quality(), PATH_QUALITY_DEFAULT);
     assert_eq!(PathQuality::default().capacity(), None);
+    // A queue that sent nothing between two samples says nothing of the
+    // port's speed: the peak stands in, as for the delay.
+    let stalled = PathQuality {
+        drain_rate: Some(0),
+        peak_rate: 3,
+        ..PathQuality::default()
+    };
+    assert_eq!(stalled.capacity(), Some(3));
+    assert_eq!(stalled.delay_us(3), 1_000_000);
 }
 
 #[test]

@@ -101,6 +101,11 @@ fn host_subnet(leaf: usize, host: usize) -> u8 {
     (16 * (leaf - 1) + host) as u8
 }
 
+/// Every leaf of `leaves` but `leaf`: where leaf `leaf`'s routes lead.
+pub fn other_leaves(leaves: usize, leaf: usize) -> impl Iterator<Item = usize> {
+    (1..=leaves).filter(move |&m| m != leaf)
+}
+
 /// Leaf `leaf`'s hosts, all of them: what every other leaf routes to it.
 pub fn leaf_prefix(leaf: usize) -> String {
     format!("198.19.{}.0/20", 16 * (leaf - 1))
@@ -224,14 +229,11 @@ impl Fabric {
         self.routers = None;
     }
 
-    /// The group each leaf's metrics count the spines under: `spines`, or
-    /// the group learned from BGP's routes, all of which take every
-    /// spine.
+    /// The group each leaf's metrics count the spines under
+    /// ([`Routing::spine_group`]): with BGP, the one learned from its
+    /// routes, all of which take every spine.
     pub fn spine_group(&self) -> &'static str {
-        match self.shape.routing {
-            Routing::Static => "spines",
-            Routing::Bgp | Routing::AppDb => "spines#1",
-        }
+        self.shape.routing.spine_group()
     }
 
     fn build(&mut self) -> Result<()> {
@@ -360,7 +362,7 @@ impl Fabric {
     /// Leaf `k`'s multipath route to every other leaf over every spine.
     fn leaf_routes(&self, k: usize) -> Result<()> {
         let leaf = self.ns(&format!("l{k}"));
-        for m in (1..=self.shape.leaves).filter(|&m| m != k) {
+        for m in other_leaves(self.shape.leaves, k) {
             let prefix = leaf_prefix(m);
             let mut args = vec!["-n", leaf.as_str(), "route", "add", prefix.as_str()];
             let hops: Vec<String> = (1..=self.shape.spines)
@@ -433,7 +435,7 @@ impl Fabric {
         }
         if source.is_some() {
             text.push_str("destinations = [\n");
-            for m in (1..=self.shape.leaves).filter(|&m| m != k) {
+            for m in other_leaves(self.shape.leaves, k) {
                 text.push_str(&format!(
                     "  {{ name = \"l{m}\", prefixes = [\"{}\"], telemetry_device = \"l{m}\" }},\n",
                     leaf_prefix(m)
@@ -444,7 +446,7 @@ impl Fabric {
             ));
         }
         if !learned {
-            for m in (1..=self.shape.leaves).filter(|&m| m != k) {
+            for m in other_leaves(self.shape.leaves, k) {
                 text.push_str(&format!(
                     "\n[[route]]\nprefix = \"{}\"\ngroup = \"spines\"\n",
                     leaf_prefix(m)
