@@ -161,17 +161,15 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 /// config. Each leaf's fabriclb learns all four spines from the kernel's
 /// BGP routes and every one carries traffic. Flowlets steered by `linux`,
 /// all such a group could read before, are blind (the slow port's share
-/// of leaf 3's traffic 13.3-13.4% at full length, where its capacity is
+/// of leaf 3's traffic 13.1-13.6% at full length, where its capacity is
 /// 7.7%, and all loss there); steered by each learned spine's exporter,
-/// found by the group's `{ip}` template, spine 4 carries 3.3-3.6% toward
-/// leaf 3, keeps its share toward the others (1.16-1.20), and the loss
-/// is a fifth or less of the blind row's (0.46-0.94%, and 0.31-0.65% with the
-/// quality as it is, against 4.7-5.4%; in this test 110 against 1049, and
-/// with bands worth (8 - b) / 8 215-273 against 899-968).
-/// The scrapes cross the shaped ports as a learned spine's address is a
-/// link's: the few of their segments a full port drops count among the
-/// spine's drops, the only packets counted that no sender sent. Teardown
-/// stops every router.
+/// found by the group's `{switch}` template at the spine's management
+/// address, spine 4 carries 1.3-1.6% toward leaf 3, keeps its share
+/// toward the others (1.15-1.19), and loses 0.09-0.23% against 4.3-5.1%.
+/// This short run is mostly the start, before the first samples: in it,
+/// 158-251 against 865-1075 (4 runs). Nothing is scraped across a
+/// shaped port (the exporters listen on the management network alone),
+/// so every packet counted was sent. Teardown stops every router.
 #[test]
 fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     let _turn = Turn::alone();
@@ -215,7 +213,7 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
         }
     }
     assert_eq!(linux.unaccounted, 0, "{linux:?}");
-    assert!((-16..=0).contains(&steered.unaccounted), "{steered:?}");
+    assert_eq!(steered.unaccounted, 0, "{steered:?}");
     assert!(linux.degraded_port_share > 0.12, "{linux:?}");
     let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops * 10 >= linux.dropped * 9, "{linux:?}");
@@ -224,7 +222,7 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
         steered.healthy_share_on_degraded_spine >= 0.9,
         "{steered:?}"
     );
-    assert!(steered.dropped * 2 <= linux.dropped, "{steered:?}");
+    assert!(steered.dropped * 3 <= linux.dropped, "{steered:?}");
 }
 
 /// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on

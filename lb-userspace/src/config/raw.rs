@@ -5,6 +5,8 @@
 //! value out of bounds is reported by validation, naming the key and its
 //! range, instead of by serde as a mere type mismatch.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -57,6 +59,9 @@ pub(super) struct RawGroup {
     /// Templates for the next hops a group learns.
     pub(super) telemetry_url: Option<Spanned<String>>,
     pub(super) telemetry_device: Option<Spanned<String>>,
+    /// Port -> the management address of the switch behind it, for the
+    /// URL template's `{switch}`.
+    pub(super) switch_addresses: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
     pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,
     pub(super) sonic_routes: Option<Spanned<RawSonicRoutes>>,

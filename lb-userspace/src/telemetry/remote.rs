@@ -32,7 +32,7 @@ use ureq::http::Uri;
 
 use super::{Reading, Source, TelemetryError};
 use scrape::{Failure, Scraper, Series};
-pub use template::TargetTemplate;
+pub use template::{SWITCH, TargetTemplate};
 
 const NAME: &str = "remote";
 const BACKLOG: &str = "node_qdisc_backlog";

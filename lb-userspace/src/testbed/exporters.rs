@@ -3,7 +3,7 @@
 //! `node_qdisc_backlog{device="fleaf"}` at [`Exporters::url`]`(j)`, on the
 //! spine's address on its link to the leaf, where the daemon (in the leaf
 //! namespace) reaches it. On a [`Fabric`], spine `j`'s queue toward leaf
-//! `m` is device `lm`, at every address of the spine.
+//! `m` is device `lm`, on the spine's management address alone.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -72,16 +72,21 @@ impl Exporters {
         })
     }
 
-    /// Starts an exporter in each spine of `fabric`, listening on every
-    /// address of the spine (its management address, read for next hops a
-    /// config lists; each link's, for those learned from BGP), and returns
-    /// once every one answers leaf 1 with its queue toward leaf 2.
+    /// Starts an exporter in each spine of `fabric`, listening on its
+    /// management address only (so no scrape crosses a link it reports
+    /// on), and returns once every one answers leaf 1 with its queue
+    /// toward leaf 2.
     pub fn start_fabric(fabric: &Fabric) -> Result<Exporters> {
         let spines = 1..=fabric.shape().spines;
         Self::start_at(Place {
             bed: fabric.name().to_owned(),
             spines: (spines.clone())
-                .map(|j| (fabric.ns(&format!("s{j}")), format!(":{PORT}")))
+                .map(|j| {
+                    (
+                        fabric.ns(&format!("s{j}")),
+                        format!("{}:{PORT}", mgmt_addr(Router::Spine(j))),
+                    )
+                })
                 .collect(),
             reader: fabric.ns("l1"),
             targets: spines

@@ -104,6 +104,7 @@ fn kernel_groups_take_telemetry_by_template() {
     let template = remote::TargetTemplate {
         url: "http://{ip}:9100/metrics".into(),
         device: "to-{interface}".into(),
+        switches: Default::default(),
     };
     assert_eq!(
         remote.groups[0].telemetry,
@@ -127,7 +128,8 @@ fn kernel_groups_take_telemetry_by_template() {
              telemetry_device = \"eth1\"\n"
         )),
         "configs/x.toml:7:17: telemetry_url \"http://{host}:9100/\": only {ip} (the next \
-         hop's address) and {interface} (the port toward it) may be written in braces"
+         hop's address), {interface} (the port toward it) and {switch} (the address \
+         switch_addresses gives the port) may be written in braces"
     );
     assert_eq!(
         err(&followed(
@@ -145,6 +147,58 @@ fn kernel_groups_take_telemetry_by_template() {
         "configs/x.toml:6:17: telemetry_url at the group is a template for next hops the \
          group learns (kernel_routes, sonic_routes); group \"g\" lists its next hops: set \
          telemetry_url on each"
+    );
+}
+
+/// `{switch}` takes the management address `switch_addresses` gives the
+/// port, so a spine is scraped beside the queues it reports, not through
+/// them; every address must make a URL, and the table is refused where
+/// nothing reads it.
+#[test]
+fn switch_addresses_take_scrapes_off_the_links() {
+    let group = |url: &str, switches: &str| {
+        followed(
+            BGP,
+            &format!(
+                "mode = \"flowlet\"\ntelemetry = \"remote\"\ntelemetry_url = \"{url}\"\n\
+                 telemetry_device = \"{{interface}}\"\nswitch_addresses = {{ {switches} }}\n"
+            ),
+        )
+    };
+    let url = "http://{switch}:9100/metrics";
+    let config = ok(&group(url, "s1 = \"192.0.2.11\", s2 = \"[2001:db8::12]\""));
+    let Some(GroupTelemetry::RemoteTemplate { template }) = &config.groups[0].telemetry else {
+        panic!("a template: {:?}", config.groups[0].telemetry)
+    };
+    assert_eq!(
+        template.switches,
+        [("s1", "192.0.2.11"), ("s2", "[2001:db8::12]")]
+            .map(|(port, host)| (port.to_owned(), host.to_owned()))
+            .into()
+    );
+    assert_eq!(
+        err(&group("http://{ip}:9100/metrics", "s1 = \"192.0.2.11\"")),
+        "configs/x.toml:10:20: switch_addresses is read only through {switch} in \
+         telemetry_url, which has none: write e.g. telemetry_url = \
+         \"http://{switch}:9100/metrics\""
+    );
+    assert_eq!(
+        err(&group(url, "s1 = \"192.0.2.11/24\"")),
+        "configs/x.toml:10:27: switch_addresses: \"192.0.2.11/24\" (port \"s1\") is no \
+         address or host name, e.g. \"192.0.2.11\" or \"[2001:db8::11]\""
+    );
+    assert_eq!(
+        err(&group(url, "\"a/b\" = \"192.0.2.11\"")),
+        "configs/x.toml:10:30: invalid interface name \"a/b\": it must not be \".\" or \
+         \"..\" or contain '/', ':', whitespace or NUL"
+    );
+    assert_eq!(
+        err(&with_group_key(
+            "telemetry = \"remote\"\nswitch_addresses = { s1 = \"192.0.2.11\" }\n"
+        )),
+        "configs/x.toml:6:20: switch_addresses at the group is a template for next hops \
+         the group learns (kernel_routes, sonic_routes); group \"g\" lists its next hops: \
+         write each one's telemetry_url with its switch's address"
     );
 }
 

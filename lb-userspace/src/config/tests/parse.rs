@@ -296,15 +296,19 @@ fn example_configs_say_what_they_claim() {
 }
 
 /// The FRR example follows the main table's BGP routes beside a group of
-/// its own, and reads each learned spine's exporter by template.
+/// its own, and reads each learned spine's exporter by template, at the
+/// spine's management address.
 #[test]
 fn frr_example_follows_bgp_routes() {
     let frr = example("frr-leaf.toml");
     let kernel = frr.groups[0].kernel_routes.expect("follows the kernel");
     assert_eq!(kernel.to_string(), "table main protocol bgp");
     let template = crate::telemetry::remote::TargetTemplate {
-        url: "http://{ip}:9100/metrics".into(),
+        url: "http://{switch}:9100/metrics".into(),
         device: "swp32".into(),
+        switches: [("swp1", "192.0.2.11"), ("swp2", "192.0.2.12")]
+            .map(|(port, host)| (port.to_owned(), host.to_owned()))
+            .into(),
     };
     assert_eq!(
         frr.groups[0].telemetry,

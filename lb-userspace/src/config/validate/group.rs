@@ -160,6 +160,7 @@ impl Ctx<'_> {
             let template = Template {
                 url: group.telemetry_url,
                 device: group.telemetry_device,
+                switches: group.switch_addresses,
                 learns_from,
             };
             let telemetry = self.group_telemetry(

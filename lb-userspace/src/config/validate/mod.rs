@@ -222,7 +222,7 @@ impl Ctx<'_> {
     }
 
     /// Checks a name the way the kernel's `dev_valid_name` does.
-    fn ifname(&self, name: Spanned<String>) -> Result<String, ConfigError> {
+    pub(super) fn ifname(&self, name: Spanned<String>) -> Result<String, ConfigError> {
         let span = name.span();
         let name = self.name(name, "interface name", IFNAME_MAX_LEN)?;
         let bad_byte = |b: &u8| {

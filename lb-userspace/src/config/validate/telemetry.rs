@@ -1,6 +1,7 @@
 //! `[ars_profile]`, `[telemetry]`, and a group's `telemetry` with its next
 //! hops' telemetry keys.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use lb_common::select::quality::Scale;
@@ -51,16 +52,19 @@ impl PathKeys {
 }
 
 /// A group's own `telemetry_url` and `telemetry_device`: templates for
-/// the next hops it learns, when it learns them (from `learns_from`).
+/// the next hops it learns, when it learns them (from `learns_from`), and
+/// the `switch_addresses` the URL's `{switch}` reads.
 pub(super) struct Template {
     pub(super) url: Option<Spanned<String>>,
     pub(super) device: Option<Spanned<String>>,
+    pub(super) switches: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     pub(super) learns_from: Option<&'static str>,
 }
 
 impl Template {
     fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
         url_or_device(&self.url, &self.device)
+            .or_else(|| (self.switches.as_ref()).map(|s| (s.span(), "switch_addresses")))
     }
 }
 
@@ -281,12 +285,17 @@ impl Ctx<'_> {
         settings: &TelemetrySettings,
     ) -> Result<Option<GroupTelemetry>, ConfigError> {
         if let (Some((span, key)), None) = (template.first_key(), template.learns_from) {
+            let instead = if key == "switch_addresses" {
+                "write each one's telemetry_url with its switch's address".to_owned()
+            } else {
+                format!("set {key} on each")
+            };
             return Err(self.error(
                 span,
                 format!(
                     "{key} at the group is a template for next hops the group learns \
                      (kernel_routes, sonic_routes); group {group:?} lists its next hops: \
-                     set {key} on each"
+                     {instead}"
                 ),
             ));
         }
@@ -411,20 +420,63 @@ impl Ctx<'_> {
                 ),
             ));
         };
-        remote::TargetTemplate::check(url.get_ref(), true)
+        let switches = match template.switches {
+            Some(switches) => self.switch_addresses(switches, &url)?,
+            None => BTreeMap::new(),
+        };
+        remote::TargetTemplate::check(url.get_ref(), true, switches.values().map(String::as_str))
             .map_err(|why| self.error(url.span(), format!("telemetry_url {why}")))?;
         Ok(GroupTelemetry::RemoteTemplate {
             template: remote::TargetTemplate {
                 url: url.into_inner(),
                 device: self.device_template(device)?,
+                switches,
             },
         })
+    }
+
+    /// `switch_addresses`: port names, each with a host for `url`'s
+    /// `{switch}` (the URL check then tries each one in it).
+    fn switch_addresses(
+        &self,
+        switches: Spanned<BTreeMap<String, Spanned<String>>>,
+        url: &Spanned<String>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        if !url.get_ref().contains(remote::SWITCH) {
+            return Err(self.error(
+                switches.span(),
+                format!(
+                    "switch_addresses is read only through {} in telemetry_url, which \
+                     has none: write e.g. telemetry_url = \"http://{}:9100/metrics\"",
+                    remote::SWITCH,
+                    remote::SWITCH
+                ),
+            ));
+        }
+        let mut out = BTreeMap::new();
+        for (port, host) in switches.into_inner() {
+            // A key has no span of its own: errors point at its value.
+            let span = host.span();
+            let port = self.ifname(Spanned::new(span.clone(), port))?;
+            let host = host.into_inner();
+            if host.is_empty() || host.contains(|c: char| "{}/@ ".contains(c)) {
+                return Err(self.error(
+                    span,
+                    format!(
+                        "switch_addresses: {host:?} (port {port:?}) is no address or host \
+                         name, e.g. \"192.0.2.11\" or \"[2001:db8::11]\""
+                    ),
+                ));
+            }
+            out.insert(port, host);
+        }
+        Ok(out)
     }
 
     /// A `telemetry_device` template: known placeholders only, and a
     /// label that fits whatever they are filled with.
     pub(super) fn device_template(&self, device: Spanned<String>) -> Result<String, ConfigError> {
-        remote::TargetTemplate::check(device.get_ref(), false)
+        remote::TargetTemplate::check(device.get_ref(), false, [])
             .map_err(|why| self.error(device.span(), format!("telemetry_device {why}")))?;
         let longest = remote::TargetTemplate::longest(device.get_ref());
         if longest.len() > NAME_MAX_LEN {

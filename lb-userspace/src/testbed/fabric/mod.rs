@@ -387,9 +387,9 @@ impl Fabric {
     /// spine's exporter ([`super::Exporters::start_fabric`]), with
     /// `"counters-db"` each spine's COUNTERS_DB ([`FlexCounters`]), and has
     /// a destination per other leaf: its hosts' prefix, rated by each
-    /// spine's port toward that leaf. Listed spines are read over the
-    /// management network; learned ones at the address BGP gives them, the
-    /// only one a template can make.
+    /// spine's port toward that leaf. Every spine is read over the
+    /// management network: a learned one at the address the group's
+    /// `switch_addresses` gives the port toward it.
     pub fn leaf_config(&self, k: usize, group: &str) -> String {
         let source = ["remote", "counters-db"].into_iter().find(|source| {
             group
@@ -407,9 +407,14 @@ impl Fabric {
             // template names the next switch's, so `check-config` refuses
             // its destinations.
             if source == Some("remote") {
+                let switches = (1..=self.shape.spines)
+                    .map(|j| format!("s{j} = \"{}\"", mgmt_addr(Router::Spine(j))))
+                    .collect::<Vec<_>>();
                 text.push_str(&format!(
-                    "telemetry_url = \"http://{{ip}}:{}/metrics\"\ntelemetry_device = \"l{k}\"\n",
-                    exporters::PORT
+                    "telemetry_url = \"http://{{switch}}:{}/metrics\"\n\
+                     telemetry_device = \"l{k}\"\nswitch_addresses = {{ {} }}\n",
+                    exporters::PORT,
+                    switches.join(", ")
                 ));
             }
         } else {
