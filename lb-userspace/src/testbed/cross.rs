@@ -22,8 +22,15 @@ use super::netns::in_netns;
 const PAYLOAD: usize = 1400;
 /// The port the far leaf receives it on.
 const PORT: u16 = 9471;
-/// How long the far leaf waits for the last datagrams after sending stops.
-const GRACE: Duration = Duration::from_millis(300);
+/// How long the far leaf waits at most for the last datagrams after
+/// sending stops.
+const GRACE: Duration = Duration::from_secs(2);
+/// The receiver's read timeout: a read that times out found the socket
+/// empty that long.
+const EMPTY_READ: Duration = Duration::from_millis(20);
+/// Empty reads after sending stopped that show nothing is still on its
+/// way: the spine's queue holds at most 20 ms.
+const EMPTY_READS_AFTER: u64 = 3;
 
 /// UDP at a fixed rate through one spine, until stopped.
 pub struct CrossTraffic {
@@ -34,8 +41,16 @@ pub struct CrossTraffic {
     stop_sending: Arc<AtomicBool>,
     stop_receiving: Arc<AtomicBool>,
     sender: Option<JoinHandle<Result<u64>>>,
-    received: Arc<AtomicU64>,
+    counts: Arc<Counts>,
     receiver: Option<JoinHandle<Result<()>>>,
+}
+
+/// What the receiver counted: datagrams, and reads that found the socket
+/// empty for [`EMPTY_READ`].
+#[derive(Default)]
+struct Counts {
+    datagrams: AtomicU64,
+    empty_reads: AtomicU64,
 }
 
 /// What it sent and what of it the spine's queue (or a link) lost.
@@ -53,16 +68,16 @@ impl CrossTraffic {
         let ns = bed.add_cross_port(j)?;
         let target = Ipv4Addr::new(198, 19, j as u8, 2);
         let socket = in_netns(&bed.ns("fleaf"), move || UdpSocket::bind((target, PORT)))??;
-        socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+        socket.set_read_timeout(Some(EMPTY_READ))?;
         // Room for a burst the counting thread is slow to read: a datagram
         // the socket drops would count as the queue's loss.
         nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RcvBuf, &(8 << 20))?;
         let stop_sending = Arc::new(AtomicBool::new(false));
         let stop_receiving = Arc::new(AtomicBool::new(false));
-        let received = Arc::new(AtomicU64::new(0));
+        let counts = Arc::new(Counts::default());
         let receiver = {
-            let (stop, received) = (stop_receiving.clone(), received.clone());
-            std::thread::spawn(move || receive(&socket, &stop, &received))
+            let (stop, counts) = (stop_receiving.clone(), counts.clone());
+            std::thread::spawn(move || receive(&socket, &stop, &counts))
         };
         let sender = {
             let (stop, ns) = (stop_sending.clone(), ns.clone());
@@ -73,7 +88,7 @@ impl CrossTraffic {
             stop_sending,
             stop_receiving,
             sender: Some(sender),
-            received,
+            counts,
             receiver: Some(receiver),
         })
     }
@@ -87,11 +102,20 @@ impl CrossTraffic {
             .context("stopped twice")?
             .join()
             .map_err(|_| anyhow!("cross sender panicked"))??;
+        // Until every datagram is in, or the socket has stayed empty long
+        // after the last was sent: a fixed wait counted datagrams still
+        // queued, or unread by a receiver a busy machine had not run, as
+        // the spine's losses.
         let deadline = Instant::now() + GRACE;
-        while self.received.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
+        let counts = &self.counts;
+        let empty_before = counts.empty_reads.load(Ordering::Relaxed);
+        while counts.datagrams.load(Ordering::Relaxed) < sent
+            && counts.empty_reads.load(Ordering::Relaxed) < empty_before + EMPTY_READS_AFTER
+            && Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let received = self.received.load(Ordering::Relaxed);
+        let received = counts.datagrams.load(Ordering::Relaxed);
         self.stop_receiving.store(true, Ordering::Relaxed);
         if let Some(receiver) = self.receiver.take() {
             receiver
@@ -139,22 +163,24 @@ fn send(target: Ipv4Addr, mbit: u32, stop: &AtomicBool) -> Result<u64> {
     Ok(sent)
 }
 
-fn receive(socket: &UdpSocket, stop: &AtomicBool, received: &AtomicU64) -> Result<()> {
+fn receive(socket: &UdpSocket, stop: &AtomicBool, counts: &Counts) -> Result<()> {
     let mut buf = [0u8; PAYLOAD + 1];
     while !stop.load(Ordering::Relaxed) {
         match socket.recv(&mut buf) {
             Ok(_) => {
-                received.fetch_add(1, Ordering::Relaxed);
+                counts.datagrams.fetch_add(1, Ordering::Relaxed);
             }
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        // A socket with a timeout is not restarted after a
-                        // signal, whatever the handler asked for.
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                counts.empty_reads.fetch_add(1, Ordering::Relaxed);
+            }
+            // A socket with a timeout is not restarted after a signal,
+            // whatever the handler asked for.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),
         }
     }
