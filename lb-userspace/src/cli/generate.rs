@@ -11,6 +11,8 @@ pub struct GenArgs {
     /// The first hop; its MAC comes from the neighbour table.
     #[arg(long)]
     gateway: std::net::Ipv4Addr,
+    /// `ring` (rank r to r+1), `all-to-all`, or `mixed`: two jobs at
+    /// once, a ring over the even ranks and an all-to-all over the odd.
     #[arg(long, default_value = "ring")]
     pattern: traffic::Pattern,
     /// Receive address of every rank, in rank order.

@@ -47,7 +47,7 @@ pub enum TestbedCommand {
         messages: u32,
         /// slow-spine, slow-spine-lossless, bgp-slow-spine, spine-slowdown,
         /// cross-traffic, link-down, restart, bgp-drain, sonic, te-override,
-        /// soak, fabric-slow-link, fabric-bgp or fabric-herd.
+        /// soak, fabric-slow-link, fabric-bgp, fabric-herd or fabric-matrix.
         #[arg(long)]
         scenario: Option<testbed::scenario::Name>,
         /// How long `--scenario soak` runs, in seconds.

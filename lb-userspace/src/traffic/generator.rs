@@ -21,6 +21,9 @@ pub enum Pattern {
     Ring,
     /// Every rank sends to every other rank.
     AllToAll,
+    /// Two jobs at once, sharing the fabric: a ring over the even ranks
+    /// and an all-to-all over the odd ones.
+    Mixed,
 }
 
 impl FromStr for Pattern {
@@ -30,8 +33,9 @@ impl FromStr for Pattern {
         match s {
             "ring" => Ok(Self::Ring),
             "all-to-all" => Ok(Self::AllToAll),
+            "mixed" => Ok(Self::Mixed),
             _ => Err(format!(
-                "unknown pattern {s:?} (valid: \"ring\", \"all-to-all\")"
+                "unknown pattern {s:?} (valid: \"ring\", \"all-to-all\", \"mixed\")"
             )),
         }
     }
@@ -47,6 +51,14 @@ impl Pattern {
             // step k every rank sends to the one k after it, so no rank is
             // everyone's first peer (an incast at every round's start).
             Self::AllToAll => (1..ranks).map(|k| (rank + k) % ranks).collect(),
+            Self::Mixed => {
+                let job = rank % 2;
+                let members = (ranks + 1 - job) / 2;
+                let within = if job == 0 { Self::Ring } else { Self::AllToAll };
+                (within.peers(members, rank / 2).into_iter())
+                    .map(|member| 2 * member + job)
+                    .collect()
+            }
         }
     }
 }
@@ -301,6 +313,13 @@ pub(super) mod tests {
         assert_eq!(Pattern::AllToAll.peers(4, 1), [2, 3, 0]);
         assert_eq!(Pattern::Ring.peers(1, 0), Vec::<usize>::new());
         assert_eq!("all-to-all".parse::<Pattern>(), Ok(Pattern::AllToAll));
+        // Two jobs: the even ranks' ring, the odd ranks' all-to-all.
+        assert_eq!(Pattern::Mixed.peers(8, 6), [0]);
+        assert_eq!(Pattern::Mixed.peers(8, 3), [5, 7, 1]);
+        assert_eq!(Pattern::Mixed.peers(7, 5), [1, 3]);
+        assert_eq!(Pattern::Mixed.peers(7, 6), [0]);
+        assert_eq!(Pattern::Mixed.peers(1, 0), Vec::<usize>::new());
+        assert_eq!("mixed".parse::<Pattern>(), Ok(Pattern::Mixed));
         assert!("mesh".parse::<Pattern>().is_err());
     }
 

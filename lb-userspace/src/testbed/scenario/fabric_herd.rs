@@ -30,6 +30,7 @@ use crate::testbed::fabric::{
 };
 use crate::testbed::queues::QueueWatch;
 use crate::testbed::{LeafMaps, Queues, Routing, ifindex_in};
+use crate::traffic::Pattern;
 
 pub const LEAVES: usize = fabric_slow_link::LEAVES;
 pub const SPINES: usize = fabric_slow_link::SPINES;
@@ -396,7 +397,8 @@ impl HerdRow {
                 dropped + link_lost + tx_errors,
             ),
             completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: fabric_slow_link::offered_ms(run, &slowed()).max(sending_ms),
+            ideal_ms: fabric_slow_link::offered_ms(run, &slowed(), Pattern::AllToAll)
+                .max(sending_ms),
             sending_ms,
             in_message_reorders: run.received.message_out_of_order,
             capacity_share: capacity_share(),

@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, other_choices, write_runs};
 use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
-    Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
+    Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, rank_place, run_fabric_collective,
 };
 use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, Routing};
 use crate::traffic::{Pace, Pattern};
@@ -35,13 +35,13 @@ pub const SLOW_SPINE: usize = 4;
 pub const SLOW_LEAF: usize = 3;
 /// Offered load as a share of what the slow port's leaf can take in.
 const LOAD: f64 = 0.8;
-const QPS: u32 = 4;
+pub(super) const QPS: u32 = 4;
 const MESSAGE_BYTES: u32 = 65536;
 /// Messages per connection at full length: about 1.7 s of sending.
 pub const MESSAGES: u32 = 28;
 /// Bytes of a RoCE-MTU frame on the wire as TBF counts them (see
 /// `slow_spine`).
-const FRAME_BYTES: u32 = ROCE_MTU + 58;
+pub(super) const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
 /// The fabric, statically routed.
 pub fn shape() -> FabricShape {
@@ -81,19 +81,23 @@ pub fn bgp_modes() -> Vec<Mode> {
     all.into_iter().chain(linux).collect()
 }
 
-/// Connections into each leaf from the others', by leaf (index 0 for
-/// leaf 1), and all connections, of `pattern` over the fabric's ranks.
-fn connections(pattern: Pattern) -> (Vec<u32>, u32) {
-    let ranks = LEAVES * HOSTS;
-    let mut into = vec![0; LEAVES];
+/// Cross-rack traffic into each leaf of `shape` under `pattern` over
+/// every host, by leaf (index 0 for leaf 1): the connections into it from
+/// other leaves, and the senders' rates they carry (each sender's rate
+/// split evenly over its connections); and all connections.
+fn connections(shape: &FabricShape, pattern: Pattern) -> (Vec<(u32, f64)>, u32) {
+    let ranks = shape.leaves * shape.hosts;
+    let mut into = vec![(0, 0.0); shape.leaves];
     let mut all = 0;
     for rank in 0..ranks {
-        let leaf = crate::testbed::fabric::rank_place(LEAVES, rank).0;
-        for peer in pattern.peers(ranks, rank) {
-            let to = crate::testbed::fabric::rank_place(LEAVES, peer).0;
+        let leaf = rank_place(shape.leaves, rank).0;
+        let peers = pattern.peers(ranks, rank);
+        for &peer in &peers {
+            let to = rank_place(shape.leaves, peer).0;
             all += 1;
             if to != leaf {
-                into[to - 1] += 1;
+                into[to - 1].0 += 1;
+                into[to - 1].1 += 1.0 / peers.len() as f64;
             }
         }
     }
@@ -107,16 +111,22 @@ fn capacity_into(shape: &FabricShape, leaf: usize) -> u32 {
         .sum()
 }
 
-/// The all-to-all, `messages` per connection, paced so that the slow
-/// port's leaf is offered [`LOAD`] of its capacity.
+/// The all-to-all over [`shape`], `messages` per connection, paced so
+/// that the slow port's leaf is offered [`LOAD`] of its capacity.
 pub fn collective(messages: u32) -> Collective {
-    let pattern = Pattern::AllToAll;
-    let (into, _) = connections(pattern);
-    let ranks = LEAVES * HOSTS;
-    let per_connection_mbit =
-        LOAD * f64::from(capacity_into(&shape(), SLOW_LEAF)) / f64::from(into[SLOW_LEAF - 1]);
-    let per_sender = per_connection_mbit * pattern.peers(ranks, 0).len() as f64;
-    let rate_pps = per_sender * 1e6 / 8.0 / f64::from(FRAME_BYTES);
+    paced(&shape(), Pattern::AllToAll, LOAD, messages)
+}
+
+/// `pattern` over every host of `shape`, `messages` per connection, every
+/// sender paced alike so that the leaf offered most for what it takes
+/// in from the spines is offered `load` of it.
+pub(super) fn paced(shape: &FabricShape, pattern: Pattern, load: f64, messages: u32) -> Collective {
+    let (into, _) = connections(shape, pattern);
+    let mbit_per_sender = (1..=shape.leaves)
+        .filter(|&leaf| into[leaf - 1].1 > 0.0)
+        .map(|leaf| f64::from(capacity_into(shape, leaf)) / into[leaf - 1].1)
+        .fold(f64::INFINITY, f64::min);
+    let rate_pps = load * mbit_per_sender * 1e6 / 8.0 / f64::from(FRAME_BYTES);
     Collective {
         pattern,
         qps_per_connection: QPS,
@@ -130,7 +140,7 @@ pub fn collective(messages: u32) -> Collective {
         },
         source_port_per_qp: true,
         small_messages: 0,
-        senders: ranks,
+        senders: shape.leaves * shape.hosts,
         leaf: Leaf::Kernel,
     }
 }
@@ -253,7 +263,7 @@ impl FabricRow {
                 dropped + link_lost + tx_errors,
             ),
             completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: offered_ms(run, shape).max(sending_ms),
+            ideal_ms: offered_ms(run, shape, Pattern::AllToAll).max(sending_ms),
             sending_ms,
             in_message_reorders: run.received.message_out_of_order,
             share: run.leaves.iter().map(|l| l.byte_shares()).collect(),
@@ -271,13 +281,14 @@ impl FabricRow {
     }
 }
 
-/// What the most loaded leaf was offered (the all-to-all of
-/// [`collective`]) over what it takes in from the spines of `shape`, ms.
-pub(super) fn offered_ms(run: &FabricReport, shape: &FabricShape) -> f64 {
-    let (into, all) = connections(Pattern::AllToAll);
+/// What the most loaded leaf was offered (`pattern` over every host,
+/// every connection as many bytes) over what it takes in from the spines
+/// of `shape`, ms.
+pub(super) fn offered_ms(run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> f64 {
+    let (into, all) = connections(shape, pattern);
     (1..=shape.leaves)
         .map(|leaf| {
-            let bytes = run.sent_bytes as f64 * f64::from(into[leaf - 1]) / f64::from(all);
+            let bytes = run.sent_bytes as f64 * f64::from(into[leaf - 1].0) / f64::from(all);
             bytes * 8.0 / (f64::from(capacity_into(shape, leaf)) * 1e3)
         })
         .fold(0.0, f64::max)
@@ -427,7 +438,9 @@ mod tests {
     /// sender.
     #[test]
     fn the_load_is_set_by_the_slow_ports_leaf() {
-        assert_eq!(connections(Pattern::AllToAll), (vec![12; 4], 56));
+        let (into, all) = connections(&shape(), Pattern::AllToAll);
+        assert_eq!(all, 56);
+        assert_eq!(into.iter().map(|i| i.0).collect::<Vec<_>>(), [12; 4]);
         assert_eq!(capacity_into(&shape(), SLOW_LEAF), 130);
         assert_eq!(capacity_into(&shape(), 1), 160);
         let pps = collective(MESSAGES).pace.rate_pps.unwrap_or_default();

@@ -8,6 +8,7 @@
 
 mod bgp_drain;
 pub mod fabric_herd;
+pub mod fabric_matrix;
 pub mod fabric_slow_link;
 mod link_down;
 mod reaction;
@@ -79,10 +80,13 @@ pub enum Name {
     /// Four leaves steering, one spine slowing mid-run: herding
     /// ([`fabric_herd`]).
     FabricHerd,
+    /// Patterns, degradations, loads and path counts as one table
+    /// ([`fabric_matrix`]).
+    FabricMatrix,
 }
 
 impl Name {
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -97,6 +101,7 @@ impl Name {
         Self::FabricSlowLink,
         Self::FabricBgp,
         Self::FabricHerd,
+        Self::FabricMatrix,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -115,6 +120,7 @@ impl Name {
             Self::FabricSlowLink => "fabric-slow-link",
             Self::FabricBgp => "fabric-bgp",
             Self::FabricHerd => "fabric-herd",
+            Self::FabricMatrix => "fabric-matrix",
         }
     }
 
@@ -122,7 +128,9 @@ impl Name {
     /// fabric of several leaves, not on the single-leaf testbed.
     pub fn scenario(self) -> Option<Scenario> {
         Some(match self {
-            Self::FabricSlowLink | Self::FabricBgp | Self::FabricHerd => return None,
+            Self::FabricSlowLink | Self::FabricBgp | Self::FabricHerd | Self::FabricMatrix => {
+                return None;
+            }
             Self::SlowSpine => slow_spine(super::Queues::Lossy, slow_spine::MESSAGES),
             Self::SlowSpineLossless => slow_spine(super::Queues::Lossless, slow_spine::MESSAGES),
             Self::BgpSlowSpine => bgp_slow_spine(slow_spine::MESSAGES),
@@ -168,7 +176,7 @@ impl Name {
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
      spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak, \
-     fabric-slow-link, fabric-bgp and fabric-herd"
+     fabric-slow-link, fabric-bgp, fabric-herd and fabric-matrix"
 )]
 pub struct UnknownScenario(String);
 
@@ -292,6 +300,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
         Name::FabricSlowLink => return fabric_slow_link::run(bed_name, false, json),
         Name::FabricBgp => return fabric_slow_link::run(bed_name, true, json),
         Name::FabricHerd => return fabric_herd::run(bed_name, json),
+        Name::FabricMatrix => return fabric_matrix::run(bed_name, json),
         _ => {}
     }
     let scenario = name
