@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::fabric_slow_link::{self, COUNTERS_DB, source_of, with_source};
+use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, source_of, with_source};
 use super::reaction::signed_ms;
 use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, write_runs};
 use crate::config::FlowletChoice;
-use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
     run_fabric_collective_with,
@@ -153,18 +152,9 @@ pub struct HerdRow {
     pub choice: String,
     /// How many leaves steered (leaves 1..=n); the others ran blind.
     pub steering_leaves: usize,
-    pub sent: u64,
-    pub received: u64,
-    pub dropped: u64,
-    pub link_lost: u64,
-    pub tx_errors: u64,
-    pub unaccounted: i64,
-    pub completion_ms: f64,
-    /// The senders' paced time or what each leaf was offered over what it
-    /// takes in once spine 4 is slow, whichever is longer.
-    pub ideal_ms: f64,
-    pub sending_ms: f64,
-    pub in_message_reorders: u64,
+    /// The ideal reckoned with spine 4 slow from the start.
+    #[serde(flatten)]
+    pub totals: FabricTotals,
     /// Spine 4's share of what every leaf can take in once slow (10/130).
     pub capacity_share: f64,
     /// Its share of the steering leaves' bytes before the change, and
@@ -184,12 +174,6 @@ pub struct HerdRow {
     /// `port_dropped[spine][leaf]`.
     pub port_dropped: Vec<Vec<u64>>,
     pub windows: Vec<Window>,
-}
-
-impl HerdRow {
-    pub fn loss(&self) -> f64 {
-        self.dropped as f64 / self.sent.max(1) as f64
-    }
 }
 
 /// One sample of the watch: when, every leaf's bytes by spine, every
@@ -369,10 +353,6 @@ impl HerdRow {
         } else {
             LEAVES
         };
-        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
-        let dropped = run.spine_drops();
-        let link_lost = run.drops.lost_on_the_way();
-        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
         let (settle_ms, oscillation) = settling(&watch.spans(steering), capacity_share());
         let moves: u64 = run
             .leaves
@@ -386,21 +366,7 @@ impl HerdRow {
             source: source_of(mode).to_owned(),
             choice: mode.choice.to_string(),
             steering_leaves: if mode.telemetry { steering } else { 0 },
-            sent: run.sent_packets,
-            received: run.received.packets,
-            dropped,
-            link_lost,
-            tx_errors,
-            unaccounted: unaccounted(
-                run.sent_packets,
-                run.received.packets,
-                dropped + link_lost + tx_errors,
-            ),
-            completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: fabric_slow_link::offered_ms(run, &slowed(), Pattern::AllToAll)
-                .max(sending_ms),
-            sending_ms,
-            in_message_reorders: run.received.message_out_of_order,
+            totals: FabricTotals::of(run, &slowed(), Pattern::AllToAll),
             capacity_share: capacity_share(),
             share_before: watch.share_before(steering),
             share_after: watch.share_after(steering),
@@ -502,12 +468,12 @@ fn print(rows: &[HerdRow]) {
                 row.choice.as_str()
             },
             row.steering_leaves,
-            row.sent,
-            row.dropped,
-            100.0 * row.loss(),
-            row.unaccounted,
-            row.completion_ms,
-            row.ideal_ms,
+            row.totals.sent,
+            row.totals.dropped,
+            100.0 * row.totals.loss(),
+            row.totals.unaccounted,
+            row.totals.completion_ms,
+            row.totals.ideal_ms,
             100.0 * row.share_before.unwrap_or_default(),
             100.0 * row.share_after.unwrap_or_default(),
             ms(row.settle_ms),

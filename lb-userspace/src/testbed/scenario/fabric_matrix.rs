@@ -19,13 +19,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::fabric_slow_link::{self, COUNTERS_DB, QPS, paced, with_source};
+use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, QPS, paced, with_source};
 use super::{Mode, modes, on_own_fabric, write_runs};
-use crate::testbed::drops::unaccounted;
-use crate::testbed::fabric::{
-    Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, run_fabric_collective,
-};
-use crate::testbed::{Collective, Leaf, Queues, Routing};
+use crate::testbed::fabric::{Fabric, FabricReport, FabricShape, LinkRates};
+use crate::testbed::{Collective, Queues, Routing};
 use crate::traffic::Pattern;
 
 const LEAVES: usize = 4;
@@ -168,16 +165,8 @@ pub struct MatrixRow {
     pub mode: String,
     pub telemetry: bool,
     pub source: String,
-    pub sent: u64,
-    pub received: u64,
-    /// What the spines' shaped ports dropped.
-    pub dropped: u64,
-    pub link_lost: u64,
-    pub tx_errors: u64,
-    pub unaccounted: i64,
-    pub completion_ms: f64,
-    pub ideal_ms: f64,
-    pub in_message_reorders: u64,
+    #[serde(flatten)]
+    pub totals: FabricTotals,
     /// Of the traffic toward the degraded ports' leaves, what the
     /// degraded ports carried, and their share of those leaves' capacity.
     pub degraded_share: f64,
@@ -219,10 +208,6 @@ impl MatrixRow {
                 (mean > 0.0).then(|| busiest as f64 / mean)
             })
             .fold(1.0, f64::max);
-        let dropped = run.spine_drops();
-        let link_lost = run.drops.lost_on_the_way();
-        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
-        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
         Self {
             pattern: pattern_name(cell.pattern),
             degraded: cell.degraded,
@@ -231,30 +216,13 @@ impl MatrixRow {
             mode: mode.name.to_owned(),
             telemetry: mode.telemetry,
             source: fabric_slow_link::source_of(mode).to_owned(),
-            sent: run.sent_packets,
-            received: run.received.packets,
-            dropped,
-            link_lost,
-            tx_errors,
-            unaccounted: unaccounted(
-                run.sent_packets,
-                run.received.packets,
-                dropped + link_lost + tx_errors,
-            ),
-            completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: fabric_slow_link::offered_ms(run, &shape, cell.pattern).max(sending_ms),
-            in_message_reorders: run.received.message_out_of_order,
+            totals: FabricTotals::of(run, &shape, cell.pattern),
             degraded_share: on_degraded as f64
                 / leaves.iter().map(|&leaf| toward(leaf)).sum::<u64>().max(1) as f64,
             capacity_share: degraded_capacity / f64::from(leaves_capacity.max(1)),
             equal_paths_mmr,
             flowlet_moves: run.leaves.iter().map(|l| l.flowlet_moves).sum(),
         }
-    }
-
-    /// Dropped over sent.
-    pub fn loss(&self) -> f64 {
-        self.dropped as f64 / self.sent.max(1) as f64
     }
 }
 
@@ -276,23 +244,15 @@ pub fn measure(
     modes: &[Mode],
     sending: Duration,
 ) -> Result<Vec<MatrixRow>> {
-    let reads = modes.iter().any(|m| m.telemetry);
-    let _counters = reads.then(|| FlexCounters::start(fabric)).transpose()?;
     let collective = cell.collective(sending);
-    let mut rows = Vec::new();
-    for mode in modes {
-        let collective = Collective {
-            leaf: Leaf::Fabriclb {
-                group: mode.group.clone(),
-            },
-            ..collective.clone()
-        };
-        let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
-        let run = run_fabric_collective(fabric, fabriclb, workdir, &collective, &args)
-            .with_context(|| format!("mode {}", mode.name))?;
-        rows.push(MatrixRow::new(cell, mode, &run));
-    }
-    Ok(rows)
+    fabric_slow_link::each_mode(
+        fabric,
+        fabriclb,
+        workdir,
+        &collective,
+        modes,
+        |mode, run| MatrixRow::new(cell, mode, run),
+    )
 }
 
 /// Every cell on a fabric of its own, one after another; prints the table
@@ -308,7 +268,7 @@ pub fn run(bed_name: &str, json: Option<&Path>) -> Result<()> {
         .with_context(|| format!("scenario fabric-matrix, cell {cell}"))?;
         // A cell takes about half a minute: say where the run is.
         let losses: Vec<String> = (measured.iter())
-            .map(|row| format!("{} {:.2}%", row.mode, 100.0 * row.loss()))
+            .map(|row| format!("{} {:.2}%", row.mode, 100.0 * row.totals.loss()))
             .collect();
         eprintln!(
             "cell {}/{} {cell}: {}",
@@ -360,15 +320,15 @@ fn print(rows: &[MatrixRow]) {
             } else {
                 row.mode.clone()
             },
-            row.sent,
-            row.dropped,
-            100.0 * row.loss(),
-            row.unaccounted,
-            row.completion_ms / row.ideal_ms.max(1.0),
+            row.totals.sent,
+            row.totals.dropped,
+            100.0 * row.totals.loss(),
+            row.totals.unaccounted,
+            row.totals.completion_ms / row.totals.ideal_ms.max(1.0),
             100.0 * row.degraded_share,
             100.0 * row.capacity_share,
             row.equal_paths_mmr,
-            row.in_message_reorders
+            row.totals.in_message_reorders
         );
     }
     println!(

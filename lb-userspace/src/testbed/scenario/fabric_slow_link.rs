@@ -196,17 +196,10 @@ pub(super) fn source_of(mode: &Mode) -> &'static str {
         .unwrap_or("")
 }
 
-/// One mode's run.
+/// What every fabric scenario's row counts of a run: where the packets
+/// sent went, and how long it took against the ideal.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FabricRow {
-    pub mode: String,
-    pub telemetry: bool,
-    /// What the telemetry rows read: `counters-db` (each spine's
-    /// COUNTERS_DB), `remote` (its node_exporter) or `linux` (the leaf's
-    /// own ports); empty without.
-    pub source: String,
-    /// How new flowlets pick a next hop (`least-cost`, `two-choices`).
-    pub choice: String,
+pub struct FabricTotals {
     pub sent: u64,
     pub received: u64,
     /// What the spines' shaped ports dropped: the fabric's losses.
@@ -222,6 +215,60 @@ pub struct FabricRow {
     pub ideal_ms: f64,
     pub sending_ms: f64,
     pub in_message_reorders: u64,
+}
+
+impl FabricTotals {
+    /// `run`'s, of `pattern` over every host of `shape` (the rates the
+    /// ideal is reckoned with).
+    pub(super) fn of(run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> Self {
+        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
+        let dropped = run.spine_drops();
+        let link_lost = run.drops.lost_on_the_way();
+        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
+        Self {
+            sent: run.sent_packets,
+            received: run.received.packets,
+            dropped,
+            link_lost,
+            tx_errors,
+            unaccounted: unaccounted(
+                run.sent_packets,
+                run.received.packets,
+                dropped + link_lost + tx_errors,
+            ),
+            completion_ms: run.completion().as_secs_f64() * 1e3,
+            ideal_ms: offered_ms(run, shape, pattern).max(sending_ms),
+            sending_ms,
+            in_message_reorders: run.received.message_out_of_order,
+        }
+    }
+
+    /// Dropped over sent.
+    pub fn loss(&self) -> f64 {
+        self.dropped as f64 / self.sent.max(1) as f64
+    }
+
+    /// Whether no more messages were reordered than packets lost: a
+    /// message whose packet a queue dropped arrives out of order, no
+    /// other should.
+    pub fn reorders_only_after_losses(&self) -> bool {
+        self.in_message_reorders <= self.dropped + self.link_lost + self.tx_errors
+    }
+}
+
+/// One mode's run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FabricRow {
+    pub mode: String,
+    pub telemetry: bool,
+    /// What the telemetry rows read: `counters-db` (each spine's
+    /// COUNTERS_DB), `remote` (its node_exporter) or `linux` (the leaf's
+    /// own ports); empty without.
+    pub source: String,
+    /// How new flowlets pick a next hop (`least-cost`, `two-choices`).
+    pub choice: String,
+    #[serde(flatten)]
+    pub totals: FabricTotals,
     /// `share[leaf][spine]`: each leaf's bytes by spine (0..=1).
     pub share: Vec<Vec<f64>>,
     /// Traffic toward the other leaves that crossed the slow spine, over
@@ -237,35 +284,18 @@ pub struct FabricRow {
 
 impl FabricRow {
     fn new(mode: &Mode, run: &FabricReport, shape: &FabricShape) -> Self {
-        let sending_ms = run.elapsed.as_secs_f64() * 1e3;
         let toward = |leaf: usize| (1..=shape.spines).map(|j| run.port_bytes(j, leaf)).sum();
         let healthy: Vec<usize> = (1..=shape.leaves).filter(|&m| m != SLOW_LEAF).collect();
         let healthy_total: u64 = healthy.iter().map(|&m| toward(m)).sum::<u64>();
         let healthy_on_slow: u64 = healthy.iter().map(|&m| run.port_bytes(SLOW_SPINE, m)).sum();
         let even = healthy_total as f64 / shape.spines as f64;
         let slow_total: u64 = toward(SLOW_LEAF);
-        let dropped = run.spine_drops();
-        let link_lost = run.drops.lost_on_the_way();
-        let tx_errors = run.leaves.iter().map(|l| l.tx_errors).sum();
         Self {
             mode: mode.name.to_owned(),
             telemetry: mode.telemetry,
             source: source_of(mode).to_owned(),
             choice: mode.choice.to_string(),
-            sent: run.sent_packets,
-            received: run.received.packets,
-            dropped,
-            link_lost,
-            tx_errors,
-            unaccounted: unaccounted(
-                run.sent_packets,
-                run.received.packets,
-                dropped + link_lost + tx_errors,
-            ),
-            completion_ms: run.completion().as_secs_f64() * 1e3,
-            ideal_ms: offered_ms(run, shape, Pattern::AllToAll).max(sending_ms),
-            sending_ms,
-            in_message_reorders: run.received.message_out_of_order,
+            totals: FabricTotals::of(run, shape, Pattern::AllToAll),
             share: run.leaves.iter().map(|l| l.byte_shares()).collect(),
             healthy_share_on_degraded_spine: healthy_on_slow as f64 / even.max(1.0),
             degraded_port_share: run.port_bytes(SLOW_SPINE, SLOW_LEAF) as f64
@@ -274,17 +304,12 @@ impl FabricRow {
             flowlet_moves: run.leaves.iter().map(|l| l.flowlet_moves).sum(),
         }
     }
-
-    /// Dropped over sent.
-    pub fn loss(&self) -> f64 {
-        self.dropped as f64 / self.sent.max(1) as f64
-    }
 }
 
 /// What the most loaded leaf was offered (`pattern` over every host,
 /// every connection as many bytes) over what it takes in from the spines
 /// of `shape`, ms.
-pub(super) fn offered_ms(run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> f64 {
+fn offered_ms(run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> f64 {
     let (into, all) = connections(shape, pattern);
     (1..=shape.leaves)
         .map(|leaf| {
@@ -319,6 +344,27 @@ pub fn measure(
     messages: u32,
     modes: &[Mode],
 ) -> Result<Vec<FabricRow>> {
+    each_mode(
+        fabric,
+        fabriclb,
+        workdir,
+        &collective(messages),
+        modes,
+        |mode, run| FabricRow::new(mode, run, fabric.shape()),
+    )
+}
+
+/// Runs `collective` through each of `modes` on `fabric`, every leaf
+/// running the mode, with what the telemetry rows read started on the
+/// spines first; a row of each run made by `row`.
+pub(super) fn each_mode<R>(
+    fabric: &Fabric,
+    fabriclb: &Path,
+    workdir: &Path,
+    collective: &Collective,
+    modes: &[Mode],
+    row: impl Fn(&Mode, &FabricReport) -> R,
+) -> Result<Vec<R>> {
     let reads = |source| modes.iter().any(|m| source_of(m) == source);
     let _exporters = reads(REMOTE)
         .then(|| Exporters::start_fabric(fabric))
@@ -326,7 +372,6 @@ pub fn measure(
     let _counters = reads(COUNTERS_DB)
         .then(|| FlexCounters::start(fabric))
         .transpose()?;
-    let collective = collective(messages);
     let mut rows = Vec::new();
     for mode in modes {
         let collective = Collective {
@@ -338,7 +383,7 @@ pub fn measure(
         let args: Vec<&str> = mode.daemon_args.iter().map(String::as_str).collect();
         let run = run_fabric_collective(fabric, fabriclb, workdir, &collective, &args)
             .with_context(|| format!("mode {}", mode.name))?;
-        rows.push(FabricRow::new(mode, &run, fabric.shape()));
+        rows.push(row(mode, &run));
     }
     Ok(rows)
 }
@@ -408,17 +453,17 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
             } else {
                 row.choice.as_str()
             },
-            row.sent,
-            row.received,
-            row.dropped,
-            100.0 * row.loss(),
-            row.link_lost,
-            row.unaccounted,
-            row.completion_ms,
-            row.ideal_ms,
+            row.totals.sent,
+            row.totals.received,
+            row.totals.dropped,
+            100.0 * row.totals.loss(),
+            row.totals.link_lost,
+            row.totals.unaccounted,
+            row.totals.completion_ms,
+            row.totals.ideal_ms,
             row.healthy_share_on_degraded_spine,
             100.0 * row.degraded_port_share,
-            row.in_message_reorders
+            row.totals.in_message_reorders
         );
     }
     println!(
