@@ -114,10 +114,11 @@ pub const PHASE_STEP: u64 = 16;
 /// [`PHASE_STEP`] flowlets. In plain turns, a flow whose flowlets come in
 /// step with the cursor (every second flowlet of its CPU, as two senders
 /// sharing a core make them) would only ever see every second entry,
-/// which over equal members is half of them: a flow started on a crowded
-/// path never drew the one with room, and 16 flows over 4 paths ended
-/// 1.30x the mean on the busiest about one run in ten. The extra step
-/// turns such a flow's phase through every entry; four successive
+/// which over equal members is half of them, so a flow started on a
+/// crowded path might never draw the one with room (the likely cause of
+/// 16 flows over 4 paths ending 1.30x the mean on the busiest in about
+/// one CI run in ten, which never showed on an idle machine). The extra
+/// step turns such a flow's phase through every entry; four successive
 /// flowlets still take four different members but where they straddle it.
 #[inline(always)]
 pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, cursor: u64) -> [u32; 2] {
