@@ -11,9 +11,20 @@ use crate::bed::{Bed, wait_for};
 
 /// `fabriclb ARGS` in the leaf's namespace, reading the pins under `bpffs`.
 pub fn in_leaf(bed: &Bed, bpffs: &Bpffs, args: &[&str]) -> String {
-    let out = Command::new("ip")
+    let mut command = Command::new("ip");
+    command
         .args(["netns", "exec", &bed.testbed.ns("leaf")])
-        .arg(env!("CARGO_BIN_EXE_fabriclb"))
+        .arg(env!("CARGO_BIN_EXE_fabriclb"));
+    run(command, bpffs, args)
+}
+
+/// `fabriclb ARGS` in this test's own namespace, not the daemon's.
+fn from_here(bpffs: &Bpffs, args: &[&str]) -> String {
+    run(Command::new(env!("CARGO_BIN_EXE_fabriclb")), bpffs, args)
+}
+
+fn run(mut command: Command, bpffs: &Bpffs, args: &[&str]) -> String {
+    let out = command
         .arg(args[0])
         .arg("--bpffs")
         .arg(bpffs.path())
@@ -56,6 +67,19 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
     let config = config.to_str().expect("path").to_owned();
 
     let running = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
+    // From another namespace the maps' ifindexes are named as the daemon
+    // names them: status reads its namespace's interfaces.
+    let elsewhere = from_here(&bpffs, &["status", "--json", "--config", &config]);
+    assert_eq!(
+        without_multicast(&elsewhere),
+        without_multicast(&running),
+        "status from this namespace"
+    );
+    // A packet of the load's kind to the receiver, explained from either
+    // namespace alike: --ingress and the ports named as the daemon's.
+    let packet = format!("udp 198.18.101.1:40000 -> {}:9000", receiver_addr(1));
+    let explain = ["explain", "--config", &config, "--ingress", "h1", &packet];
+    assert_eq!(from_here(&bpffs, &explain), in_leaf(&bed, &bpffs, &explain));
     // Killed, the daemon leaves the pins and the counters in them.
     daemon.kill().expect("kill -9");
     let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
@@ -80,14 +104,9 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
         assert_eq!(nh["bytes"], spine.bytes, "{name}: bytes");
     }
 
-    // A packet of the load's kind to the receiver: the group's hash picks
-    // a spine; the spine's own MAC is what the next hop rewrites to.
-    let packet = format!("udp 198.18.101.1:40000 -> {}:9000", receiver_addr(1));
-    let text = in_leaf(
-        &bed,
-        &bpffs,
-        &["explain", "--config", &config, "--ingress", "h1", &packet],
-    );
+    // The group's hash picks a spine; the spine's own MAC is what the
+    // next hop rewrites to.
+    let text = in_leaf(&bed, &bpffs, &explain);
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use fabriclb::dataplane::holder;
+use fabriclb::inspect::interfaces::Interfaces;
 use fabriclb::inspect::{self, describe::Description, explain};
 
 use super::names::NameArgs;
@@ -39,12 +41,16 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
+    let pins = args.pins.dir();
+    // The daemon's ports, which the maps' ifindexes and --ingress name.
+    let interfaces = Interfaces::of_process(holder(pins.dir()));
     let ingress = match &args.ingress {
         None => 0,
-        Some(name) => fabriclb::netlink::ifindex(name)
-            .with_context(|| format!("--ingress {name:?}: no such interface"))?,
+        Some(name) => interfaces.0.index(name).with_context(|| {
+            format!("--ingress {name:?}: no such interface where the daemon runs")
+        })?,
     };
-    let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
+    let maps = inspect::maps::MapSet::from_pins(&pins)?;
     let frames = match &args.pcap {
         Some(path) => {
             let file = std::fs::read(path).with_context(|| path.display().to_string())?;
@@ -59,7 +65,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let names = args.names.names(&maps)?;
+    let names = args.names.names(&maps)?.with_interfaces(interfaces);
     for note in &names.notes {
         println!("note: {note}");
     }

@@ -1,6 +1,8 @@
 //! `fabriclb status`: what a running instance's maps hold and counted.
 
+use fabriclb::dataplane::holder;
 use fabriclb::inspect;
+use fabriclb::inspect::interfaces::Interfaces;
 
 use super::names::NameArgs;
 use super::pins::PinArgs;
@@ -17,8 +19,10 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let maps = inspect::maps::MapSet::from_pins(&args.pins.dir())?;
-    let names = args.names.names(&maps)?;
+    let pins = args.pins.dir();
+    let maps = inspect::maps::MapSet::from_pins(&pins)?;
+    let names =
+        (args.names.names(&maps)?).with_interfaces(Interfaces::of_process(holder(pins.dir())));
     let status = inspect::status::Status::read(&maps, &names)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&status)?);

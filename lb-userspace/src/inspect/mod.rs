@@ -5,6 +5,7 @@
 
 pub mod describe;
 pub mod explain;
+pub mod interfaces;
 pub mod maps;
 pub mod names;
 pub mod pcap;
@@ -66,13 +67,4 @@ pub fn group_line(id: u32, g: &GroupEntry, names: &Names) -> String {
         g.generation,
         g.member_count
     )
-}
-
-/// The interface's name in this network namespace, `?` when it has none
-/// here (gone, or the daemon runs in another namespace).
-pub fn interface_name(ifindex: u32) -> String {
-    nix::net::if_::if_indextoname(ifindex)
-        .ok()
-        .and_then(|name| name.into_string().ok())
-        .unwrap_or_else(|| "?".to_owned())
 }

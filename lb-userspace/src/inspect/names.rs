@@ -12,6 +12,7 @@ use lb_common::abi::{GroupEntry, NextHop};
 use lb_common::limits::MAX_GROUPS;
 use lb_common::route::Destination;
 
+use super::interfaces::Interfaces;
 use super::maps::{InspectError, MapSet};
 use crate::config::Config;
 use crate::dataplane::tables::Tables;
@@ -22,6 +23,8 @@ pub struct Names {
     /// Class id -> destination name.
     classes: HashMap<u32, String>,
     nexthops: HashMap<u32, String>,
+    /// The daemon's interfaces, by the ifindexes the maps hold.
+    interfaces: Interfaces,
     /// Why some ids go unnamed.
     pub notes: Vec<String>,
 }
@@ -36,6 +39,19 @@ fn configured(entry: &GroupEntry) -> GroupEntry {
 }
 
 impl Names {
+    /// These names with `interfaces` (from [`Interfaces::of_process`]),
+    /// and `why` among the notes when they are not the daemon's.
+    pub fn with_interfaces(mut self, (interfaces, why): (Interfaces, Option<String>)) -> Self {
+        self.interfaces = interfaces;
+        self.notes.extend(why);
+        self
+    }
+
+    /// The daemon's name for interface `ifindex`, `?` when it has none.
+    pub fn interface(&self, ifindex: u32) -> String {
+        self.interfaces.name(ifindex)
+    }
+
     /// Names from `config` for the groups of `maps` that match it.
     pub fn from_config(config: &Config, maps: &MapSet) -> Result<Self, InspectError> {
         let tables = match Tables::build(config, None, |_| NextHop::default()) {

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::maps::{InspectError, MapSet, map_err};
 use super::names::Names;
-use super::{group_line, hash_field_names, interface_name, mode_name, spray_name};
+use super::{group_line, hash_field_names, mode_name, spray_name};
 use crate::config::format_mac;
 
 #[derive(Debug, Serialize)]
@@ -141,7 +141,7 @@ impl Status {
                     slot,
                     id: nh_id,
                     name: names.nexthop(nh_id).map(str::to_owned),
-                    interface: interface_name(nh.ifindex),
+                    interface: names.interface(nh.ifindex),
                     ifindex: nh.ifindex,
                     mac: format_mac(nh.dst_mac),
                     vlan: nh.vlan,
@@ -180,7 +180,7 @@ impl Status {
             .ports()?
             .into_iter()
             .map(|p| PortStatus {
-                interface: interface_name(p.ifindex),
+                interface: names.interface(p.ifindex),
                 ifindex: p.ifindex,
                 mac: format_mac(p.own),
                 dlb_mac: (p.dlb != [0; 6]).then(|| format_mac(p.dlb)),

@@ -12,8 +12,8 @@ use lb_common::verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
 use super::{Dynamic, DynamicStep, Explanation, Member};
 use crate::config::format_mac;
+use crate::inspect::group_line;
 use crate::inspect::names::Names;
-use crate::inspect::{group_line, interface_name};
 
 /// What each verdict means, as the README's table says it.
 fn meaning(reason: Reason) -> &'static str {
@@ -147,7 +147,7 @@ fn nexthop_line(id: u32, nh: &NextHop, names: &Names, port_missing: bool) -> Str
     format!(
         "next hop: {}: out {} (ifindex {}), {} -> {}, {vlan}, {usable}{port}",
         nexthop_name(id, names),
-        interface_name(nh.ifindex),
+        names.interface(nh.ifindex),
         nh.ifindex,
         format_mac(nh.src_mac),
         format_mac(nh.dst_mac),
