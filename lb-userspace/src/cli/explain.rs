@@ -46,7 +46,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     let interfaces = Interfaces::of_process(holder(pins.dir()));
     let ingress = match &args.ingress {
         None => 0,
-        Some(name) => interfaces.0.index(name).with_context(|| {
+        Some(name) => interfaces.index(name).with_context(|| {
             format!("--ingress {name:?}: no such interface where the daemon runs")
         })?,
     };

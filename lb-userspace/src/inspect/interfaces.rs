@@ -13,27 +13,31 @@ use nix::sched::{CloneFlags, setns};
 #[derive(Debug, Default)]
 pub struct Interfaces {
     by_index: BTreeMap<u32, String>,
+    /// Why these are not the daemon's, when they are not.
+    note: Option<String>,
 }
 
 impl Interfaces {
     /// The interfaces of the network namespace process `pid` runs in, or
     /// of this process's when `pid` is `None` (no daemon holds the
     /// instance: the namespace it ran in is gone or unknown). When that
-    /// namespace cannot be entered, this process's, and why.
-    pub fn of_process(pid: Option<u32>) -> (Self, Option<String>) {
+    /// namespace cannot be entered, this process's, with a note why.
+    pub fn of_process(pid: Option<u32>) -> Self {
         let Some(pid) = pid else {
-            return (Self::read(None).unwrap_or_default(), None);
+            return Self::read(None).unwrap_or_default();
         };
-        match Self::read(Some(pid)) {
-            Ok(interfaces) => (interfaces, None),
-            Err(why) => (
-                Self::read(None).unwrap_or_default(),
-                Some(format!(
-                    "interface names are this namespace's: the daemon's (pid {pid}) cannot be \
-                     entered: {why}"
-                )),
-            ),
-        }
+        Self::read(Some(pid)).unwrap_or_else(|why| Self {
+            note: Some(format!(
+                "interface names are this namespace's: the daemon's (pid {pid}) cannot be \
+                 entered: {why}"
+            )),
+            ..Self::read(None).unwrap_or_default()
+        })
+    }
+
+    /// Why the names are not the daemon's, if they are not.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// The interfaces of `pid`'s network namespace (this process's for
@@ -51,6 +55,7 @@ impl Interfaces {
                 by_index: (listed.iter())
                     .map(|i| (i.index(), i.name().to_string_lossy().into_owned()))
                     .collect(),
+                note: None,
             })
         })
         .join()
@@ -81,12 +86,12 @@ mod tests {
     /// namespace is read when no daemon holds the instance.
     #[test]
     fn this_namespace_lists_loopback() {
-        let (interfaces, why) = Interfaces::of_process(None);
-        assert_eq!(why, None);
+        let interfaces = Interfaces::of_process(None);
+        assert_eq!(interfaces.note(), None);
         assert_eq!(interfaces.name(1), "lo");
         assert_eq!(interfaces.index("lo"), Some(1));
         assert_eq!(interfaces.name(u32::MAX), "?");
-        let (own, why) = Interfaces::of_process(Some(std::process::id()));
-        assert_eq!((own.name(1), why), ("lo".to_owned(), None));
+        let own = Interfaces::of_process(Some(std::process::id()));
+        assert_eq!((own.name(1).as_str(), own.note()), ("lo", None));
     }
 }

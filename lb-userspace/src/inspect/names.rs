@@ -40,10 +40,10 @@ fn configured(entry: &GroupEntry) -> GroupEntry {
 
 impl Names {
     /// These names with `interfaces` (from [`Interfaces::of_process`]),
-    /// and `why` among the notes when they are not the daemon's.
-    pub fn with_interfaces(mut self, (interfaces, why): (Interfaces, Option<String>)) -> Self {
+    /// and its note among the notes when they are not the daemon's.
+    pub fn with_interfaces(mut self, interfaces: Interfaces) -> Self {
+        self.notes.extend(interfaces.note().map(str::to_owned));
         self.interfaces = interfaces;
-        self.notes.extend(why);
         self
     }
 

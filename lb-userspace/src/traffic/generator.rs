@@ -30,18 +30,26 @@ impl FromStr for Pattern {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "ring" => Ok(Self::Ring),
-            "all-to-all" => Ok(Self::AllToAll),
-            "mixed" => Ok(Self::Mixed),
-            _ => Err(format!(
-                "unknown pattern {s:?} (valid: \"ring\", \"all-to-all\", \"mixed\")"
-            )),
-        }
+        (Self::ALL.into_iter())
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown pattern {s:?} (valid: \"ring\", \"all-to-all\", \"mixed\")")
+            })
     }
 }
 
 impl Pattern {
+    pub const ALL: [Self; 3] = [Self::Ring, Self::AllToAll, Self::Mixed];
+
+    /// The name `--pattern` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ring => "ring",
+            Self::AllToAll => "all-to-all",
+            Self::Mixed => "mixed",
+        }
+    }
+
     /// The ranks `rank` sends to.
     pub fn peers(self, ranks: usize, rank: usize) -> Vec<usize> {
         match self {

@@ -92,9 +92,8 @@ impl TargetTemplate {
             // what is around them must make a URL with any of them.
             let sample = "192.0.2.1";
             let filled = |switch: &str| {
-                let url = text.replace(IP, sample).replace(INTERFACE, "eth0");
-                let url = url.replace(SWITCH, switch);
-                check_url(&url).map_err(|why| format!("{text:?} with {{ip}} = {sample}: {why}"))
+                let url = fill(&text.replace(SWITCH, switch), sample, "eth0");
+                check_url(&url).map_err(|why| format!("{text:?} with {IP} = {sample}: {why}"))
             };
             filled(sample)?;
             for switch in switches {

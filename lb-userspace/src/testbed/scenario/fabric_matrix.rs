@@ -19,10 +19,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, QPS, paced, with_source};
+use super::fabric_slow_link::{
+    self, COUNTERS_DB, FabricTotals, QPS, capacity_into, paced, with_source,
+};
 use super::{Mode, modes, on_own_fabric, write_runs};
 use crate::testbed::fabric::{Fabric, FabricReport, FabricShape, LinkRates};
-use crate::testbed::{Collective, Queues, Routing};
+use crate::testbed::{Collective, Queues, Routing, mmr};
 use crate::traffic::Pattern;
 
 const LEAVES: usize = 4;
@@ -33,8 +35,7 @@ const DEGRADED_MBIT: u32 = RATE_MBIT / 4;
 const SENDING: Duration = Duration::from_secs(1);
 
 /// What is degraded in a cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Degraded {
     /// The last spine's port toward leaf 3.
     Link,
@@ -78,7 +79,7 @@ impl std::fmt::Display for Cell {
         write!(
             f,
             "{} / {} / {:.0}% / {} spines",
-            pattern_name(self.pattern),
+            self.pattern.as_str(),
             self.degraded.as_str(),
             self.load * 100.0,
             self.spines
@@ -159,7 +160,7 @@ pub fn matrix_modes() -> Vec<Mode> {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MatrixRow {
     pub pattern: &'static str,
-    pub degraded: Degraded,
+    pub degraded: &'static str,
     pub load: f64,
     pub spines: usize,
     pub mode: String,
@@ -186,31 +187,22 @@ impl MatrixRow {
         leaves.dedup();
         let toward =
             |leaf: usize| -> u64 { (1..=cell.spines).map(|j| run.port_bytes(j, leaf)).sum() };
-        let capacity = |leaf: usize| -> u32 {
-            (1..=cell.spines)
-                .filter_map(|j| shape.rates.rate(j, leaf))
-                .sum()
-        };
         let on_degraded: u64 = degraded
             .iter()
             .map(|&(j, leaf)| run.port_bytes(j, leaf))
             .sum();
         let degraded_capacity = degraded.len() as f64 * f64::from(DEGRADED_MBIT);
-        let leaves_capacity: u32 = leaves.iter().map(|&leaf| capacity(leaf)).sum();
+        let leaves_capacity: u32 = leaves.iter().map(|&leaf| capacity_into(&shape, leaf)).sum();
         let equal_paths_mmr = (1..=LEAVES)
             .filter_map(|leaf| {
-                let bytes: Vec<u64> = (1..=cell.spines)
+                mmr((1..=cell.spines)
                     .filter(|&j| !degraded.contains(&(j, leaf)))
-                    .map(|j| run.port_bytes(j, leaf))
-                    .collect();
-                let mean = bytes.iter().sum::<u64>() as f64 / bytes.len().max(1) as f64;
-                let busiest = bytes.iter().copied().max()?;
-                (mean > 0.0).then(|| busiest as f64 / mean)
+                    .map(|j| run.port_bytes(j, leaf)))
             })
             .fold(1.0, f64::max);
         Self {
-            pattern: pattern_name(cell.pattern),
-            degraded: cell.degraded,
+            pattern: cell.pattern.as_str(),
+            degraded: cell.degraded.as_str(),
             load: cell.load,
             spines: cell.spines,
             mode: mode.name.to_owned(),
@@ -223,14 +215,6 @@ impl MatrixRow {
             equal_paths_mmr,
             flowlet_moves: run.leaves.iter().map(|l| l.flowlet_moves).sum(),
         }
-    }
-}
-
-fn pattern_name(pattern: Pattern) -> &'static str {
-    match pattern {
-        Pattern::Ring => "ring",
-        Pattern::AllToAll => "all-to-all",
-        Pattern::Mixed => "mixed",
     }
 }
 
@@ -312,7 +296,7 @@ fn print(rows: &[MatrixRow]) {
             "{:<10} {:<9} {:>3.0}% {:>6}  {:<14} {:>7} {:>7} {:>5.2}% {:>6} {:>6.2} {:>4.1}/{:>4.1}% \
              {:>6.2} {:>6}",
             row.pattern,
-            row.degraded.as_str(),
+            row.degraded,
             row.load * 100.0,
             row.spines,
             if row.telemetry {

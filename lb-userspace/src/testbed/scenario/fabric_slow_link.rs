@@ -105,7 +105,7 @@ fn connections(shape: &FabricShape, pattern: Pattern) -> (Vec<(u32, f64)>, u32) 
 }
 
 /// The leaf's capacity in from the spines, Mbit/s.
-fn capacity_into(shape: &FabricShape, leaf: usize) -> u32 {
+pub(super) fn capacity_into(shape: &FabricShape, leaf: usize) -> u32 {
     (1..=shape.spines)
         .filter_map(|j| shape.rates.rate(j, leaf))
         .sum()
