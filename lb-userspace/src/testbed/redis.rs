@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use redis::{IntoConnectionInfo, RedisConnectionInfo};
 
+use super::netns::die_with_parent;
+
 /// How long a server may take to answer.
 const BOUND: Duration = Duration::from_secs(10);
 /// A connect or reply that takes longer fails.
@@ -81,6 +83,9 @@ impl RedisServer {
             }
             None => Command::new("redis-server"),
         };
+        // A demo stopped by a signal exits from its watcher thread without
+        // dropping this; the server must not outlive it.
+        die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL);
         let child = command
             .args(extra)
             .arg("--unixsocket")
