@@ -38,7 +38,8 @@ fn slow_spine_drops_at_the_slow_spine() {
         "packets neither received nor counted as dropped: {row:?}"
     );
     // In bytes a fast spine's lossy queue may hold as much as the slow
-    // one's (its 20 ms limit is 4 times the bytes, and bursts reach it);
+    // one's (its limit, 20 ms and 64 KB at the rate, is 3 times the bytes,
+    // and bursts reach it);
     // in time, backlog over rate, the slow spine's is the longest.
     let slow = SLOW_SPINE_RATES_MBIT.len() - 1;
     let delay = |j: usize| row.max_queue_bytes[j] as f64 / f64::from(SLOW_SPINE_RATES_MBIT[j]);

@@ -42,6 +42,6 @@ mod tests {
     #[test]
     fn layouts_have_no_padding() {
         assert_eq!(core::mem::size_of::<SinkKey>(), 20);
-        assert_eq!(core::mem::size_of::<SinkQp>(), 56);
+        assert_eq!(core::mem::size_of::<SinkQp>(), 64);
     }
 }

@@ -94,6 +94,10 @@ pub struct PsnOrder {
     pub packets: u64,
     /// Packets that did not carry the expected PSN (early or late).
     pub out_of_order: u64,
+    /// Packets behind the expected PSN: a later packet of the QP arrived
+    /// first. A lost packet makes the next one early, never one late, so
+    /// these count reordering alone where nothing is retransmitted.
+    pub late: u64,
 }
 
 impl PsnOrder {
@@ -118,6 +122,8 @@ impl PsnOrder {
         let ahead = psn.wrapping_sub(self.expected) & PSN_MASK;
         if ahead < PSN_HALF {
             self.expected = (psn + 1) & PSN_MASK;
+        } else {
+            self.late += 1;
         }
         false
     }
@@ -263,6 +269,21 @@ mod tests {
         assert!(!o.observe(13)); // late
         assert!(o.observe(15));
         assert_eq!((o.packets, o.out_of_order, o.expected), (6, 2, 16));
+        assert_eq!(o.late, 1);
+    }
+
+    #[test]
+    fn losses_make_no_packet_late() {
+        let mut o = PsnOrder::default();
+        for psn in [1, 2, 5, 6, 9] {
+            o.observe(psn);
+        }
+        assert_eq!((o.out_of_order, o.late), (2, 0));
+        // A path change: 10-11 still queued on the old path, 12-13 first.
+        for psn in [12, 13, 10, 11, 14] {
+            o.observe(psn);
+        }
+        assert_eq!((o.out_of_order, o.late), (5, 2));
     }
 
     #[test]

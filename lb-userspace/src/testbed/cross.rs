@@ -29,7 +29,7 @@ const GRACE: Duration = Duration::from_secs(2);
 /// empty that long.
 const EMPTY_READ: Duration = Duration::from_millis(20);
 /// Empty reads after sending stopped that show nothing is still on its
-/// way: the spine's queue holds at most 20 ms.
+/// way: the spine's queue (200 Mbit/s) holds at most 23 ms.
 const EMPTY_READS_AFTER: u64 = 3;
 
 /// UDP at a fixed rate through one spine, until stopped.

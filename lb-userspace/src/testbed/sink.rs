@@ -19,6 +19,9 @@ pub struct SinkTotals {
     pub bytes: u64,
     /// Packets that broke their QP's PSN order.
     pub out_of_order: u64,
+    /// Packets that arrived after a later packet of their QP: reordering,
+    /// which losses never cause.
+    pub late: u64,
     /// MIDDLE/LAST packets that did not follow their message's previous
     /// packet: reordering a receiver cannot place.
     pub message_out_of_order: u64,
@@ -36,6 +39,7 @@ impl std::ops::Add for SinkTotals {
             packets: self.packets + other.packets,
             bytes: self.bytes + other.bytes,
             out_of_order: self.out_of_order + other.out_of_order,
+            late: self.late + other.late,
             message_out_of_order: self.message_out_of_order + other.message_out_of_order,
             last_ns: self.last_ns.max(other.last_ns),
         }
@@ -83,6 +87,7 @@ impl Sink {
                     packets: qp.order.packets,
                     bytes: qp.bytes,
                     out_of_order: qp.order.out_of_order,
+                    late: qp.order.late,
                     message_out_of_order: qp.message.out_of_order,
                     last_ns: qp.last_ns,
                 }

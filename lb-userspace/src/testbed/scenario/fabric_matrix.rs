@@ -276,7 +276,7 @@ fn print(rows: &[MatrixRow]) {
         QPS,
     );
     println!(
-        "{:<10} {:<9} {:>4} {:>6}  {:<14} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>6} {:>6}",
+        "{:<10} {:<9} {:>4} {:>6}  {:<14} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>6} {:>6} {:>5}",
         "pattern",
         "degraded",
         "load",
@@ -289,12 +289,13 @@ fn print(rows: &[MatrixRow]) {
         "c/i",
         "degraded",
         "equal",
-        "in-msg"
+        "in-msg",
+        "late"
     );
     for row in rows {
         println!(
             "{:<10} {:<9} {:>3.0}% {:>6}  {:<14} {:>7} {:>7} {:>5.2}% {:>6} {:>6.2} {:>4.1}/{:>4.1}% \
-             {:>6.2} {:>6}",
+             {:>6.2} {:>6} {:>5}",
             row.pattern,
             row.degraded,
             row.load * 100.0,
@@ -312,14 +313,16 @@ fn print(rows: &[MatrixRow]) {
             100.0 * row.degraded_share,
             100.0 * row.capacity_share,
             row.equal_paths_mmr,
-            row.totals.in_message_reorders
+            row.totals.in_message_reorders,
+            row.totals.late_packets
         );
     }
     println!(
         "\nc/i: completion over the capacity-weighted ideal; degraded: the degraded ports' \
          share of the traffic toward their leaves / their share of those leaves' capacity; \
          equal: the busiest full-rate port toward a leaf over their mean, the worst leaf's; \
-         cdb: steered by the spines' COUNTERS_DB"
+         cdb: steered by the spines' COUNTERS_DB; late: packets overtaken by a later one of \
+         their QP"
     );
 }
 

@@ -215,6 +215,9 @@ pub struct FabricTotals {
     pub ideal_ms: f64,
     pub sending_ms: f64,
     pub in_message_reorders: u64,
+    /// Packets that arrived after a later packet of their QP: what moves
+    /// reordered, apart from anything lost.
+    pub late_packets: u64,
 }
 
 impl FabricTotals {
@@ -240,19 +243,13 @@ impl FabricTotals {
             ideal_ms: offered_ms(run, shape, pattern).max(sending_ms),
             sending_ms,
             in_message_reorders: run.received.message_out_of_order,
+            late_packets: run.received.late,
         }
     }
 
     /// Dropped over sent.
     pub fn loss(&self) -> f64 {
         self.dropped as f64 / self.sent.max(1) as f64
-    }
-
-    /// Whether no more messages were reordered than packets lost: a
-    /// message whose packet a queue dropped arrives out of order, no
-    /// other should.
-    pub fn reorders_only_after_losses(&self) -> bool {
-        self.in_message_reorders <= self.dropped + self.link_lost + self.tx_errors
     }
 }
 
@@ -422,7 +419,7 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>6} {:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>6}",
+        "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>6} {:>5} {:>5} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}",
         "mode",
         "telemetry",
         "choice",
@@ -436,12 +433,13 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
         "ideal",
         "healthy",
         "s4->l3",
-        "in-msg"
+        "in-msg",
+        "late"
     );
     for row in rows {
         println!(
             "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>5.2}% {:>5} {:>5} {:>7.0}ms {:>6.0}ms {:>8.2} \
-             {:>7.1}% {:>6}",
+             {:>7.1}% {:>6} {:>5}",
             row.mode,
             if row.telemetry {
                 row.source.as_str()
@@ -463,13 +461,16 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
             row.totals.ideal_ms,
             row.healthy_share_on_degraded_spine,
             100.0 * row.degraded_port_share,
-            row.totals.in_message_reorders
+            row.totals.in_message_reorders,
+            row.totals.late_packets
         );
     }
     println!(
         "\nhealthy: traffic toward leaves other than {SLOW_LEAF} that crossed spine {SLOW_SPINE}, \
          over its even share (1.0: it kept its share); s4->l3: spine {SLOW_SPINE}'s share of the \
-         traffic toward leaf {SLOW_LEAF} (its capacity share {:.1}%)",
+         traffic toward leaf {SLOW_LEAF} (its capacity share {:.1}%); in-msg: message packets \
+         that did not follow their predecessor (after a loss or a reorder); late: packets \
+         overtaken by a later one of their QP (reordering alone)",
         100.0 * f64::from(SLOW_MBIT) / f64::from(capacity_into(&shape(), SLOW_LEAF))
     );
 }

@@ -237,9 +237,12 @@ pub struct Mode {
 /// must outlast the difference between the paths' delays, or a flow that
 /// pauses mid-message and moves to a shorter queue overtakes itself. The
 /// testbed's links are 2000 times slower than a 400G fabric's and its
-/// queues hold up to 20 ms where a switch's hold microseconds, so the
-/// switch default of 256 us scales up to 25 ms here; messages on one QP
-/// are still 60 ms apart, so every message is a flowlet of its own.
+/// queues hold 23-31 ms at the single-leaf testbed's rates where a
+/// switch's hold microseconds, so the switch default of 256 us scales up
+/// to 25 ms here; messages on one QP are still 60 ms apart, so every
+/// message is a flowlet of its own. A fabric's 10 Mbit/s ports hold up to
+/// 72 ms: a sender that stalls mid-message longer than the gap and moves
+/// off a full one overtakes itself, which the rows count as late packets.
 pub const FLOWLET_GAP_US: u32 = 25_000;
 
 /// Every mode a scenario runs, in table order. ECMP hashes the default

@@ -138,7 +138,7 @@ pub(super) fn ring(
     // Each of the ring's senders offers an equal part of the load.
     let rate_pps = load * capacity_bps / 8.0 / hosts as f64 / f64::from(FRAME_BYTES);
     let queue_line = match queues {
-        Queues::Lossy => "lossy queues (TBF, 20 ms latency limit)",
+        Queues::Lossy => "lossy queues (TBF, tail drop past 20 ms + 64 KB at the rate)",
         Queues::Lossless => "lossless-like queues (TBF limit no run fills)",
     };
     Scenario {
