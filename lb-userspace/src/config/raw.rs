@@ -59,8 +59,10 @@ pub(super) struct RawGroup {
     /// Templates for the next hops a group learns.
     pub(super) telemetry_url: Option<Spanned<String>>,
     pub(super) telemetry_device: Option<Spanned<String>>,
+    pub(super) counters_db: Option<Spanned<String>>,
+    pub(super) sonic_port: Option<Spanned<String>>,
     /// Port -> the management address of the switch behind it, for the
-    /// URL template's `{switch}`.
+    /// templates' `{switch}`.
     pub(super) switch_addresses: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     pub(super) next_hops: Option<Spanned<Vec<Spanned<RawNextHop>>>>,
     pub(super) kernel_routes: Option<Spanned<RawKernelRoutes>>,

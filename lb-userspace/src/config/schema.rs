@@ -12,6 +12,7 @@ use lb_common::select::{choice, flowlet};
 use super::diagnostics::Warning;
 pub use super::overrides::{Override, QP_MAX};
 pub use super::prefix::Prefix;
+use crate::telemetry::template::TargetTemplate;
 use crate::telemetry::{counters_db, remote};
 
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1`).
@@ -624,21 +625,30 @@ pub enum GroupTelemetry {
     /// In a group that learns its next hops: the group's `telemetry_url`
     /// and `telemetry_device`, each learned next hop's target made from
     /// them.
-    RemoteTemplate { template: remote::TargetTemplate },
+    RemoteTemplate { template: TargetTemplate },
+    /// In a group that learns its next hops: the group's `counters_db` and
+    /// `sonic_port`, each learned next hop's switch and port made from
+    /// them.
+    CountersDbTemplate { template: TargetTemplate },
 }
 
 impl GroupTelemetry {
     pub fn source(&self) -> TelemetrySource {
         match self {
             Self::Linux => TelemetrySource::Linux,
-            Self::CountersDb { .. } => TelemetrySource::CountersDb,
+            Self::CountersDb { .. } | Self::CountersDbTemplate { .. } => {
+                TelemetrySource::CountersDb
+            }
             Self::Remote { .. } | Self::RemoteTemplate { .. } => TelemetrySource::Remote,
         }
     }
 
     /// A learning group's telemetry for the group it learned with
-    /// `next_hops`: a SONiC port and a remote target per next hop, named
-    /// after its interface, made from the templates.
+    /// `next_hops`: a SONiC port (and switch) and a remote target per next
+    /// hop, made from the templates or, without a `counters_db` template,
+    /// its interface's name on this switch's own COUNTERS_DB. A next hop
+    /// the template makes no address for (one known without an IP address
+    /// whose port `switch_addresses` does not list) is read there too.
     pub fn for_learned(&self, next_hops: &[NextHopSpec]) -> Self {
         match self {
             Self::Linux | Self::Remote { .. } => self.clone(),
@@ -646,6 +656,16 @@ impl GroupTelemetry {
                 ports: next_hops.iter().map(|n| n.interface.clone()).collect(),
                 switches: vec![None; next_hops.len()],
             },
+            Self::CountersDbTemplate { template } => {
+                let (ports, switches) = next_hops
+                    .iter()
+                    .map(|n| {
+                        let path = template.target(n.addr.ip(), &n.interface);
+                        (path.device, path.url.parse().ok())
+                    })
+                    .unzip();
+                Self::CountersDb { ports, switches }
+            }
             Self::RemoteTemplate { template } => Self::Remote {
                 targets: next_hops
                     .iter()

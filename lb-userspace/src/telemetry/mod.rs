@@ -10,10 +10,14 @@
 //!   counters write it.
 //! - [`remote`]: the next-hop switch's own egress queue, scraped as
 //!   Prometheus text over HTTP (node_exporter's qdisc collector).
+//!
+//! [`template`] makes the paths of next hops a group learns, for the
+//! sources that read the next switch.
 
 pub mod counters_db;
 pub mod linux;
 pub mod remote;
+pub mod template;
 
 /// What a source read for one path at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

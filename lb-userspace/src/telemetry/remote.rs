@@ -24,7 +24,6 @@
 
 mod exposition;
 mod scrape;
-mod template;
 
 use std::time::Duration;
 
@@ -32,7 +31,6 @@ use ureq::http::Uri;
 
 use super::{Reading, Source, TelemetryError};
 use scrape::{Failure, Scraper, Series};
-pub use template::{SWITCH, TargetTemplate};
 
 const NAME: &str = "remote";
 const BACKLOG: &str = "node_qdisc_backlog";

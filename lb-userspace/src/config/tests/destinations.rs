@@ -63,7 +63,8 @@ fn destinations_are_refused_where_they_cannot_be_read() {
         err(&linux),
         "configs/x.toml:6:16: destinations rate next hops by the next switch's queue toward \
          each destination: group \"g\" needs telemetry = \"remote\", or \"counters-db\" with \
-         each next hop's counters_db (the next switch's)"
+         each next hop's counters_db (the next switch's, or in a group that learns its next \
+         hops the group's template)"
     );
     let dup = with_destinations(
         "[{ name = \"a\", prefixes = [\"10.2.0.0/16\"], telemetry_device = \"l2\" }, \

@@ -166,7 +166,8 @@ fn unknown_key() {
         err(&with_group_key("weight = 2")),
         "configs/x.toml:5:1: unknown field `weight`, \
          expected one of `name`, `mode`, `hash_fields`, `flowlet_gap_us`, `spray`, `flowlet_choice`, \
-         `telemetry`, `telemetry_url`, `telemetry_device`, `switch_addresses`, `next_hops`, `kernel_routes`, `sonic_routes`, `destinations`"
+         `telemetry`, `telemetry_url`, `telemetry_device`, `counters_db`, `sonic_port`, `switch_addresses`, `next_hops`, \
+         `kernel_routes`, `sonic_routes`, `destinations`"
     );
     assert_eq!(
         err(&with_next_hop("ip = \"10.0.0.1\", vlna = 5")),

@@ -3,7 +3,7 @@
 
 use super::{NEXT_HOPS, SWITCH, err, ok, warnings, with_group_key, with_groups};
 use crate::config::{GroupTelemetry, KernelRoutes, RT_TABLE_MAIN};
-use crate::telemetry::remote;
+use crate::telemetry::template::TargetTemplate;
 
 /// `SWITCH`, then a group "uplinks" on lines 3-5 whose line 5 is `keys`,
 /// then `rest` from line 6.
@@ -101,7 +101,7 @@ fn kernel_groups_take_telemetry_by_template() {
         BGP,
         &format!("mode = \"flowlet\"\ntelemetry = \"remote\"\n{templates}"),
     ));
-    let template = remote::TargetTemplate {
+    let template = TargetTemplate {
         url: "http://{ip}:9100/metrics".into(),
         device: "to-{interface}".into(),
         switches: Default::default(),
@@ -198,7 +198,78 @@ fn switch_addresses_take_scrapes_off_the_links() {
         )),
         "configs/x.toml:6:20: switch_addresses at the group is a template for next hops \
          the group learns (kernel_routes, sonic_routes); group \"g\" lists its next hops: \
-         write each one's telemetry_url with its switch's address"
+         write each one's telemetry_url or counters_db with its switch's address"
+    );
+}
+
+/// `counters-db` reads a learned next hop's switch through the group's
+/// `counters_db` template, its port there through `sonic_port`: a SONiC
+/// spine's COUNTERS_DB over the management network, as `remote` reads
+/// its exporter. Without the template the group reads this switch's own.
+#[test]
+fn counters_db_templates_read_each_learned_switch() {
+    let group = |keys: &str| {
+        followed(
+            BGP,
+            &format!("mode = \"flowlet\"\ntelemetry = \"counters-db\"\n{keys}"),
+        )
+    };
+    let templates = "counters_db = \"redis://{switch}:6379\"\nsonic_port = \"Ethernet{interface}\"\n\
+                     switch_addresses = { s1 = \"192.0.2.11\" }\n";
+    let config = ok(&group(templates));
+    let Some(GroupTelemetry::CountersDbTemplate { template }) = &config.groups[0].telemetry else {
+        panic!("a template: {:?}", config.groups[0].telemetry)
+    };
+    assert_eq!(
+        (template.url.as_str(), template.device.as_str()),
+        ("redis://{switch}:6379", "Ethernet{interface}")
+    );
+    assert_eq!(template.switches.len(), 1);
+    let own = ok(&group(""));
+    assert_eq!(
+        own.groups[0].telemetry,
+        Some(GroupTelemetry::CountersDb {
+            ports: Vec::new(),
+            switches: Vec::new()
+        })
+    );
+    assert_eq!(
+        err(&group("counters_db = \"redis://192.0.2.11:6379\"\n")),
+        "configs/x.toml:8:15: counters_db \"redis://192.0.2.11:6379\" at group \"uplinks\" \
+         would read one switch for every learned next hop: write {switch} or {ip} for each \
+         one's own, e.g. \"redis://{switch}:6379\", or [telemetry] counters_db to read this \
+         switch's"
+    );
+    assert_eq!(
+        err(&group("counters_db = \"redis://{switch}:0\"\n")),
+        "configs/x.toml:8:15: counters_db \"redis://{switch}:0\" with {ip} = 192.0.2.1: \
+         `redis://192.0.2.1:0`: port `0` is not a number in 1..=65535"
+    );
+    assert_eq!(
+        err(&group("sonic_port = \"Ethernet0\"\n")),
+        "configs/x.toml:8:14: sonic_port makes a learned next hop's counters-db path with \
+         the group's counters_db template, which group \"uplinks\" has none of: write e.g. \
+         counters_db = \"redis://{switch}:6379\""
+    );
+    assert_eq!(
+        err(&group(
+            "counters_db = \"redis://{ip}:6379\"\nswitch_addresses = { s1 = \"192.0.2.11\" }\n"
+        )),
+        "configs/x.toml:9:20: switch_addresses is read only through {switch} in counters_db, \
+         which has none: write e.g. counters_db = \"redis://{switch}:6379\""
+    );
+    assert_eq!(
+        err(&followed(
+            BGP,
+            "telemetry = \"remote\"\ncounters_db = \"redis://{switch}:6379\"\n"
+        )),
+        "configs/x.toml:7:15: counters_db does not apply to group \"uplinks\"'s telemetry = \
+         \"remote\""
+    );
+    assert_eq!(
+        err(&group("telemetry_url = \"http://{switch}:9100/metrics\"\n")),
+        "configs/x.toml:8:17: telemetry_url does not apply to group \"uplinks\"'s \
+         telemetry = \"counters-db\""
     );
 }
 

@@ -303,7 +303,7 @@ fn frr_example_follows_bgp_routes() {
     let frr = example("frr-leaf.toml");
     let kernel = frr.groups[0].kernel_routes.expect("follows the kernel");
     assert_eq!(kernel.to_string(), "table main protocol bgp");
-    let template = crate::telemetry::remote::TargetTemplate {
+    let template = crate::telemetry::template::TargetTemplate {
         url: "http://{switch}:9100/metrics".into(),
         device: "swp32".into(),
         switches: [("swp1", "192.0.2.11"), ("swp2", "192.0.2.12")]
@@ -318,7 +318,9 @@ fn frr_example_follows_bgp_routes() {
     assert_eq!(frr.groups[frr.routes[0].group].name, "storage");
 }
 
-/// The SONiC example follows APPL_DB's BGP routes and nothing else.
+/// The SONiC example follows APPL_DB's BGP routes and nothing else, and
+/// reads each learned spine's COUNTERS_DB by template, at the spine's
+/// management address.
 #[test]
 fn sonic_example_follows_appl_db_bgp_routes() {
     let sonic = example("sonic-leaf.toml");
@@ -329,6 +331,17 @@ fn sonic_example_follows_appl_db_bgp_routes() {
     assert_eq!(routes.to_string(), "APPL_DB ROUTE_TABLE protocol bgp");
     assert_eq!(sonic.groups.len(), 1);
     assert_eq!(sonic.routes, []);
+    let template = crate::telemetry::template::TargetTemplate {
+        url: "redis://{switch}:6379".into(),
+        device: "Ethernet120".into(),
+        switches: [("Ethernet248", "192.0.2.11"), ("Ethernet252", "192.0.2.12")]
+            .map(|(port, host)| (port.to_owned(), host.to_owned()))
+            .into(),
+    };
+    assert_eq!(
+        sonic.groups[0].telemetry,
+        Some(GroupTelemetry::CountersDbTemplate { template })
+    );
 }
 
 /// The adaptive example says what the defaults are, and they are.

@@ -28,7 +28,11 @@ impl Ctx<'_> {
             return Ok(Vec::new());
         };
         let reads_next_switch = match telemetry {
-            Some(GroupTelemetry::Remote { .. } | GroupTelemetry::RemoteTemplate { .. }) => true,
+            Some(
+                GroupTelemetry::Remote { .. }
+                | GroupTelemetry::RemoteTemplate { .. }
+                | GroupTelemetry::CountersDbTemplate { .. },
+            ) => true,
             Some(GroupTelemetry::CountersDb { switches, .. }) => {
                 !switches.is_empty() && switches.iter().all(Option::is_some)
             }
@@ -40,7 +44,8 @@ impl Ctx<'_> {
                 format!(
                     "destinations rate next hops by the next switch's queue toward each \
                      destination: group {group:?} needs telemetry = \"remote\", or \
-                     \"counters-db\" with each next hop's counters_db (the next switch's)"
+                     \"counters-db\" with each next hop's counters_db (the next switch's, \
+                     or in a group that learns its next hops the group's template)"
                 ),
             ));
         }
@@ -85,7 +90,8 @@ impl Ctx<'_> {
             destinations.push(Destination {
                 name,
                 prefixes: own,
-                telemetry_device: self.device_template(destination.telemetry_device)?,
+                telemetry_device: self
+                    .device_template(destination.telemetry_device, "telemetry_device")?,
             });
         }
         Ok(destinations)

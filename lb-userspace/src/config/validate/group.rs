@@ -160,6 +160,8 @@ impl Ctx<'_> {
             let template = Template {
                 url: group.telemetry_url,
                 device: group.telemetry_device,
+                counters_db: group.counters_db,
+                sonic_port: group.sonic_port,
                 switches: group.switch_addresses,
                 learns_from,
             };

@@ -15,7 +15,14 @@ use crate::config::schema::{
     STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings,
     TelemetrySource,
 };
+use crate::telemetry::template::{
+    INTERFACE as TEMPLATE_INTERFACE, IP as TEMPLATE_IP, SWITCH as TEMPLATE_SWITCH, TargetTemplate,
+};
 use crate::telemetry::{counters_db, remote};
+
+/// What the errors suggest for each source's template.
+const REMOTE_EXAMPLE: &str = "http://{switch}:9100/metrics";
+const COUNTERS_DB_EXAMPLE: &str = "redis://{switch}:6379";
 
 /// Loads are given in Mbit/s up to 10 Tbit/s; queueing delay in
 /// microseconds up to 10 s.
@@ -51,19 +58,23 @@ impl PathKeys {
     }
 }
 
-/// A group's own `telemetry_url` and `telemetry_device`: templates for
-/// the next hops it learns, when it learns them (from `learns_from`), and
-/// the `switch_addresses` the URL's `{switch}` reads.
+/// A group's own `telemetry_url` and `telemetry_device` (`remote`) or
+/// `counters_db` and `sonic_port` (`counters-db`): templates for the next
+/// hops it learns, when it learns them (from `learns_from`), and the
+/// `switch_addresses` their `{switch}` reads.
 pub(super) struct Template {
     pub(super) url: Option<Spanned<String>>,
     pub(super) device: Option<Spanned<String>>,
+    pub(super) counters_db: Option<Spanned<String>>,
+    pub(super) sonic_port: Option<Spanned<String>>,
     pub(super) switches: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     pub(super) learns_from: Option<&'static str>,
 }
 
 impl Template {
     fn first_key(&self) -> Option<(Range<usize>, &'static str)> {
-        url_or_device(&self.url, &self.device)
+        (url_or_device(&self.url, &self.device))
+            .or_else(|| port_or_address(&self.sonic_port, &self.counters_db))
             .or_else(|| (self.switches.as_ref()).map(|s| (s.span(), "switch_addresses")))
     }
 }
@@ -76,6 +87,15 @@ fn url_or_device(
 ) -> Option<(Range<usize>, &'static str)> {
     (url.as_ref().map(|u| (u.span(), "telemetry_url")))
         .or_else(|| device.as_ref().map(|d| (d.span(), "telemetry_device")))
+}
+
+/// Where the first of a `sonic_port` and a `counters_db` is set, and which.
+fn port_or_address(
+    port: &Option<Spanned<String>>,
+    address: &Option<Spanned<String>>,
+) -> Option<(Range<usize>, &'static str)> {
+    (port.as_ref().map(|p| (p.span(), "sonic_port")))
+        .or_else(|| address.as_ref().map(|a| (a.span(), "counters_db")))
 }
 
 impl Ctx<'_> {
@@ -286,7 +306,7 @@ impl Ctx<'_> {
     ) -> Result<Option<GroupTelemetry>, ConfigError> {
         if let (Some((span, key)), None) = (template.first_key(), template.learns_from) {
             let instead = if key == "switch_addresses" {
-                "write each one's telemetry_url with its switch's address".to_owned()
+                "write each one's telemetry_url or counters_db with its switch's address".to_owned()
             } else {
                 format!("set {key} on each")
             };
@@ -329,9 +349,12 @@ impl Ctx<'_> {
                 ));
             }
         }
-        if source != TelemetrySource::Remote
-            && let Some((span, key)) = template.first_key()
-        {
+        let stray = match source {
+            TelemetrySource::Linux => template.first_key(),
+            TelemetrySource::CountersDb => url_or_device(&template.url, &template.device),
+            TelemetrySource::Remote => port_or_address(&template.sonic_port, &template.counters_db),
+        };
+        if let Some((span, key)) = stray {
             return Err(self.error(
                 span,
                 format!("{key} does not apply to group {group:?}'s telemetry = \"{source}\""),
@@ -339,6 +362,17 @@ impl Ctx<'_> {
         }
         Ok(Some(match source {
             TelemetrySource::Linux => GroupTelemetry::Linux,
+            TelemetrySource::CountersDb if template.learns_from.is_some() => {
+                match self.counters_db_template(group, template)? {
+                    Some(template) => GroupTelemetry::CountersDbTemplate { template },
+                    // This switch's own COUNTERS_DB, each learned next
+                    // hop's port by its interface name.
+                    None => GroupTelemetry::CountersDb {
+                        ports: Vec::new(),
+                        switches: Vec::new(),
+                    },
+                }
+            }
             TelemetrySource::CountersDb => {
                 let mut ports = Vec::with_capacity(paths.len());
                 let mut switches = Vec::with_capacity(paths.len());
@@ -421,35 +455,97 @@ impl Ctx<'_> {
             ));
         };
         let switches = match template.switches {
-            Some(switches) => self.switch_addresses(switches, &url)?,
+            Some(switches) => {
+                self.switch_addresses(switches, &url, "telemetry_url", REMOTE_EXAMPLE)?
+            }
             None => BTreeMap::new(),
         };
-        remote::TargetTemplate::check(url.get_ref(), true, switches.values().map(String::as_str))
+        TargetTemplate::check(url.get_ref(), true, switches.values().map(String::as_str))
             .map_err(|why| self.error(url.span(), format!("telemetry_url {why}")))?;
         Ok(GroupTelemetry::RemoteTemplate {
-            template: remote::TargetTemplate {
+            template: TargetTemplate {
                 url: url.into_inner(),
-                device: self.device_template(device)?,
+                device: self.device_template(device, "telemetry_device")?,
                 switches,
             },
         })
     }
 
-    /// `switch_addresses`: port names, each with a host for `url`'s
-    /// `{switch}` (the URL check then tries each one in it).
+    /// A learning group's `counters-db` templates: `counters_db`, which must
+    /// make a Redis address of the next switch's for each next hop, and
+    /// `sonic_port` (the port read there, by default the interface's name
+    /// on this switch); `None` without either, for this switch's own
+    /// COUNTERS_DB.
+    fn counters_db_template(
+        &self,
+        group: &str,
+        template: Template,
+    ) -> Result<Option<TargetTemplate>, ConfigError> {
+        let Some(address) = template.counters_db else {
+            let keys = port_or_address(&template.sonic_port, &None)
+                .or_else(|| (template.switches.as_ref()).map(|s| (s.span(), "switch_addresses")));
+            if let Some((span, key)) = keys {
+                return Err(self.error(
+                    span,
+                    format!(
+                        "{key} makes a learned next hop's counters-db path with the group's \
+                         counters_db template, which group {group:?} has none of: write e.g. \
+                         counters_db = \"{COUNTERS_DB_EXAMPLE}\""
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        let text = address.get_ref();
+        if ![TEMPLATE_SWITCH, TEMPLATE_IP]
+            .iter()
+            .any(|p| text.contains(p))
+        {
+            return Err(self.error(
+                address.span(),
+                format!(
+                    "counters_db {text:?} at group {group:?} would read one switch for every \
+                     learned next hop: write {TEMPLATE_SWITCH} or {TEMPLATE_IP} for each one's \
+                     own, e.g. \"{COUNTERS_DB_EXAMPLE}\", or [telemetry] counters_db to read \
+                     this switch's"
+                ),
+            ));
+        }
+        let switches = match template.switches {
+            Some(switches) => {
+                self.switch_addresses(switches, &address, "counters_db", COUNTERS_DB_EXAMPLE)?
+            }
+            None => BTreeMap::new(),
+        };
+        let parses = |s: &str| s.parse::<counters_db::Address>().map(drop);
+        TargetTemplate::check_with(text, true, switches.values().map(String::as_str), parses)
+            .map_err(|why| self.error(address.span(), format!("counters_db {why}")))?;
+        let port = match template.sonic_port {
+            Some(port) => self.device_template(port, "sonic_port")?,
+            None => TEMPLATE_INTERFACE.to_owned(),
+        };
+        Ok(Some(TargetTemplate {
+            url: address.into_inner(),
+            device: port,
+            switches,
+        }))
+    }
+
+    /// `switch_addresses`: port names, each with a host for `key`'s
+    /// `{switch}` in `text` (its check then tries each one in it).
     fn switch_addresses(
         &self,
         switches: Spanned<BTreeMap<String, Spanned<String>>>,
-        url: &Spanned<String>,
+        text: &Spanned<String>,
+        key: &str,
+        example: &str,
     ) -> Result<BTreeMap<String, String>, ConfigError> {
-        if !url.get_ref().contains(remote::SWITCH) {
+        if !text.get_ref().contains(TEMPLATE_SWITCH) {
             return Err(self.error(
                 switches.span(),
                 format!(
-                    "switch_addresses is read only through {} in telemetry_url, which \
-                     has none: write e.g. telemetry_url = \"http://{}:9100/metrics\"",
-                    remote::SWITCH,
-                    remote::SWITCH
+                    "switch_addresses is read only through {TEMPLATE_SWITCH} in {key}, which \
+                     has none: write e.g. {key} = \"{example}\""
                 ),
             ));
         }
@@ -473,24 +569,29 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    /// A `telemetry_device` template: known placeholders only, and a
-    /// label that fits whatever they are filled with.
-    pub(super) fn device_template(&self, device: Spanned<String>) -> Result<String, ConfigError> {
-        remote::TargetTemplate::check(device.get_ref(), false, [])
-            .map_err(|why| self.error(device.span(), format!("telemetry_device {why}")))?;
-        let longest = remote::TargetTemplate::longest(device.get_ref());
+    /// A `telemetry_device` or `sonic_port` template (`key`): known
+    /// placeholders only, and a label that fits whatever they are filled
+    /// with.
+    pub(super) fn device_template(
+        &self,
+        device: Spanned<String>,
+        key: &str,
+    ) -> Result<String, ConfigError> {
+        TargetTemplate::check(device.get_ref(), false, [])
+            .map_err(|why| self.error(device.span(), format!("{key} {why}")))?;
+        let longest = TargetTemplate::longest(device.get_ref());
         if longest.len() > NAME_MAX_LEN {
             return Err(self.error(
                 device.span(),
                 format!(
-                    "telemetry_device {:?} may make a label of {} bytes (with {{ip}} an IPv6 \
-                     address, {{interface}} 15 bytes); at most {NAME_MAX_LEN} are allowed",
+                    "{key} {:?} may make a label of {} bytes (with {{ip}} an IPv6 address, \
+                     {{interface}} 15 bytes); at most {NAME_MAX_LEN} are allowed",
                     device.get_ref(),
                     longest.len()
                 ),
             ));
         }
-        self.name(device, "telemetry_device", NAME_MAX_LEN)
+        self.name(device, key, NAME_MAX_LEN)
     }
 }
 
@@ -503,9 +604,7 @@ impl PathKeys {
         self.url_or_device().or_else(|| self.counters_keys())
     }
 
-    /// Where the first of `sonic_port` and `counters_db` is set, and which.
     fn counters_keys(&self) -> Option<(Range<usize>, &'static str)> {
-        (self.sonic_port.as_ref().map(|p| (p.span(), "sonic_port")))
-            .or_else(|| self.counters_db.as_ref().map(|c| (c.span(), "counters_db")))
+        port_or_address(&self.sonic_port, &self.counters_db)
     }
 }

@@ -168,7 +168,8 @@ fn routes_with_the_same_next_hops_share_a_group_with_the_parents_settings() {
 
 /// A learning group's telemetry, per learned group: `remote` targets
 /// made from its templates for each next hop, `counters-db` ports named
-/// after the interfaces.
+/// after the interfaces on this switch's COUNTERS_DB, or each next hop's
+/// switch and port made from the group's `counters_db` and `sonic_port`.
 #[test]
 fn learned_groups_get_a_telemetry_target_per_next_hop() {
     let mut table = table();
@@ -203,6 +204,20 @@ fn learned_groups_get_a_telemetry_target_per_next_hop() {
         Some(config::GroupTelemetry::CountersDb {
             ports: vec!["s1".into(), "s2".into()],
             switches: vec![None, None],
+        })
+    );
+    let address = |a: &str| a.parse::<crate::telemetry::counters_db::Address>().ok();
+    assert_eq!(
+        with(
+            "telemetry = \"counters-db\"\ncounters_db = \"redis://{switch}:6379\"\n\
+             sonic_port = \"fleaf\"\nswitch_addresses = { s1 = \"192.0.2.11\" }\n"
+        ),
+        Some(config::GroupTelemetry::CountersDb {
+            ports: vec!["fleaf".into(), "fleaf".into()],
+            switches: vec![
+                address("redis://192.0.2.11:6379"),
+                address("redis://198.18.2.2:6379")
+            ],
         })
     );
 }

@@ -21,7 +21,8 @@ use crate::dataplane::tables::{GroupTable, Tables};
 use crate::telemetry::Source;
 use crate::telemetry::counters_db::{Address, Switches};
 use crate::telemetry::linux::Linux;
-use crate::telemetry::remote::{Remote, Target, TargetTemplate};
+use crate::telemetry::remote::{Remote, Target};
+use crate::telemetry::template::TargetTemplate;
 
 /// Everything one group's poller runs with: a config that gives it the
 /// same keeps it running, sockets and connections included.
@@ -77,7 +78,9 @@ impl Spec {
     /// that learns its next hops, whose learned groups poll instead.
     fn source(&self) -> Option<Box<dyn Source>> {
         Some(match &self.source {
-            GroupTelemetry::RemoteTemplate { .. } => return None,
+            GroupTelemetry::RemoteTemplate { .. } | GroupTelemetry::CountersDbTemplate { .. } => {
+                return None;
+            }
             GroupTelemetry::Linux => Box::new(Linux::new(self.interfaces.clone())),
             GroupTelemetry::CountersDb { ports, switches } => {
                 let paths = (switches.iter().zip(ports))

@@ -1,32 +1,38 @@
-//! Targets for next hops a group learns (from the kernel's routes or
-//! APPL_DB's): no next hop is written in the config, so each one's
-//! target is made from the group's templates when it is learned.
+//! Paths for next hops a group learns (from the kernel's routes or
+//! APPL_DB's): no next hop is written in the config, so where each one's
+//! switch is read, and what is read there, are made from the group's
+//! templates when it is learned. Both sources that read the next switch
+//! use them: `remote` (`telemetry_url`, `telemetry_device`) and
+//! `counters-db` (`counters_db`, `sonic_port`).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use super::{Target, check_url};
+use super::remote::{Target, check_url};
 
-/// The group's `telemetry_url` and `telemetry_device`, in which `{ip}`
-/// stands for the next hop's address (in brackets in a URL when it is
-/// IPv6) and `{interface}` for this box's port toward it; in the URL,
-/// `{switch}` stands for the management address the group's
-/// `switch_addresses` gives that port, or the next hop's address for a
-/// port it does not list. A switch scraped at its address on the link is
-/// scraped across the port whose queue it reports: a full queue delays or
-/// drops the scrape, and a dropped segment waits out TCP's retransmission
-/// timeout (200 ms), which freezes the reading when it matters most.
+/// A group's two templates, in which `{ip}` stands for the next hop's
+/// address (in brackets in a URL or address when it is IPv6) and
+/// `{interface}` for this box's port toward it; in the first, `{switch}`
+/// stands for the management address the group's `switch_addresses`
+/// gives that port, or the next hop's address for a port it does not
+/// list. A switch read at its address on the link is read across the port
+/// whose queue it reports: a full queue delays or drops the request, and
+/// a dropped segment waits out TCP's retransmission timeout (200 ms),
+/// which freezes the reading when it matters most.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TargetTemplate {
+    /// Where the switch is read: a `remote` scrape's URL, or a
+    /// `counters-db` Redis address.
     pub url: String,
+    /// What is read there: the exporter's qdisc device, or the SONiC port.
     pub device: String,
     /// Port -> management address (or host name) of the switch behind it.
     pub switches: BTreeMap<String, String>,
 }
 
 /// What a template may name.
-const IP: &str = "{ip}";
-const INTERFACE: &str = "{interface}";
+pub const IP: &str = "{ip}";
+pub const INTERFACE: &str = "{interface}";
 pub const SWITCH: &str = "{switch}";
 
 /// The longest values the placeholders take: an IPv6 address in
@@ -62,6 +68,17 @@ impl TargetTemplate {
         in_url: bool,
         switches: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), String> {
+        Self::check_with(text, in_url, switches, check_url)
+    }
+
+    /// [`Self::check`] with `valid` judging what the first template makes
+    /// (a Redis address, say) instead of `check_url`.
+    pub fn check_with<'a>(
+        text: &str,
+        in_url: bool,
+        switches: impl IntoIterator<Item = &'a str>,
+        valid: impl Fn(&str) -> Result<(), String>,
+    ) -> Result<(), String> {
         let known: &[&str] = if in_url {
             &[IP, INTERFACE, SWITCH]
         } else {
@@ -93,7 +110,7 @@ impl TargetTemplate {
             let sample = "192.0.2.1";
             let filled = |switch: &str| {
                 let url = fill(&text.replace(SWITCH, switch), sample, "eth0");
-                check_url(&url).map_err(|why| format!("{text:?} with {IP} = {sample}: {why}"))
+                valid(&url).map_err(|why| format!("{text:?} with {IP} = {sample}: {why}"))
             };
             filled(sample)?;
             for switch in switches {
