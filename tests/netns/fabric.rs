@@ -176,9 +176,11 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
 /// toward the others (1.15-1.19), and loses 0.09-0.23% against 4.3-5.1%.
 /// This short run is mostly the start, before the first samples: in it,
 /// 158-251 against 865-1075 (4 runs), and once in CI 392 against 836.
-/// Nothing is scraped across a
-/// shaped port (the exporters listen on the management network alone),
-/// so every packet counted was sent. Teardown stops every router.
+/// Steered by each learned spine's COUNTERS_DB (the group's
+/// `counters_db = "redis://{switch}:6379"`), the same. Nothing is read
+/// across a shaped port (the exporters and Redis servers listen on the
+/// management network alone), so every packet counted was sent. Teardown
+/// stops every router.
 #[test]
 fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     let _turn = Turn::alone();
@@ -201,40 +203,48 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
             fabriclb(),
             workdir,
             MESSAGES,
-            &[pick("\"linux\""), pick("\"remote\"")],
+            &[
+                pick("\"linux\""),
+                pick("\"remote\""),
+                pick("\"counters-db\""),
+            ],
         )
         .expect("scenario run")
     };
     assert_eq!(namespaces(&name).expect("namespaces"), Vec::<String>::new());
     assert!(!routers.exists(), "{}", routers.display());
     eprintln!("{rows:#?}");
-    let [linux, steered] = rows.as_slice() else {
-        panic!("two rows: {rows:?}")
+    let [linux, exporters, counters] = rows.as_slice() else {
+        panic!("three rows: {rows:?}")
     };
     assert_eq!(
-        (linux.source.as_str(), steered.source.as_str()),
-        ("linux", "remote")
+        [&linux.source, &exporters.source, &counters.source],
+        ["linux", "remote", "counters-db"]
     );
-    for row in [linux, steered] {
+    // Every leaf learned every spine: each carries a share of every
+    // leaf's bytes (the least 0.17-0.20 in six rows, under 0.15 once:
+    // each leaf's 56 flows hash over four spines).
+    for row in [linux, exporters, counters] {
         sent_whole_and_in_order(row);
+        assert_eq!(row.totals.unaccounted, 0, "{row:?}");
         for leaf in &row.share {
-            assert!(leaf.iter().all(|&s| s > 0.15), "{row:?}");
+            assert!(leaf.iter().all(|&s| s > 0.1), "{row:?}");
         }
     }
-    assert_eq!(linux.totals.unaccounted, 0, "{linux:?}");
-    assert_eq!(steered.totals.unaccounted, 0, "{steered:?}");
     assert!(linux.degraded_port_share > 0.12, "{linux:?}");
     let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops * 10 >= linux.totals.dropped * 9, "{linux:?}");
-    assert!(steered.degraded_port_share < 0.1, "{steered:?}");
-    assert!(
-        steered.healthy_share_on_degraded_spine >= 0.9,
-        "{steered:?}"
-    );
-    assert!(
-        steered.totals.dropped * 2 <= linux.totals.dropped,
-        "{steered:?}"
-    );
+    for steered in [exporters, counters] {
+        assert!(steered.degraded_port_share < 0.1, "{steered:?}");
+        assert!(
+            steered.healthy_share_on_degraded_spine >= 0.9,
+            "{steered:?}"
+        );
+        assert!(
+            steered.totals.dropped * 2 <= linux.totals.dropped,
+            "{steered:?}"
+        );
+    }
 }
 
 /// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on
@@ -316,13 +326,17 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
 
 /// A short `fabric-slow-link` row: every one of the all-to-all's packets
 /// sent (8 ranks to 7 peers, 32 packets a message), every leaf's share
-/// counted, and no packet overtaken by a later one of its QP: the
-/// messages that arrived out of order are the ones that lost a packet.
-/// (Measured: no late packet in any row of the scenario, steered or not.)
+/// counted, and hardly a packet overtaken by a later one of its QP: none
+/// in ECMP, whose paths never change; where flowlets move, a sender that
+/// stalls longer than the gap mid-message may move the rest of the
+/// message past what still waits in the slow port's queue (which holds
+/// up to 72 ms), at most a message's 32 packets (measured: 1 once, in one
+/// of about twenty flowlet and per-packet rows, otherwise none).
 fn sent_whole_and_in_order(row: &FabricRow) {
     assert_eq!(row.totals.sent, 8 * 7 * u64::from(MESSAGES) * 32, "{row:?}");
     assert_eq!(row.share.len(), 4, "{row:?}");
-    assert_eq!(row.totals.late_packets, 0, "{row:?}");
+    let overtaken = if row.mode == "ecmp" { 0 } else { 32 };
+    assert!(row.totals.late_packets <= overtaken, "{row:?}");
 }
 
 /// `fabric-matrix`, one cell short (0.6 s of sending): a ring over every

@@ -402,20 +402,22 @@ impl Fabric {
         let learned = self.shape.routing == Routing::Bgp;
         if learned {
             text.push_str("kernel_routes = { table = \"main\", protocol = \"bgp\" }\n");
-            // A learning group's `counters-db` reads this switch's own
-            // COUNTERS_DB, which holds nothing of the spines' queues: no
-            // template names the next switch's, so `check-config` refuses
-            // its destinations.
-            if source == Some("remote") {
-                let switches = (1..=self.shape.spines)
-                    .map(|j| format!("s{j} = \"{}\"", mgmt_addr(Router::Spine(j))))
-                    .collect::<Vec<_>>();
-                text.push_str(&format!(
+            let switches = (1..=self.shape.spines)
+                .map(|j| format!("s{j} = \"{}\"", mgmt_addr(Router::Spine(j))))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match source {
+                Some("remote") => text.push_str(&format!(
                     "telemetry_url = \"http://{{switch}}:{}/metrics\"\n\
-                     telemetry_device = \"l{k}\"\nswitch_addresses = {{ {} }}\n",
+                     telemetry_device = \"l{k}\"\nswitch_addresses = {{ {switches} }}\n",
                     exporters::PORT,
-                    switches.join(", ")
-                ));
+                )),
+                Some(_) => text.push_str(&format!(
+                    "counters_db = \"redis://{{switch}}:{}\"\nsonic_port = \"l{k}\"\n\
+                     switch_addresses = {{ {switches} }}\n",
+                    flex_counters::PORT,
+                )),
+                None => {}
             }
         } else {
             text.push_str("next_hops = [\n");

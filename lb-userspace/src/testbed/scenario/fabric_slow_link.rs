@@ -65,11 +65,16 @@ pub fn bgp_shape() -> FabricShape {
 }
 
 /// `fabric-bgp`'s rows: the blind ones, the steered ones reading each
-/// learned spine's exporter at the address BGP gave it, and flowlets
-/// steered by `linux`, all a group following BGP could read before
-/// templates: the leaf's own ports, which see nothing XDP forwards.
+/// learned spine's exporter, then its COUNTERS_DB, over the management
+/// network, and flowlets steered by `linux`, all a group following BGP
+/// could read before templates: the leaf's own ports, which see nothing
+/// XDP forwards.
 pub fn bgp_modes() -> Vec<Mode> {
     let all = modes();
+    let counters: Vec<Mode> = (all.iter())
+        .filter(|m| m.telemetry)
+        .map(|m| with_source(m, COUNTERS_DB))
+        .collect();
     let linux: Vec<Mode> = (all.iter())
         .filter(|m| m.name == "flowlet" && !m.telemetry)
         .map(|m| Mode {
@@ -78,7 +83,7 @@ pub fn bgp_modes() -> Vec<Mode> {
             ..m.clone()
         })
         .collect();
-    all.into_iter().chain(linux).collect()
+    all.into_iter().chain(counters).chain(linux).collect()
 }
 
 /// Cross-rack traffic into each leaf of `shape` under `pattern` over
