@@ -7,6 +7,7 @@
 //! ones) is a row in [`modes`], not a change to any scenario.
 
 mod bgp_drain;
+pub mod equal_paths;
 pub mod fabric_herd;
 pub mod fabric_matrix;
 pub mod fabric_slow_link;
@@ -83,10 +84,14 @@ pub enum Name {
     /// Patterns, degradations, loads and path counts as one table
     /// ([`fabric_matrix`]).
     FabricMatrix,
+    /// As many fat flows as equal spines, 8 ([`equal_paths`]).
+    EqualPaths8,
+    /// The same over 16.
+    EqualPaths16,
 }
 
 impl Name {
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 17] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -102,6 +107,8 @@ impl Name {
         Self::FabricBgp,
         Self::FabricHerd,
         Self::FabricMatrix,
+        Self::EqualPaths8,
+        Self::EqualPaths16,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -121,6 +128,8 @@ impl Name {
             Self::FabricBgp => "fabric-bgp",
             Self::FabricHerd => "fabric-herd",
             Self::FabricMatrix => "fabric-matrix",
+            Self::EqualPaths8 => "equal-paths-8",
+            Self::EqualPaths16 => "equal-paths-16",
         }
     }
 
@@ -142,6 +151,10 @@ impl Name {
             Self::Sonic => sonic::scenario(sonic::SECONDS),
             Self::TeOverride => te_override::scenario(te_override::SECONDS),
             Self::Soak => soak::scenario(),
+            Self::EqualPaths8 => equal_paths::equal_paths(self.as_str(), 8, equal_paths::MESSAGES),
+            Self::EqualPaths16 => {
+                equal_paths::equal_paths(self.as_str(), 16, equal_paths::MESSAGES)
+            }
         })
     }
 
@@ -176,7 +189,8 @@ impl Name {
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
      spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak, \
-     fabric-slow-link, fabric-bgp, fabric-herd and fabric-matrix"
+     fabric-slow-link, fabric-bgp, fabric-herd, fabric-matrix, equal-paths-8 and \
+     equal-paths-16"
 )]
 pub struct UnknownScenario(String);
 

@@ -51,6 +51,10 @@ pub struct ModeReport {
     pub in_message_reorders: u64,
     /// Each spine's fraction of the bytes the leaf forwarded.
     pub spine_share: Vec<f64>,
+    /// The busiest spine's bytes over the mean: among equal spines, how
+    /// uneven the choice left them (1.0 is even).
+    #[serde(default)]
+    pub spine_mmr: f64,
     /// Each spine's largest sampled queue, bytes.
     pub max_queue_bytes: Vec<u64>,
     /// What each spine's queue dropped, packets.
@@ -122,6 +126,7 @@ impl ModeReport {
             sending_ms,
             in_message_reorders: run.received.message_out_of_order,
             spine_share: run.leaf.byte_shares(),
+            spine_mmr: run.leaf.byte_mmr().unwrap_or(0.0),
             max_queue_bytes,
             spine_dropped,
             flowlet_moves: run.leaf.flowlet_moves,

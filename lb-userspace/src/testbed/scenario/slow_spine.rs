@@ -125,7 +125,8 @@ pub fn cross_traffic(messages: u32) -> Scenario {
     }
 }
 
-/// A ring all-reduce over spines of `rates`, offering `load` of their sum.
+/// A ring all-reduce of four ranks over spines of `rates`, offering
+/// `load` of their sum.
 pub(super) fn ring(
     name: &'static str,
     rates: &[u32],
@@ -133,7 +134,18 @@ pub(super) fn ring(
     queues: Queues,
     messages: u32,
 ) -> Scenario {
-    let hosts = 4;
+    ring_of(4, name, rates, load, queues, messages)
+}
+
+/// [`ring`] of `hosts` ranks.
+pub(super) fn ring_of(
+    hosts: usize,
+    name: &'static str,
+    rates: &[u32],
+    load: f64,
+    queues: Queues,
+    messages: u32,
+) -> Scenario {
     let capacity_bps: f64 = rates.iter().map(|&r| f64::from(r) * 1e6).sum();
     // Each of the ring's senders offers an equal part of the load.
     let rate_pps = load * capacity_bps / 8.0 / hosts as f64 / f64::from(FRAME_BYTES);

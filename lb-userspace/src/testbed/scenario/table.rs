@@ -10,7 +10,8 @@ pub fn print(scenario: &Scenario, report: &Report) {
         header.push_str(&format!(" {:>6}", format!("s{j}")));
     }
     println!(
-        "{header} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>9} {:>8} {:>6} {:>6}",
+        "{header} {:>5} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>9} {:>8} {:>6} {:>6}",
+        "mmr",
         "sent",
         "received",
         "dropped",
@@ -44,7 +45,8 @@ pub fn print(scenario: &Scenario, report: &Report) {
             .max_by_key(|(_, q)| **q)
             .map_or((0, 0), |(j, q)| (j + 1, *q));
         println!(
-            "{line} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>7.0}ms {:>6.0}ms {:>6} {:>6}",
+            "{line} {:>5.2} {:>7} {:>8} {:>7} {:>5} {:>6} {:>5} {:>10} {:>7.0}ms {:>6.0}ms {:>6} {:>6}",
+            mode.spine_mmr,
             mode.sent,
             mode.received,
             mode.dropped,

@@ -1,0 +1,70 @@
+//! As many fat flows as equal paths: 8 or 16 spines of one rate, and a
+//! ring of as many ranks, one QP per connection, each a flow of 256 KiB
+//! messages sent at 80% of a spine's rate and followed by a pause longer
+//! than the flowlet gap, as a collective's step waits for its neighbour.
+//! Even is one flow per spine; the busiest spine's bytes over the mean
+//! (`spine_mmr`) is what the choice among equals left, and a spine given
+//! two flows overflows while another idles.
+
+use std::time::Duration;
+
+use super::Scenario;
+use super::slow_spine::ring_of;
+use crate::testbed::Queues;
+
+/// What the spines carry in all, Mbit/s: the single-leaf testbed's 800,
+/// so 8 and 16 spines cost the machine what 4 do.
+const TOTAL_MBIT: u32 = 800;
+/// A flow's rate while it sends, of its spine's.
+const LOAD: f64 = 0.8;
+const MESSAGE_BYTES: u32 = 256 << 10;
+/// The pause after every message: longer than the scenarios' 25 ms
+/// flowlet gap, so that each message is a flowlet of its own.
+const PAUSE: Duration = Duration::from_millis(30);
+/// Messages per flow at full length: 2.3 s of sending over 8 spines, 3.4 s
+/// over 16.
+pub const MESSAGES: u32 = 40;
+
+/// `paths` spines (8 or 16) at [`TOTAL_MBIT`] / `paths` each, lossy, and
+/// one fat flow per spine, `messages` each.
+pub fn equal_paths(name: &'static str, paths: u32, messages: u32) -> Scenario {
+    let mbit = TOTAL_MBIT / paths;
+    let rates = vec![mbit; paths as usize];
+    let mut scenario = ring_of(paths as usize, name, &rates, LOAD, Queues::Lossy, messages);
+    let collective = &mut scenario.collective;
+    collective.qps_per_connection = 1;
+    collective.message_bytes = MESSAGE_BYTES;
+    collective.pace.gap = PAUSE;
+    scenario.workload = format!(
+        "ring of {paths} ranks, one QP each: {paths} flows over {paths} spines at {mbit} \
+         Mbit/s (lossy queues), each {messages} messages of 256 KiB sent at {:.0}% of a \
+         spine's rate, a {} ms pause after each",
+        LOAD * 100.0,
+        PAUSE.as_millis()
+    );
+    scenario
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flow per spine, each paced at 80% of its spine's rate.
+    #[test]
+    fn one_flow_per_spine() {
+        for paths in [8, 16] {
+            let scenario = equal_paths("equal-paths", paths, 10);
+            let c = &scenario.collective;
+            assert_eq!(scenario.shape.spines, paths as usize);
+            assert_eq!(
+                (scenario.shape.hosts, c.senders),
+                (c.senders, paths as usize)
+            );
+            assert_eq!((c.qps_per_connection, c.messages), (1, 10));
+            assert_eq!(scenario.shape.capacity_mbit(), Some(800));
+            let frame_bits = f64::from(crate::testbed::ROCE_MTU + 58) * 8.0;
+            let pps = 0.8 * f64::from(800 / paths) * 1e6 / frame_bits;
+            assert_eq!(c.pace.rate_pps, Some(pps.round() as u64));
+        }
+    }
+}
