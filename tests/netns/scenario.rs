@@ -214,7 +214,7 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 #[test]
 fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     let scenario = equal_paths::equal_paths("equal-paths-8", 8, equal_paths::MESSAGES);
-    let report = ecmp_against_steering("d", &scenario);
+    let report = ecmp_against_steering("O", &scenario);
     let [ecmp, steered] = report.modes.as_slice() else {
         panic!("two rows: {report:?}")
     };
