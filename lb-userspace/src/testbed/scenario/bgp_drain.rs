@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Scenario;
 use super::link_down::FlowBuckets;
-use super::slow_spine::{EVEN_RATES_MBIT, ring};
+use super::slow_spine::{EVEN_RATES_MBIT, RANKS, ring};
 use crate::testbed::frr::Routers;
 use crate::testbed::{Collective, LeafMaps, PATIENCE, Queues, Routing, Testbed};
 
@@ -106,7 +106,14 @@ pub fn bgp_drain(messages: u32) -> Scenario {
         drained_for: DRAINED_FOR,
         graceful_after: GRACEFUL_AFTER,
     };
-    let mut scenario = ring("bgp-drain", &EVEN_RATES_MBIT, LOAD, Queues::Lossy, messages);
+    let mut scenario = ring(
+        RANKS,
+        "bgp-drain",
+        &EVEN_RATES_MBIT,
+        LOAD,
+        Queues::Lossy,
+        messages,
+    );
     scenario.shape.routing = Routing::Bgp;
     Scenario {
         workload: format!(

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::Scenario;
-use super::slow_spine::ring_of;
+use super::slow_spine::ring;
 use crate::testbed::Queues;
 
 /// What the spines carry in all, Mbit/s: the single-leaf testbed's 800,
@@ -30,7 +30,7 @@ pub const MESSAGES: u32 = 40;
 pub fn equal_paths(name: &'static str, paths: u32, messages: u32) -> Scenario {
     let mbit = TOTAL_MBIT / paths;
     let rates = vec![mbit; paths as usize];
-    let mut scenario = ring_of(paths as usize, name, &rates, LOAD, Queues::Lossy, messages);
+    let mut scenario = ring(paths as usize, name, &rates, LOAD, Queues::Lossy, messages);
     let collective = &mut scenario.collective;
     collective.qps_per_connection = 1;
     collective.message_bytes = MESSAGE_BYTES;

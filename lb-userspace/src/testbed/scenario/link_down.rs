@@ -16,7 +16,7 @@ use lb_common::select::hash::{HashFields, flow_hash};
 use serde::{Deserialize, Serialize};
 
 use super::Scenario;
-use super::slow_spine::{EVEN_RATES_MBIT, ring};
+use super::slow_spine::{EVEN_RATES_MBIT, RANKS, ring};
 use rtnetlink::LinkUnspec;
 
 use crate::testbed::netns::rtnetlink_in;
@@ -76,7 +76,14 @@ pub fn link_down(messages: u32) -> Scenario {
         down_after: DOWN_AFTER,
         up_after: UP_AFTER,
     };
-    let scenario = ring("link-down", &EVEN_RATES_MBIT, LOAD, Queues::Lossy, messages);
+    let scenario = ring(
+        RANKS,
+        "link-down",
+        &EVEN_RATES_MBIT,
+        LOAD,
+        Queues::Lossy,
+        messages,
+    );
     Scenario {
         workload: format!(
             "{}; spine {SPINE}'s link down {} ms into the run, up at {} ms",

@@ -47,7 +47,7 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
         Queues::Lossy => "slow-spine",
         Queues::Lossless => "slow-spine-lossless",
     };
-    ring(name, &RATES_MBIT, LOAD, queues, messages)
+    ring(RANKS, name, &RATES_MBIT, LOAD, queues, messages)
 }
 
 /// `slow-spine` on the testbed run by BGP: the leaf's group follows the
@@ -55,7 +55,14 @@ pub fn slow_spine(queues: Queues, messages: u32) -> Scenario {
 /// telemetry rows make each learned next hop's target from the group's
 /// templates.
 pub fn bgp_slow_spine(messages: u32) -> Scenario {
-    let mut scenario = ring("bgp-slow-spine", &RATES_MBIT, LOAD, Queues::Lossy, messages);
+    let mut scenario = ring(
+        RANKS,
+        "bgp-slow-spine",
+        &RATES_MBIT,
+        LOAD,
+        Queues::Lossy,
+        messages,
+    );
     scenario.shape.routing = Routing::Bgp;
     Scenario {
         workload: format!(
@@ -75,6 +82,7 @@ pub fn spine_slowdown(messages: u32) -> Scenario {
         after: SLOWDOWN_AFTER,
     };
     let scenario = ring(
+        RANKS,
         "spine-slowdown",
         &EVEN_RATES_MBIT,
         SLOWDOWN_LOAD,
@@ -108,6 +116,7 @@ pub fn cross_traffic(messages: u32) -> Scenario {
     let all: u32 = EVEN_RATES_MBIT.iter().sum();
     let load = LOAD * f64::from(left) / f64::from(all);
     let scenario = ring(
+        RANKS,
         "cross-traffic",
         &EVEN_RATES_MBIT,
         load,
@@ -125,20 +134,12 @@ pub fn cross_traffic(messages: u32) -> Scenario {
     }
 }
 
-/// A ring all-reduce of four ranks over spines of `rates`, offering
+/// The single-leaf scenarios' ring: four ranks.
+pub(super) const RANKS: usize = 4;
+
+/// A ring all-reduce of `hosts` ranks over spines of `rates`, offering
 /// `load` of their sum.
 pub(super) fn ring(
-    name: &'static str,
-    rates: &[u32],
-    load: f64,
-    queues: Queues,
-    messages: u32,
-) -> Scenario {
-    ring_of(4, name, rates, load, queues, messages)
-}
-
-/// [`ring`] of `hosts` ranks.
-pub(super) fn ring_of(
     hosts: usize,
     name: &'static str,
     rates: &[u32],

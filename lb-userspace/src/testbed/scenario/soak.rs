@@ -24,7 +24,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
 
 use super::link_down::{busiest, last_growth, sample_until, set_link};
-use super::slow_spine::{EVEN_RATES_MBIT, ring};
+use super::slow_spine::{EVEN_RATES_MBIT, RANKS, ring};
 use super::{Scenario, on_own_bed};
 use crate::testbed::bpffs::Bpffs;
 use crate::testbed::drops::{WrongMac, unaccounted};
@@ -207,6 +207,7 @@ pub struct SoakRun {
 /// The soak's shape and collective (one segment's).
 pub fn scenario() -> Scenario {
     let mut scenario = ring(
+        RANKS,
         "soak",
         &EVEN_RATES_MBIT,
         LOAD,
