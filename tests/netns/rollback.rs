@@ -1,6 +1,9 @@
 //! A reload whose map writes fail part way puts back what it wrote: the
 //! running tables stay, in the maps as in the daemon.
 
+use anyhow::Context as _;
+use fabriclb::config::parse_mac;
+use fabriclb::testbed::{LeafMaps, leaf_ifindex};
 use lb_common::limits::{MAX_EGRESS_PORTS, MAX_NEXTHOPS_PER_GROUP};
 
 use crate::bed::{Bed, steady, wait_for};
@@ -72,6 +75,19 @@ fn a_reload_whose_map_writes_fail_leaves_the_running_tables() {
         daemon.reconfigure(&full_config(&bed, "mode = \"per-packet\"", FILLER + 1))?;
         let log = daemon.wait_for_log("new config refused")?;
         neighbour(&spine_mac)?;
+        // The window ends once spine 2's next hop has its MAC back: the
+        // neighbour event that puts it there is the daemon's to handle,
+        // after `neighbour` returned (16 packets beyond it once in CI).
+        let maps = LeafMaps::open(&bed.testbed)?;
+        let s2 = leaf_ifindex(&bed.testbed, "s2")?;
+        let mac = parse_mac(&spine_mac).context("spine 2's MAC")?;
+        wait_for("spine 2's MAC back in its next hop", || {
+            let ids = maps.next_hops_via(s2)?;
+            let back = ids
+                .iter()
+                .all(|&id| maps.next_hop(id).is_ok_and(|n| n.dst_mac == mac));
+            Ok((back && !ids.is_empty()).then_some(()))
+        })?;
         anyhow::ensure!(
             log.contains(
                 "new config refused, the running one stays: programming the maps: \

@@ -103,6 +103,11 @@ impl LeafMaps {
         Ok(packets)
     }
 
+    /// Next hop `id` as the program rewrites to it.
+    pub fn next_hop(&self, id: u32) -> Result<NextHop> {
+        Ok(self.nexthops.get(&id, 0)?)
+    }
+
     /// Group `id`'s settings.
     pub fn group(&self, id: u32) -> Result<GroupEntry> {
         Ok(self.groups.get(&id, 0)?)
