@@ -190,3 +190,49 @@ fn without_multicast(json: &str) -> serde_json::Value {
     }
     status
 }
+
+/// `status` gives each next hop's quality toward each destination its
+/// group rates it for, by the config's name: a fabric leaf's routes all
+/// have a destination, and only these qualities steer them. Here every
+/// spine toward `far` (the receivers' /16), at the default while no
+/// exporter answers; the next hop's own quality stays beside it.
+#[test]
+fn status_gives_each_next_hops_quality_toward_each_destination() {
+    let bed = Bed::up("I", 1);
+    let config_text = bed.config(
+        "mode = \"flowlet\"\ntelemetry = \"remote\"\ndestinations = [{ name = \"far\", \
+         prefixes = [\"198.19.0.0/16\"], telemetry_device = \"leaf\" }]\n",
+    );
+    let bpffs = Bpffs::mount("netns-inspect-destinations").expect("bpffs");
+    let pins = bpffs.path().to_str().expect("path").to_owned();
+    let _daemon = bed
+        .daemon(&config_text, &["--bpffs", &pins, "--instance", "leaf"])
+        .expect("fabriclb");
+    let config = bpffs.path().with_file_name(format!(
+        "fabriclb-netns-inspect-destinations-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&config, &config_text).expect("config");
+    let config = config.to_str().expect("path").to_owned();
+    let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
+    let status: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let hops = status["groups"][0]["next_hops"]
+        .as_array()
+        .expect("next hops");
+    assert_eq!(hops.len(), 4, "{json}");
+    for nh in hops {
+        assert_eq!(nh["quality"], 1024, "{json}");
+        assert_eq!(
+            nh["destinations"],
+            serde_json::json!([{"class": 1, "destination": "far", "quality": 1024}]),
+            "{json}"
+        );
+    }
+    let text = in_leaf(&bed, &bpffs, &["status", "--config", &config]);
+    let toward = text
+        .lines()
+        .filter(|l| l.trim() == "quality toward far 1024")
+        .count();
+    assert_eq!(toward, 4, "{text}");
+    let _ = std::fs::remove_file(&config);
+}

@@ -107,6 +107,11 @@ impl Names {
         }
     }
 
+    /// The destination the config names class `class` for, if any.
+    pub fn class(&self, class: u32) -> Option<&str> {
+        self.classes.get(&class).map(String::as_str)
+    }
+
     /// Whether group `id` has a name from the config.
     pub fn group_name(&self, id: u32) -> Option<&str> {
         self.groups.get(&id).map(String::as_str)

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use lb_common::abi::{GroupEntry, NEXTHOP_USABLE};
-use lb_common::limits::{BUCKETS_PER_GROUP, MAX_GROUPS};
+use lb_common::limits::{BUCKETS_PER_GROUP, MAX_CLASSES, MAX_GROUPS};
+use lb_common::route::quality_index;
 use lb_common::verdict::Reason;
 use serde::Serialize;
 
@@ -76,7 +77,11 @@ pub struct NextHopStatus {
     pub mac: String,
     pub vlan: u16,
     pub usable: bool,
+    /// Its own quality (class 0): what routes without a destination use.
     pub quality: u32,
+    /// Its quality toward each destination class its group is rated for:
+    /// what routes with a destination use (on a fabric leaf, every route).
+    pub destinations: Vec<DestinationQuality>,
     /// Recent bytes, what a new flowlet compares next hops by.
     pub load: u64,
     /// Of the group's buckets, those ECMP sends here.
@@ -84,6 +89,31 @@ pub struct NextHopStatus {
     pub packets: u64,
     pub bytes: u64,
     pub sprayed: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DestinationQuality {
+    pub class: u32,
+    /// From the config; `null` when it does not name the class.
+    pub destination: Option<String>,
+    pub quality: u32,
+}
+
+/// The destination classes `members` are rated for: those in which any of
+/// them has a quality (the daemon writes one for every member of a
+/// class's group; unused entries are 0). A next hop in several groups
+/// shows the classes of each.
+fn rated_classes(maps: &MapSet, members: &[u32]) -> Result<Vec<u32>, InspectError> {
+    let mut classes = Vec::new();
+    for class in 1..MAX_CLASSES {
+        for &id in members {
+            if maps.quality(quality_index(class, id))? != 0 {
+                classes.push(class);
+                break;
+            }
+        }
+    }
+    Ok(classes)
 }
 
 impl Status {
@@ -131,8 +161,19 @@ impl Status {
             for b in 0..BUCKETS_PER_GROUP {
                 buckets.extend(maps.bucket(id * BUCKETS_PER_GROUP + b)?);
             }
+            let members = &entry.members[..entry.member_count as usize];
+            let classes = rated_classes(maps, members)?;
             let mut next_hops = Vec::new();
-            for (slot, &nh_id) in (0u32..).zip(&entry.members[..entry.member_count as usize]) {
+            for (slot, &nh_id) in (0u32..).zip(members) {
+                let destinations = (classes.iter())
+                    .map(|&class| {
+                        Ok(DestinationQuality {
+                            class,
+                            destination: names.class(class).map(str::to_owned),
+                            quality: maps.quality(quality_index(class, nh_id))?,
+                        })
+                    })
+                    .collect::<Result<_, InspectError>>()?;
                 let nh = maps.nexthop(nh_id)?.unwrap_or_default();
                 let stats = maps.nexthop_stats(nh_id)?;
                 let stats: &[lb_common::abi::NextHopStats] = stats.as_deref().map_or(&[], |s| s);
@@ -147,6 +188,7 @@ impl Status {
                     vlan: nh.vlan,
                     usable: nh.flags & NEXTHOP_USABLE != 0,
                     quality: maps.quality(nh_id)?,
+                    destinations,
                     load: stats
                         .iter()
                         .zip(&epochs)
@@ -274,6 +316,15 @@ impl Status {
                     nh.sprayed
                 )
                 .unwrap();
+                if !nh.destinations.is_empty() {
+                    let toward: Vec<String> = (nh.destinations.iter())
+                        .map(|d| match &d.destination {
+                            Some(name) => format!("{name} {}", d.quality),
+                            None => format!("class {} {}", d.class, d.quality),
+                        })
+                        .collect();
+                    writeln!(out, "       quality toward {}", toward.join(", ")).unwrap();
+                }
             }
         }
         out
