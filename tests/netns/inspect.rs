@@ -59,12 +59,8 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
     eprintln!("{report:?}");
     // Traffic over: the snapshot written after this holds the final counts.
     let last = bed.fresh_counters(&daemon).expect("metrics");
-    let config = bpffs.path().with_file_name(format!(
-        "fabriclb-netns-inspect-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&config, &config_text).expect("config");
-    let config = config.to_str().expect("path").to_owned();
+    let file = ConfigFile::write(&bpffs, "netns-inspect", &config_text);
+    let config = file.0.clone();
 
     let running = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
     // From another namespace the maps' ifindexes are named as the daemon
@@ -177,7 +173,26 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
         "explain said next hop {j}: {before:?} -> {after:?}"
     );
     assert_eq!(after[j], before[j] + 1);
-    let _ = std::fs::remove_file(&config);
+}
+
+/// The config the daemon runs, in a file beside the bpffs for status's
+/// and explain's `--config`; removed on drop, also when an assertion
+/// failed.
+struct ConfigFile(String);
+
+impl ConfigFile {
+    fn write(bpffs: &Bpffs, name: &str, text: &str) -> Self {
+        let path =
+            (bpffs.path()).with_file_name(format!("fabriclb-{name}-{}.toml", std::process::id()));
+        std::fs::write(&path, text).expect("config");
+        Self(path.to_str().expect("path").to_owned())
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// `status --json` without the count of multicast frames: the hosts'
@@ -208,12 +223,8 @@ fn status_gives_each_next_hops_quality_toward_each_destination() {
     let _daemon = bed
         .daemon(&config_text, &["--bpffs", &pins, "--instance", "leaf"])
         .expect("fabriclb");
-    let config = bpffs.path().with_file_name(format!(
-        "fabriclb-netns-inspect-destinations-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&config, &config_text).expect("config");
-    let config = config.to_str().expect("path").to_owned();
+    let file = ConfigFile::write(&bpffs, "netns-inspect-destinations", &config_text);
+    let config = file.0.clone();
     let json = in_leaf(&bed, &bpffs, &["status", "--json", "--config", &config]);
     let status: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     let hops = status["groups"][0]["next_hops"]
@@ -234,5 +245,4 @@ fn status_gives_each_next_hops_quality_toward_each_destination() {
         .filter(|l| l.trim() == "quality toward far 1024")
         .count();
     assert_eq!(toward, 4, "{text}");
-    let _ = std::fs::remove_file(&config);
 }
