@@ -329,7 +329,7 @@ fn print(rows: &[MatrixRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testbed::scenario::fabric_slow_link::FRAME_BYTES;
+    use crate::testbed::scenario::FRAME_BYTES;
 
     /// A ring over 8 ranks on 4 leaves sends 2 connections into every
     /// leaf, each a whole sender's rate: at 90% of 130 Mbit/s (leaf 3 with

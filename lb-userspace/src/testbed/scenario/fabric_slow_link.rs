@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, other_choices, write_runs};
+use super::{FLOWLET_GAP_US, FRAME_BYTES, Mode, modes, on_own_fabric, other_choices, write_runs};
 use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, rank_place, run_fabric_collective,
@@ -39,9 +39,6 @@ pub(super) const QPS: u32 = 4;
 const MESSAGE_BYTES: u32 = 65536;
 /// Messages per connection at full length: about 1.7 s of sending.
 pub const MESSAGES: u32 = 28;
-/// Bytes of a RoCE-MTU frame on the wire as TBF counts them (see
-/// `slow_spine`).
-pub(super) const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
 /// The fabric, statically routed.
 pub fn shape() -> FabricShape {

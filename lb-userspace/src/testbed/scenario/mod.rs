@@ -247,6 +247,12 @@ pub struct Mode {
     pub daemon_args: Vec<String>,
 }
 
+/// Bytes of a RoCE-MTU frame on the wire as TBF counts them: Ethernet 14,
+/// IPv4 20, UDP 8, BTH 12, payload, ICRC 4 (and a 16-byte RETH on the
+/// first of a message's 32 packets, half a byte a packet, left out): what
+/// the scenarios pace their senders by.
+pub(super) const FRAME_BYTES: u32 = super::ROCE_MTU + 58;
+
 /// The flowlet gap of the scenarios' flowlet and per-packet rows. A gap
 /// must outlast the difference between the paths' delays, or a flow that
 /// pauses mid-message and moves to a shorter queue overtakes itself. The

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use super::Cross;
-use super::Scenario;
 use super::reaction::RateChange;
+use super::{FRAME_BYTES, Scenario};
 use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Routing, Shape};
 use crate::traffic::{Pace, Pattern};
 
@@ -24,10 +24,6 @@ const LOAD: f64 = 0.8;
 pub const MESSAGES: u32 = 400;
 const MESSAGE_BYTES: u32 = 65536;
 const QPS: u32 = 16;
-/// Bytes of a RoCE-MTU frame on the wire as TBF counts them: Ethernet 14,
-/// IPv4 20, UDP 8, BTH 12, payload, ICRC 4 (and a 16-byte RETH on the
-/// first of a message's 32 packets, half a byte a packet, left out).
-const FRAME_BYTES: u32 = ROCE_MTU + 58;
 
 /// Spine rates before the slowdown, Mbit/s.
 pub(super) const EVEN_RATES_MBIT: [u32; 4] = [200; 4];
