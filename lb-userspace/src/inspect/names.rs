@@ -100,7 +100,7 @@ impl Names {
     /// route value that carries a class.
     pub fn destination(&self, destination: Destination) -> String {
         let group = format!("group {}", self.group(destination.group));
-        match (destination.class, self.classes.get(&destination.class)) {
+        match (destination.class, self.class(destination.class)) {
             (0, _) => group,
             (class, Some(name)) => format!("{group}, destination {name} (class {class})"),
             (class, None) => format!("{group}, destination class {class}"),

@@ -99,21 +99,22 @@ pub struct DestinationQuality {
     pub quality: u32,
 }
 
-/// The destination classes `members` are rated for: those in which any of
-/// them has a quality (the daemon writes one for every member of a
-/// class's group; unused entries are 0). A next hop in several groups
-/// shows the classes of each.
-fn rated_classes(maps: &MapSet, members: &[u32]) -> Result<Vec<u32>, InspectError> {
-    let mut classes = Vec::new();
+/// The destination classes `members` are rated for, each with their
+/// qualities in it, in `members`' order: the classes in which any of them
+/// has a quality (the daemon writes one for every member of a class's
+/// group; unused entries are 0). A next hop in several groups shows the
+/// classes of each.
+fn rated_classes(maps: &MapSet, members: &[u32]) -> Result<Vec<(u32, Vec<u32>)>, InspectError> {
+    let mut rated = Vec::new();
     for class in 1..MAX_CLASSES {
-        for &id in members {
-            if maps.quality(quality_index(class, id))? != 0 {
-                classes.push(class);
-                break;
-            }
+        let row = (members.iter())
+            .map(|&id| maps.quality(quality_index(class, id)))
+            .collect::<Result<Vec<u32>, _>>()?;
+        if row.iter().any(|&q| q != 0) {
+            rated.push((class, row));
         }
     }
-    Ok(classes)
+    Ok(rated)
 }
 
 impl Status {
@@ -166,14 +167,12 @@ impl Status {
             let mut next_hops = Vec::new();
             for (slot, &nh_id) in (0u32..).zip(members) {
                 let destinations = (classes.iter())
-                    .map(|&class| {
-                        Ok(DestinationQuality {
-                            class,
-                            destination: names.class(class).map(str::to_owned),
-                            quality: maps.quality(quality_index(class, nh_id))?,
-                        })
+                    .map(|(class, row)| DestinationQuality {
+                        class: *class,
+                        destination: names.class(*class).map(str::to_owned),
+                        quality: row[slot as usize],
                     })
-                    .collect::<Result<_, InspectError>>()?;
+                    .collect();
                 let nh = maps.nexthop(nh_id)?.unwrap_or_default();
                 let stats = maps.nexthop_stats(nh_id)?;
                 let stats: &[lb_common::abi::NextHopStats] = stats.as_deref().map_or(&[], |s| s);
