@@ -208,7 +208,7 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// puts two flows on one spine and none on another (busiest 2.0x the
 /// mean, the same every run: the five-tuples and the seed are fixed);
 /// flowlets steered by the spines' queues move them (21-29 moves) and
-/// spread them, unevenly still: 1.23-1.35x in the scenario's release
+/// spread them, unevenly still: 1.27-1.52x in the scenario's release
 /// runs, 1.43-1.65x here with debug daemons (four runs), far from the
 /// issue's 1.05; a run no better than the hash is what this catches.
 #[test]
