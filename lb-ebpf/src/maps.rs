@@ -75,6 +75,9 @@ pub static FL_VERDICTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Reason:
 /// Next-hop id -> packets, bytes, sprayed packets and recent load.
 #[map]
 pub static FL_NH_STATS: PerCpuArray<NextHopStats> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);
+/// Next-hop id -> what the other CPUs' flows put on it, from the daemon.
+#[map]
+pub static FL_NH_PEER_LOAD: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);
 /// Flowlets by `flowlet_index`: when the flows in an entry were last
 /// seen, their recent load, their slot.
 #[map]

@@ -189,6 +189,30 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
     assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
 }
 
+/// A CPU weighs what the daemon says the other CPUs' flows put on each
+/// next hop: with their load on slots 0 and 1, idle here, x's next
+/// flowlet takes slot 3, the one idle everywhere, and no longer the first
+/// idle one here.
+#[test]
+fn a_flowlet_weighs_the_loads_other_cpus_put_on_each_next_hop() {
+    let mut h = Harness::on_one_cpu();
+    let group = "flowlet";
+    let (dst, [x, y], shared) = SHARED;
+    let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
+    for (ip, l4) in [&fx, &fy] {
+        let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
+        assert_eq!(verdict, Reason::Forwarded.xdp_action());
+    }
+    // Each flow's 20 packets here weigh 20 * 1042 bytes; the others' flows
+    // a MiB on each of slots 0 and 1.
+    h.set_peer_load(group, 0, 1 << 20);
+    h.set_peer_load(group, 1, 1 << 20);
+    std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
+    assert_eq!(h.forward(group, "x after the gap", &fx), 3, "x");
+    assert_eq!(h.forward(group, "y after the gap", &fy), shared, "y");
+    assert_eq!(flowlets(&h, group), (4, 1), "new flowlets, moves");
+}
+
 /// The slot flow x of [`SHARED`] moves to in [`split_shared`]: the first
 /// idle one.
 pub const SPLIT_X: usize = 0;

@@ -137,6 +137,16 @@ impl Harness {
         self.set_flags(group, slot, 0);
     }
 
+    /// Tells every CPU that the other CPUs' flows put `bytes` on the next
+    /// hop in `slot` of `group`, as the daemon does.
+    pub fn set_peer_load(&mut self, group: &str, slot: usize, bytes: u64) {
+        let cpus = aya::util::nr_cpus().expect("CPUs");
+        let id = self.id(group, slot);
+        self.dp
+            .set_peer_loads(id, vec![bytes; cpus])
+            .expect("set peer loads");
+    }
+
     /// Sets the usable flag [`Harness::clear_usable`] cleared.
     pub fn restore_usable(&mut self, group: &str, slot: usize) {
         self.set_flags(group, slot, NEXTHOP_USABLE);

@@ -89,19 +89,17 @@ fn rocev2_ring_all_reduce_arrives_in_order() {
 }
 
 /// 16 flows (4 ranks, 4 QPs each with its own UDP port) of 64 KiB messages
-/// with 10 ms between rounds: flowlet mode spreads the bytes within 40% of
+/// with 10 ms between rounds: flowlet mode spreads the bytes within 25% of
 /// even where ECMP on the same five-tuples cannot, and moves flows only in
 /// gaps, so nothing arrives out of order. A move reorders only if a
 /// packet of the last flowlet still waits in a queue when the next one
 /// starts: with a 2 ms flowlet gap and 10 ms pauses that takes a 10 ms
 /// stall, which a loaded two-core machine can still produce at a 1 ms
-/// pause, but not in practice at this one. Run alone, 20 runs in 20
-/// ended at 1.06-1.09; in the suite, 3 of 26 at 1.30-1.36, one of them
-/// alone too, with one spine keeping 5 of the 16 flows and another 3 for
-/// the whole run: most likely flows whose flowlets came in step with
-/// their CPU's cursor and so were never offered the spine with room,
-/// which the draw's phase step (lb_common::select::choice) now prevents.
-/// Until the suite shows that, the bound is 1.4.
+/// pause, but not in practice at this one. The senders run on both CPUs,
+/// and each CPU's choice weighs the loads the other placed: 1.03-1.13
+/// (five runs alone). Each CPU weighing its own alone, 20 runs in 20 alone
+/// ended at 1.06-1.09, but in the suite 3 of 26 at 1.30-1.36, one spine
+/// keeping 5 of the 16 flows for the whole run.
 #[test]
 fn flowlet_mode_balances_sixteen_flows_that_five_tuple_ecmp_cannot() {
     let bed = Bed::up("f", 4);
@@ -139,7 +137,7 @@ fn flowlet_mode_balances_sixteen_flows_that_five_tuple_ecmp_cannot() {
         assert_delivered_in_order(report);
     }
     let mmr = |report: &testbed::CollectiveReport| report.leaf.byte_mmr().expect("bytes sent");
-    assert!(mmr(&flowlet) <= 1.4, "flowlet MMR {:.3}", mmr(&flowlet));
+    assert!(mmr(&flowlet) <= 1.25, "flowlet MMR {:.3}", mmr(&flowlet));
     assert!(
         mmr(&ecmp) > 1.25,
         "ECMP MMR {:.3}: these flows no longer collide; pick ports that do",

@@ -37,6 +37,10 @@ pub const DEVMAP: &str = "FL_DEVMAP";
 pub const VERDICTS: &str = "FL_VERDICTS";
 /// Per-CPU array: next-hop id -> [`NextHopStats`].
 pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
+/// Per-CPU array: next-hop id -> what the other CPUs' flows put on it
+/// (`u64`, in this CPU's recent-load units), written by the daemon from
+/// every CPU's [`NEXTHOP_STATS`] ([`crate::select::load::peer_loads`]).
+pub const PEER_LOAD: &str = "FL_NH_PEER_LOAD";
 /// Per-CPU array: [`crate::select::flowlet::flowlet_index`] ->
 /// [`crate::select::flowlet::FlowletState`]. Its size is set at load time,
 /// with [`FLOWLET_TABLE_SIZE`] to match.

@@ -9,11 +9,12 @@ use lb_common::{
     select::{
         choice::Drawn,
         flowlet::{Candidate, PathChoice},
+        load::member_load,
     },
     verdict::Reason,
 };
 
-use crate::maps::{FL_NEXTHOPS, FL_NH_STATS, FL_PATH_QUALITY};
+use crate::maps::{FL_NEXTHOPS, FL_NH_PEER_LOAD, FL_NH_STATS, FL_PATH_QUALITY};
 
 /// The next-hop id in `slot` of `group`, [`NO_NEXTHOP`] past its members.
 #[inline(always)]
@@ -100,8 +101,8 @@ extern "C" fn find_slot(index: u64, search: *mut c_void) -> i64 {
 }
 
 /// A new flowlet's slot: of the usable members `drawn` admits, the one
-/// with the least recent load per path quality toward `destination`'s
-/// class, or `current` when the gain is marginal.
+/// with the least recent load (this CPU's and its peers') per path quality
+/// toward `destination`'s class, or `current` when the gain is marginal.
 #[inline(always)]
 pub(super) fn choose(
     group: &GroupEntry,
@@ -153,7 +154,11 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     }
     let candidate = Candidate {
         slot,
-        load: FL_NH_STATS.get(nh_id).map_or(0, |s| s.load.at(walk.epoch)),
+        load: member_load(
+            &FL_NH_STATS.get(nh_id).map_or_else(Default::default, |s| s.load),
+            walk.epoch,
+            FL_NH_PEER_LOAD.get(nh_id).copied().unwrap_or(0),
+        ),
         quality: quality(walk.destination, nh_id),
     };
     if drawn {

@@ -7,6 +7,7 @@
 //! [`link_events`] follows their events; [`kernel_routes`] learns routes
 //! and groups from the kernel's routing table; [`local`] follows the box's
 //! own addresses; [`telemetry`] turns path telemetry into path quality;
+//! [`peer_load`] tells each CPU the next-hop loads the others placed;
 //! [`metrics_file`] renders the counters and [`http`] serves them;
 //! [`privileges`] checks the capabilities at start; [`sonic`] lays
 //! SONiC's settings over the config file. [`running`] is the daemon
@@ -22,6 +23,7 @@ mod link_events;
 mod links;
 mod local;
 mod metrics_file;
+mod peer_load;
 mod ports;
 mod privileges;
 mod running;

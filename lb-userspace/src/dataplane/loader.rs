@@ -17,6 +17,7 @@ use super::tables::route_table::PoolFull;
 use super::tx_errors::TxCounting;
 
 mod overrides;
+mod peer_load;
 mod pinning;
 mod ports;
 mod routes;
@@ -496,6 +497,7 @@ mod tests {
             names::DEVMAP,
             names::VERDICTS,
             names::NEXTHOP_STATS,
+            names::PEER_LOAD,
             names::FLOWLETS,
             names::PATH_QUALITY,
             names::SPRAY,

@@ -415,6 +415,16 @@ impl Tables {
         true
     }
 
+    /// The next hops of groups that choose by load (flowlet and
+    /// per-packet), each once, in id order.
+    pub fn dynamic_members(&self) -> Vec<u32> {
+        let members: BTreeSet<u32> = (self.groups.iter())
+            .filter(|g| g.entry.mode != MODE_ECMP)
+            .flat_map(|g| g.members.iter().copied())
+            .collect();
+        members.into_iter().collect()
+    }
+
     /// Egress ports the devmap must hold.
     pub fn ports(&self) -> BTreeSet<u32> {
         self.nexthops

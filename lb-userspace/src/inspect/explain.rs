@@ -22,6 +22,7 @@ use lb_common::select::flowlet::{
     flowlet_rules, sprays, starts_on_ecmp, step,
 };
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
+use lb_common::select::load::member_load;
 use lb_common::select::overrides::{matches, override_index};
 use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
@@ -90,6 +91,8 @@ pub struct Member {
     pub slot: u32,
     pub id: u32,
     pub usable: bool,
+    /// Its recent load on the CPU and what the other CPUs' flows put on
+    /// it, as the choice adds them.
     pub load: u64,
     pub quality: u32,
 }
@@ -359,12 +362,14 @@ impl Choice<'_> {
             if id == NO_NEXTHOP {
                 break;
             }
-            let load = self.maps.nexthop_stats(id)?;
+            let own = self.maps.nexthop_stats(id)?;
+            let own = own.map_or_else(Default::default, |s| s[cpu].load);
+            let peers = self.maps.peer_loads(id)?.map_or(0, |p| p[cpu]);
             members.push(Member {
                 slot,
                 id,
                 usable: self.usable(id)?,
-                load: load.map_or(0, |s| s[cpu].load.at(epoch)),
+                load: member_load(&own, epoch, peers),
                 quality: self.maps.quality(self.destination.quality_index(id))?,
             });
         }

@@ -201,6 +201,11 @@ impl MapSet {
         absent_is_none(self.typed.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)
     }
 
+    /// What each CPU was told the others' flows put on next hop `id`.
+    pub fn peer_loads(&self, id: u32) -> Result<Option<PerCpuValues<u64>>> {
+        absent_is_none(self.typed.peer_load.get(&id, 0), names::PEER_LOAD)
+    }
+
     pub fn group_stats(&self, id: u32) -> Result<PerCpuValues<GroupStats>> {
         self.typed
             .group_stats

@@ -21,6 +21,7 @@ use crate::daemon::link_events::{self, LinkWatch};
 use crate::daemon::links::{Ongoing, resolve_with_wait};
 use crate::daemon::local::{self, Follower};
 use crate::daemon::metrics_file::MetricsTick;
+use crate::daemon::peer_load::{PEER_LOAD_INTERVAL, PeerLoads};
 use crate::daemon::sonic::{self, Sonic};
 use crate::daemon::telemetry::Telemetry;
 use crate::netlink::Netlink;
@@ -112,6 +113,7 @@ pub async fn run(options: Options) -> Result<()> {
         ingress,
         config,
         telemetry,
+        peer_loads: PeerLoads::default(),
         ongoing,
         sonic,
     };
@@ -136,6 +138,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut metrics_tick = every(options.metrics_interval);
     let mut watch = every(WATCH_INTERVAL);
     let mut staleness = every(STALENESS_CHECK);
+    let mut share_loads = every(PEER_LOAD_INTERVAL);
     loop {
         let due = running.kernel.due();
         tokio::select! {
@@ -152,6 +155,7 @@ pub async fn run(options: Options) -> Result<()> {
             rows = sonic::next(&mut running.sonic) => {
                 running.sonic_rows(rows, &netlink, &mut dp).await;
             }
+            _ = share_loads.tick() => running.share_loads(&mut dp),
             _ = staleness.tick() => {
                 running.telemetry_expire(&mut dp);
                 running.end_drains(&mut dp);

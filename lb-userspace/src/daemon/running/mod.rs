@@ -11,6 +11,7 @@ mod link_events;
 mod links;
 mod local;
 mod metrics;
+mod peer_load;
 mod ports;
 mod privileges;
 mod reload;
@@ -26,6 +27,7 @@ use crate::daemon::kernel_routes::KernelWatch;
 use crate::daemon::link_events::LinkWatch;
 use crate::daemon::links::Ongoing;
 use crate::daemon::local::Follower;
+use crate::daemon::peer_load::PeerLoads;
 use crate::daemon::sonic::Sonic;
 use crate::daemon::telemetry::Telemetry;
 use crate::dataplane::tables::Tables;
@@ -51,6 +53,8 @@ struct Running {
     links: LinkWatch,
     ingress: IngressPorts,
     telemetry: Telemetry,
+    /// What the other CPUs' flows put on each next hop, told to each CPU.
+    peer_loads: PeerLoads,
     /// What the refreshes keep finding wrong, logged once each.
     ongoing: Ongoing,
     /// `run --sonic`: SONiC's settings, which `file` has over the config

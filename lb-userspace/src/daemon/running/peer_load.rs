@@ -1,0 +1,12 @@
+//! The CPUs' loads on the next hops that groups choose among by load,
+//! shared between them.
+
+use super::Running;
+use crate::dataplane::Dataplane;
+
+impl Running {
+    pub(super) fn share_loads(&mut self, dp: &mut Dataplane) {
+        let members = self.tables.dynamic_members();
+        self.peer_loads.tick(dp, &members);
+    }
+}
