@@ -197,12 +197,8 @@ fn a_flowlet_after_the_gap_moves_off_a_shared_next_hop() {
 fn a_flowlet_weighs_the_loads_other_cpus_put_on_each_next_hop() {
     let mut h = Harness::on_one_cpu();
     let group = "flowlet";
-    let (dst, [x, y], shared) = SHARED;
-    let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
-    for (ip, l4) in [&fx, &fy] {
-        let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
-        assert_eq!(verdict, Reason::Forwarded.xdp_action());
-    }
+    let (_, _, shared) = SHARED;
+    let [fx, fy] = share_one_next_hop(&mut h);
     // Each flow's 20 packets here weigh 20 * 1042 bytes; the others' flows
     // a MiB on each of slots 0 and 1.
     h.set_peer_load(group, 0, 1 << 20);
@@ -222,18 +218,8 @@ pub const SPLIT_X: usize = 0;
 /// to [`SPLIT_X`], y stays. Returns their packets.
 pub fn split_shared(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
     let group = "flowlet";
-    let (dst, [x, y], shared) = SHARED;
-    let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
-    // 20 packets each, microseconds apart inside the kernel: one flowlet each.
-    for (ip, l4) in [&fx, &fy] {
-        let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
-        assert_eq!(verdict, Reason::Forwarded.xdp_action());
-    }
-    let mut expected = vec![0; 4];
-    expected[shared] = 40;
-    assert_eq!(h.member_packets(group), expected, "packets per member");
-    assert_eq!(flowlets(h, group), (2, 0), "new flowlets, moves");
-
+    let (_, _, shared) = SHARED;
+    let [fx, fy] = share_one_next_hop(h);
     // Well past the gap, x's next flowlet leaves the next hop it shares for
     // the first idle one; y then has its next hop to itself and stays.
     std::thread::sleep(Duration::from_millis(5 * u64::from(SHORT_GAP_MS)));
@@ -247,6 +233,24 @@ pub fn split_shared(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
         shared,
         "y after the gap"
     );
+    [fx, fy]
+}
+
+/// Sends [`SHARED`]'s two flows in the "flowlet" group, 20 packets each,
+/// microseconds apart inside the kernel: one flowlet each, both on their
+/// shared next hop. Returns their packets.
+fn share_one_next_hop(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
+    let group = "flowlet";
+    let (dst, [x, y], shared) = SHARED;
+    let (fx, fy) = (udp_packet(dst, x), udp_packet(dst, y));
+    for (ip, l4) in [&fx, &fy] {
+        let (verdict, _) = h.run_repeated(&ip.frame(LB_MAC, PEER_MAC, &[], l4), 20);
+        assert_eq!(verdict, Reason::Forwarded.xdp_action());
+    }
+    let mut expected = vec![0; 4];
+    expected[shared] = 40;
+    assert_eq!(h.member_packets(group), expected, "packets per member");
+    assert_eq!(flowlets(h, group), (2, 0), "new flowlets, moves");
     [fx, fy]
 }
 
