@@ -155,7 +155,9 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     let candidate = Candidate {
         slot,
         load: member_load(
-            &FL_NH_STATS.get(nh_id).map_or_else(Default::default, |s| s.load),
+            &FL_NH_STATS
+                .get(nh_id)
+                .map_or_else(Default::default, |s| s.load),
             walk.epoch,
             FL_NH_PEER_LOAD.get(nh_id).copied().unwrap_or(0),
         ),
