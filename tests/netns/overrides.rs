@@ -8,7 +8,8 @@ use fabriclb::testbed::scenario::te_override;
 use crate::bed::{Bed, fabriclb};
 
 /// Per mode (ECMP, flowlet): the pinned traffic (half of what the leaf
-/// forwards) goes to spine 1 and comes back to the group's own spread
+/// forwards) goes to spine 1, the rest as the mode spreads it (flowlets
+/// around the pinned load), and comes back to the group's own spread
 /// when unpinned; a row with host bits in `dst` is refused with its key,
 /// field and why while the good row applies; when spine 1's link goes
 /// down nothing more goes to it and only packets sent into the failover
@@ -43,8 +44,19 @@ fn a_controller_pins_unpins_and_the_pin_falls_back_when_its_spine_goes() {
             panic!("five steps: {spine1:?}");
         };
         assert!(before < 0.4 && unpinned < 0.4, "{}: {spine1:?}", run.mode);
-        // Half pinned, a quarter of the other half hashed there too.
-        assert!(pinned > 0.55 && again > 0.55, "{}: {spine1:?}", run.mode);
+        // Half pinned. ECMP hashes a quarter of the other half there too
+        // (0.624); flowlets weigh the pinned flows' load, on every CPU,
+        // and take the other half around it (0.50, the rest 0.16-0.19 a
+        // spine).
+        let pinned_range = match run.mode {
+            "ecmp" => 0.55..0.7,
+            _ => 0.49..0.55,
+        };
+        assert!(
+            pinned_range.contains(&pinned) && pinned_range.contains(&again),
+            "{}: {spine1:?}",
+            run.mode
+        );
         assert_eq!(down, 0.0, "{}: {spine1:?}", run.mode);
         assert_eq!(run.applied_ms.len(), 2, "{run:?}");
         // Measured 14.6-20.7 ms (ECMP: a gap and a tick) and 5.0-6.7 ms
