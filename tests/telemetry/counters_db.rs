@@ -601,3 +601,69 @@ fn paths_on_several_switches_read_each_its_own() {
     );
     assert_unreachable(&[polled[1].clone(), polled[3].clone()], 2, "switch-b");
 }
+
+/// Every switch is asked at once, each on a thread of its own: two frozen
+/// spines cost a poll one timeout, not one each, the one still answering
+/// reads in the same poll, and once thawed they read again.
+#[test]
+fn frozen_switches_cost_a_poll_one_timeout_and_blind_only_their_paths() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let dirs = [
+        Scratch::new("fan-a"),
+        Scratch::new("fan-b"),
+        Scratch::new("fan-c"),
+    ];
+    let servers: Vec<Redis> = dirs.iter().map(Redis::start).collect();
+    let mut paths = Vec::new();
+    for (i, server) in (1u64..).zip(&servers) {
+        Db(server.conn(2)).write(&sonic_port(
+            "l2",
+            i,
+            [i, 0, 0, 0, 0, 0, 0, 0],
+            [0, 0],
+            Some(i),
+        ));
+        let address: Address = format!("unix:{}", server.socket.display())
+            .parse()
+            .expect("address");
+        paths.push((address, "l2".to_string()));
+    }
+    let mut switches = Switches::new(paths, TIMEOUT);
+    let all_read = [ok(1, Some(1)), ok(2, Some(2)), ok(3, Some(3))];
+    assert_eq!(switches.poll(), all_read);
+
+    let pid = |server: &Redis| Pid::from_raw(i32::try_from(server.pid()).expect("pid"));
+    for frozen in &servers[1..] {
+        kill(pid(frozen), Signal::SIGSTOP).expect("SIGSTOP redis-server");
+    }
+    let start = Instant::now();
+    let polled = switches.poll();
+    let took = start.elapsed();
+    assert_eq!(polled[0], ok(1, Some(1)));
+    assert_unreachable(&polled[1..2], 1, "fan-b");
+    assert_unreachable(&polled[2..], 1, "fan-c");
+    // One after the other, the two would have taken a timeout each.
+    assert!(
+        took >= TIMEOUT * 9 / 10 && took < TIMEOUT * 8 / 5,
+        "a poll with two frozen switches took {took:?}"
+    );
+
+    for frozen in &servers[1..] {
+        kill(pid(frozen), Signal::SIGCONT).expect("SIGCONT redis-server");
+    }
+    let start = Instant::now();
+    loop {
+        let polled = switches.poll();
+        if polled == all_read {
+            break;
+        }
+        assert_eq!(polled[0], ok(1, Some(1)));
+        assert!(
+            start.elapsed() < BOUND,
+            "thawed switches read again within {BOUND:?}; last poll {polled:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

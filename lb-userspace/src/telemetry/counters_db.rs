@@ -117,26 +117,36 @@ impl Source for CountersDb {
     }
 
     fn poll(&mut self) -> Vec<Result<Reading, TelemetryError>> {
-        let deadline = Instant::now() + self.timeout;
+        self.poll_by(Instant::now() + self.timeout)
+    }
+}
+
+impl CountersDb {
+    /// [`Source::poll`], finished by `deadline`.
+    fn poll_by(&mut self, deadline: Instant) -> Vec<Result<Reading, TelemetryError>> {
         // On failure the session is gone (try_poll keeps it only after a
         // good read): whatever the connection was in the middle of, its
         // replies could no longer be matched to requests.
         match self.try_poll(deadline) {
             Ok(results) => results,
-            Err(failure) => {
-                let why = format!("{}: {}", self.address, failure.why);
-                self.ports
-                    .iter()
-                    .map(|_| {
-                        Err(TelemetryError::Unreachable {
-                            source_name: NAME,
-                            why: why.clone(),
-                        })
-                    })
-                    .collect()
-            }
+            Err(failure) => unreachable(
+                self.ports.len(),
+                format!("{}: {}", self.address, failure.why),
+            ),
         }
     }
+}
+
+/// `paths` paths unreachable, for `why`.
+fn unreachable(paths: usize, why: String) -> Vec<Result<Reading, TelemetryError>> {
+    (0..paths)
+        .map(|_| {
+            Err(TelemetryError::Unreachable {
+                source_name: NAME,
+                why: why.clone(),
+            })
+        })
+        .collect()
 }
 
 /// One connection to COUNTERS_DB and the name maps read over it.

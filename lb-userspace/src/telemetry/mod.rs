@@ -15,6 +15,7 @@
 //! sources that read the next switch.
 
 pub mod counters_db;
+mod fanout;
 pub mod linux;
 pub mod remote;
 pub mod template;

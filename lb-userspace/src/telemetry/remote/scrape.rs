@@ -1,18 +1,13 @@
 //! Scraping a set of URLs at once, each within one deadline: one thread per
-//! distinct URL, each keeping its HTTP/1.1 connection alive between polls.
-//!
-//! A poll asks every idle thread for a scrape and waits for the answers up
-//! to the deadline, so a hung or slow URL costs the others at most the
-//! timeout. A thread whose scrape outlived a poll is not asked again until
-//! it answered (its late answer is thrown away), so a hung URL never
-//! queues requests behind it.
+//! distinct URL ([`Fanout`]), each keeping its HTTP/1.1 connection alive
+//! between polls.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
 use super::exposition;
+use crate::telemetry::fanout::{Fanout, Work};
 
 /// One series of the metrics [`Remote`](super::Remote) reads, owned.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,104 +30,15 @@ pub(super) enum Failure {
 /// bytes per device.
 const BODY_LIMIT: u64 = 8 << 20;
 
-/// What a scrape thread is asked: a round number and when it must answer.
-type Ask = (u64, Instant);
-/// What it answers: its index, the round, and the series it read.
-type Answer = (usize, u64, Result<Vec<Series>, Failure>);
+type Scraped = Result<Vec<Series>, Failure>;
 
 /// The scrape threads for a set of distinct URLs.
-pub(super) struct Scraper {
-    urls: Vec<String>,
-    metrics: &'static [&'static str],
-    timeout: Duration,
-    /// Started at the first scrape, so that their sockets live in the
-    /// network namespace of the thread that polls.
-    threads: Option<Threads>,
-    round: u64,
-}
-
-struct Threads {
-    asks: Vec<Sender<Ask>>,
-    /// Whether each thread is still working on an earlier scrape.
-    busy: Vec<bool>,
-    answers: Receiver<Answer>,
-}
+pub(super) struct Scraper(Fanout<Scraped>);
 
 impl Scraper {
     /// Threads for `urls` (distinct), keeping the series named in
     /// `metrics`; each scrape must finish within `timeout`.
     pub fn new(urls: Vec<String>, metrics: &'static [&'static str], timeout: Duration) -> Self {
-        Self {
-            urls,
-            metrics,
-            timeout,
-            threads: None,
-            round: 0,
-        }
-    }
-
-    /// Scrapes every URL; returns in at most the timeout, one result per
-    /// URL in order.
-    pub fn scrape(&mut self) -> Vec<Result<Vec<Series>, Failure>> {
-        let deadline = Instant::now() + self.timeout;
-        self.round += 1;
-        let round = self.round;
-        let threads = match &mut self.threads {
-            Some(threads) => threads,
-            None => self
-                .threads
-                .insert(Threads::start(&self.urls, self.metrics, self.timeout)),
-        };
-        // Late answers of earlier rounds free their threads.
-        while let Ok((index, _, _)) = threads.answers.try_recv() {
-            threads.busy[index] = false;
-        }
-        let mut results: Vec<Option<Result<Vec<Series>, Failure>>> = vec![None; self.urls.len()];
-        let mut waiting = 0;
-        for (index, ask) in threads.asks.iter().enumerate() {
-            if threads.busy[index] {
-                results[index] = Some(Err(Failure::Unreachable(format!(
-                    "its previous scrape is still not answered after {:?}",
-                    self.timeout
-                ))));
-            } else if ask.send((round, deadline)).is_ok() {
-                threads.busy[index] = true;
-                waiting += 1;
-            } else {
-                results[index] = Some(Err(Failure::Unreachable(
-                    "its scrape thread is gone".into(),
-                )));
-            }
-        }
-        while waiting > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match threads.answers.recv_timeout(left) {
-                Ok((index, answered, result)) => {
-                    threads.busy[index] = false;
-                    if answered == round {
-                        results[index] = Some(result);
-                        waiting -= 1;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        results
-            .into_iter()
-            .map(|result| {
-                result.unwrap_or_else(|| {
-                    Err(Failure::Unreachable(format!(
-                        "no answer within {:?}",
-                        self.timeout
-                    )))
-                })
-            })
-            .collect()
-    }
-}
-
-impl Threads {
-    fn start(urls: &[String], metrics: &'static [&'static str], timeout: Duration) -> Self {
         let agent: Agent = Agent::config_builder()
             // The scrape goes straight to the switch, whatever proxy the
             // environment names.
@@ -143,35 +49,28 @@ impl Threads {
             // The classic text format, never OpenMetrics or protobuf.
             .accept("text/plain; version=0.0.4")
             .user_agent(concat!("fabriclb/", env!("CARGO_PKG_VERSION")))
-            // Each thread's scrapes set their own deadline; this bounds
-            // anything that would slip past it.
+            // Each scrape sets its own deadline; this bounds anything
+            // that would slip past it.
             .timeout_global(Some(timeout))
             .build()
             .into();
-        let (answer, answers) = channel();
-        let mut asks = Vec::new();
-        for (index, url) in urls.iter().enumerate() {
-            let (ask, asked) = channel::<Ask>();
-            let (agent, url, answer) = (agent.clone(), url.clone(), answer.clone());
-            // A thread that cannot start drops its receiver with the
-            // closure: its URL then reads "thread is gone" each poll.
-            let _ = std::thread::Builder::new()
-                .name(format!("remote-scrape-{index}"))
-                .spawn(move || {
-                    for (round, deadline) in asked {
-                        let result = scrape(&agent, &url, deadline, metrics);
-                        if answer.send((index, round, result)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            asks.push(ask);
-        }
-        Self {
-            busy: vec![false; urls.len()],
-            asks,
-            answers,
-        }
+        let work = (urls.into_iter())
+            .map(|url| {
+                let agent = agent.clone();
+                Box::new(move |deadline| scrape(&agent, &url, deadline, metrics)) as Work<Scraped>
+            })
+            .collect();
+        Self(Fanout::new("remote-scrape", work, timeout))
+    }
+
+    /// Scrapes every URL; returns in at most the timeout, one result per
+    /// URL in order.
+    pub fn scrape(&mut self) -> Vec<Scraped> {
+        (self.0.poll().into_iter())
+            .map(|scraped| {
+                scraped.unwrap_or_else(|missed| Err(Failure::Unreachable(missed.to_string())))
+            })
+            .collect()
     }
 }
 
