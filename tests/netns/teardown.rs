@@ -50,3 +50,82 @@ fn testbed_teardown_leaves_nothing_behind() {
     assert_eq!(testbed::remove_namespaces(&name).expect("down"), 8);
     assert_eq!(testbed::namespaces(&name).expect("list"), none);
 }
+
+/// A scenario stopped by Ctrl-C while its daemons run leaves nothing: no
+/// namespace, no bpffs mount (each would keep its daemon's pinned program
+/// and maps in the kernel), no scratch directory, no Redis server. The
+/// signal ends the process with `exit`, which runs no drop, so all of it
+/// is removed by the signal's watcher.
+#[test]
+fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let _turn = bed::Turn::alone();
+    let name = bed::name("0");
+    let mut demo = std::process::Command::new(bed::fabriclb())
+        .args([
+            "testbed",
+            "demo",
+            "--scenario",
+            "fabric-slow-link",
+            "--name",
+            &name,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fabriclb testbed demo");
+    let pid = demo.id();
+    let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{pid}"));
+    let redis_prefix = format!("fabriclb-cdb-{pid}-");
+    let mounts = || {
+        let text = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+        (text.lines())
+            .filter(|l| l.contains(&workdir.display().to_string()))
+            .count()
+    };
+    let redis_dirs = || {
+        (std::fs::read_dir(std::env::temp_dir()).expect("temp dir"))
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&redis_prefix))
+            .count()
+    };
+    // The spines' Redis servers, the scenario's children (a server names
+    // itself by its address in its command line).
+    let redis_servers = || -> Vec<i32> {
+        (std::fs::read_dir("/proc").expect("/proc"))
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+            .filter(|status| {
+                status.lines().any(|l| l == "Name:\tredis-server")
+                    && status.lines().any(|l| l == format!("PPid:\t{pid}"))
+            })
+            .filter_map(|status| {
+                let line = status.lines().find(|l| l.starts_with("Pid:"))?;
+                line.split_whitespace().nth(1)?.parse().ok()
+            })
+            .collect()
+    };
+    // Every leaf's daemon running on its bpffs, the spines' Redis up.
+    let (servers, _) = bed::wait_for("the scenario's daemons and Redis servers", || {
+        let servers = redis_servers();
+        Ok((mounts() >= 4 && redis_dirs() == 4 && servers.len() == 4).then_some(servers))
+    })
+    .expect("started");
+    kill(Pid::from_raw(pid as i32), Signal::SIGINT).expect("SIGINT");
+    let status = demo.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(
+        testbed::namespaces(&name).expect("list"),
+        Vec::<String>::new()
+    );
+    assert_eq!(mounts(), 0, "bpffs mounts left under {}", workdir.display());
+    assert!(!workdir.exists(), "{} left", workdir.display());
+    assert_eq!(redis_dirs(), 0, "Redis scratch directories left");
+    bed::wait_for("the Redis servers gone", || {
+        let alive = (servers.iter()).filter(|&&p| kill(Pid::from_raw(p), None).is_ok());
+        Ok((alive.count() == 0).then_some(()))
+    })
+    .expect("no Redis server left");
+}

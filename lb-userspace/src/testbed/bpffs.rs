@@ -8,6 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use aya::maps::MapData;
 use aya::programs::loaded_programs;
 
+use super::leftovers;
 use crate::dataplane::mount_bpffs;
 use crate::dataplane::pins::PinDir;
 
@@ -26,8 +27,10 @@ impl Bpffs {
     /// A bpffs at `dir`, created if missing.
     pub fn at(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        leftovers::hold(dir);
+        let bpffs = Self(dir.to_owned());
         mount_bpffs(dir).with_context(|| format!("mounting bpffs at {}", dir.display()))?;
-        Ok(Self(dir.to_owned()))
+        Ok(bpffs)
     }
 
     pub fn path(&self) -> &Path {
@@ -47,8 +50,7 @@ impl Bpffs {
 
 impl Drop for Bpffs {
     fn drop(&mut self) {
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
-        let _ = std::fs::remove_dir_all(&self.0);
+        leftovers::remove(&self.0);
     }
 }
 

@@ -5,7 +5,8 @@ use anyhow::{Context, Result};
 
 use super::drops::unaccounted;
 use super::{
-    Collective, FIVE_TUPLE, Leaf, ROCE_MTU, Shape, Testbed, run_collective, tear_down_on_signal,
+    Collective, FIVE_TUPLE, Leaf, ROCE_MTU, Shape, Testbed, leftovers, run_collective,
+    tear_down_on_signal,
 };
 use crate::traffic::{Pace, Pattern};
 
@@ -15,6 +16,7 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-demo-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
+    leftovers::hold(&workdir);
     println!(
         "testbed: {} hosts -> leaf (fabriclb, XDP) -> {} spines -> far leaf -> {} receivers",
         s.hosts, s.spines, s.hosts
@@ -110,7 +112,7 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
         }
     }
     drop(bed);
-    let _ = std::fs::remove_dir_all(&workdir);
+    leftovers::remove(&workdir);
     println!(
         "\nshares are of bytes per spine as fabriclb counted them; MMR = busiest spine over the mean; \
          lost = packets the testbed's links and the spines' queues dropped; tx err = packets \

@@ -13,6 +13,7 @@ pub mod fabric;
 pub mod frr;
 mod hop;
 mod leaf_maps;
+mod leftovers;
 mod netns;
 mod queues;
 pub mod redis;

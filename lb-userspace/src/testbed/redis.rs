@@ -27,6 +27,7 @@ impl Scratch {
             std::env::temp_dir().join(format!("fabriclb-cdb-{}-{n}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
+        super::leftovers::hold(&dir);
         Self(dir)
     }
 
@@ -37,7 +38,7 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        super::leftovers::remove(&self.0);
     }
 }
 

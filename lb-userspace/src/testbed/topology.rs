@@ -454,26 +454,38 @@ pub fn namespaces(name: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Removes testbed `name` when SIGINT or SIGTERM arrives, then exits as
-/// the signal would have. Call it before starting other threads: they
-/// inherit the blocked signals, so only the watcher thread receives them
-/// and `Drop` alone never misses a Ctrl-C. (Child processes, such as the
-/// daemon, start with no signals blocked and get the terminal's Ctrl-C
-/// themselves.)
+/// Removes testbed `name`, and the scratch directories and bpffs mounts
+/// the run holds ([`super::leftovers`]), when SIGINT or SIGTERM arrives,
+/// then exits as the signal would have. Call it before starting other
+/// threads: they inherit the blocked signals, so only the watcher thread
+/// receives them and `Drop` alone never misses a Ctrl-C. (Child processes,
+/// such as the daemon, start with no signals blocked and get the
+/// terminal's Ctrl-C themselves.) One watcher serves every call, as the
+/// matrix's fabrics come one after another.
 pub fn tear_down_on_signal(name: &str) -> Result<()> {
     use nix::sys::signal::{SigSet, Signal};
+    static NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let names = || NAMES.lock().unwrap_or_else(|e| e.into_inner());
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGINT);
     signals.add(Signal::SIGTERM);
     signals.thread_block()?;
-    let name = name.to_owned();
-    std::thread::spawn(move || {
-        if let Ok(signal) = signals.wait() {
-            eprintln!("{signal}: removing testbed {name}");
-            let _ = remove_namespaces(&name);
-            std::process::exit(128 + signal as i32);
-        }
-    });
+    let first = names().is_empty();
+    if !names().iter().any(|n| n == name) {
+        names().push(name.to_owned());
+    }
+    if first {
+        std::thread::spawn(move || {
+            if let Ok(signal) = signals.wait() {
+                for name in names().iter() {
+                    eprintln!("{signal}: removing testbed {name}");
+                    let _ = remove_namespaces(name);
+                }
+                super::leftovers::remove_all();
+                std::process::exit(128 + signal as i32);
+            }
+        });
+    }
     Ok(())
 }
 

@@ -30,7 +30,7 @@ use crate::config::FlowletChoice;
 
 use super::fabric::{Fabric, FabricShape};
 use super::{
-    Collective, CrossTraffic, Exporters, Leaf, Shape, Testbed, run_collective_with,
+    Collective, CrossTraffic, Exporters, Leaf, Shape, Testbed, leftovers, run_collective_with,
     tear_down_on_signal,
 };
 
@@ -372,9 +372,10 @@ fn on_own<B, T>(
     let exe = std::env::current_exe().context("locating the fabriclb binary")?;
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)?;
+    leftovers::hold(&workdir);
     tear_down_on_signal(bed_name)?;
     let result = up().and_then(|bed| measure(&bed, &exe, &workdir));
-    let _ = std::fs::remove_dir_all(&workdir);
+    leftovers::remove(&workdir);
     result
 }
 
