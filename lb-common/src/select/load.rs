@@ -106,15 +106,20 @@ pub fn peer_loads(cpus: &[CpuLoads], cpu: usize, out: &mut [u64]) {
         0 => 2 << LOAD_HALF_LIFE_SHIFT,
         t => t,
     };
-    for (i, o) in out.iter_mut().enumerate() {
-        let peers: u128 = (cpus.iter().enumerate())
-            .filter(|&(c, peer)| c != cpu && total(peer.loads) > 0)
-            .map(|(_, peer)| {
-                let load = peer.loads.get(i).copied().unwrap_or(0);
-                peer.recent as u128 * load as u128 / total(peer.loads) as u128
-            })
-            .sum();
-        let scaled = peers * own_total as u128 / own_recent as u128;
+    // Each peer's bytes lately, split over the next hops as its loads
+    // split: at most its bytes in all, so the sums stay in a u64.
+    for (_, peer) in cpus.iter().enumerate().filter(|&(c, _)| c != cpu) {
+        let peer_total = total(peer.loads);
+        if peer_total == 0 {
+            continue;
+        }
+        for (o, &load) in out.iter_mut().zip(peer.loads) {
+            let share = peer.recent as u128 * load as u128 / peer_total as u128;
+            *o = o.saturating_add(share as u64);
+        }
+    }
+    for o in out.iter_mut() {
+        let scaled = *o as u128 * own_total as u128 / own_recent as u128;
         *o = scaled.min(LOAD_MAX as u128) as u64;
     }
 }
