@@ -2,7 +2,8 @@
 //! each object's path for `include_bytes_aligned!`: `FABRICLB_BPF_OBJECT`
 //! (production, carried by the `fabriclb` binary), `FABRICLB_BPF_BENCH_OBJECT`
 //! (the benchmark's), `FABRICLB_BPF_SINK_OBJECT` (the testbed's receiver) and
-//! `FABRICLB_BPF_GEN_OBJECT` (the testbed's live-frames generator).
+//! `FABRICLB_BPF_GEN_OBJECT` (the testbed's live-frames generator); and
+//! `FABRICLB_COMMIT`, the commit it was built from.
 //! `cargo xtask setup` installs the toolchain and bpf-linker this needs.
 
 use std::{
@@ -77,6 +78,7 @@ fn main() {
             "building the XDP objects failed ({status}); `cargo xtask setup` installs the pinned nightly and bpf-linker it needs"
         );
     }
+    commit(workspace);
     // lb-ebpf's bins, one object each.
     for (env, bin) in [
         ("FABRICLB_BPF_OBJECT", "fabriclb"),
@@ -91,5 +93,31 @@ fn main() {
             object.display()
         );
         println!("cargo:rustc-env={env}={}", object.display());
+    }
+}
+
+/// `FABRICLB_COMMIT`: the checkout's commit, which `--version` and the
+/// daemon's first log line name, so that a binary on a switch says what it
+/// was built from; "unknown" outside a git checkout (a source tarball).
+fn commit(workspace: &Path) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .current_dir(workspace)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=FABRICLB_COMMIT={commit}");
+    // A new commit moves HEAD or the branch it names, loose or packed.
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        for watched in ["HEAD", "refs/heads", "packed-refs"] {
+            let path = Path::new(&dir).join(watched);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
     }
 }

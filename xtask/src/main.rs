@@ -5,6 +5,7 @@
 //! so xtask must compile before any of that exists.
 
 mod layout;
+mod product;
 mod setup;
 
 use std::{
@@ -31,7 +32,8 @@ enum Cmd {
     /// Run setup, then build the release `fabriclb` binary with the eBPF object embedded
     Build,
     /// Run setup, then rustfmt, clippy (the eBPF crate too), the test suite,
-    /// a minute's parser campaign and the quick bench (must run as root)
+    /// the product's build (checked to carry no tooling), a minute's
+    /// parser campaign and the quick bench (must run as root)
     Test {
         /// Arguments for the test harness, e.g. `cargo xtask test -- --nocapture`
         #[arg(last = true)]
@@ -138,6 +140,21 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
             "warnings",
         ]),
     )?;
+    // What ships: the product without the tooling, whose cfg'd-out code
+    // can leave imports and items unused that the full build uses.
+    step(
+        "clippy (product)",
+        cargo(root).args([
+            "clippy",
+            "-p",
+            "lb-userspace",
+            "--no-default-features",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     step(
         "clippy (lb-ebpf, bpfel-unknown-none)",
         &mut ebpf_clippy(root),
@@ -148,6 +165,15 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
             .args(["test", "--workspace", "--"])
             .args(harness_args),
     )?;
+    // After the tests, which built the development binary, and before the
+    // bench, which builds the release one with the tooling again.
+    step("product build", cargo(root).args(PRODUCT_BUILD))?;
+    let target = target_dir(root);
+    product::check(
+        &target.join("release/fabriclb"),
+        &target.join("debug/fabriclb"),
+    )
+    .context("step `product` failed")?;
     step(
         "parser campaign",
         cargo(root)
@@ -160,6 +186,16 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         cargo(root).env("FABRICLB_BENCH_QUICK", "1").args(BENCH),
     )
 }
+
+/// `cargo` arguments that build the switch's binary: the product alone,
+/// without the testbed and the traffic generator.
+const PRODUCT_BUILD: [&str; 5] = [
+    "build",
+    "--release",
+    "--no-default-features",
+    "-p",
+    "lb-userspace",
+];
 
 /// How long the test run's parser campaign runs on random seeds: a
 /// minute of CI's budget; the README's 15 minutes are run by hand.

@@ -3,19 +3,21 @@
 
 mod check_config;
 mod explain;
+#[cfg(feature = "tooling")]
 mod generate;
 mod names;
 mod pins;
 mod run;
 mod status;
 mod stop;
+#[cfg(feature = "tooling")]
 mod testbed;
 
 use clap::{Parser, Subcommand};
 
 /// fabriclb: an XDP load balancer for AI-training fabrics.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "fabriclb", version = fabriclb::VERSION, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,12 +42,14 @@ enum Command {
     /// state, next hop.
     Explain(explain::ExplainArgs),
     /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
+    #[cfg(feature = "tooling")]
     Testbed {
         #[command(subcommand)]
         command: testbed::TestbedCommand,
     },
     /// Send RoCEv2 traffic shaped like a collective (ring all-reduce or
     /// all-to-all) through an AF_PACKET TX ring.
+    #[cfg(feature = "tooling")]
     Gen(generate::GenArgs),
 }
 
@@ -57,7 +61,9 @@ impl Cli {
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
             Command::Explain(args) => explain::run(args),
+            #[cfg(feature = "tooling")]
             Command::Testbed { command } => testbed::run(command),
+            #[cfg(feature = "tooling")]
             Command::Gen(args) => generate::run(args),
         }
     }

@@ -13,7 +13,8 @@ pub mod tables;
 mod tx_errors;
 
 pub use bpffs::mount_bpffs;
-#[cfg(test)]
+// The tooling's objects' unit tests read their declarations too.
+#[cfg(all(test, feature = "tooling"))]
 pub(crate) use loader::declared;
 pub(crate) use loader::said;
 pub use loader::{Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, remove_instance};

@@ -66,6 +66,7 @@ fn every(period: Duration) -> tokio::time::Interval {
 }
 
 pub async fn run(options: Options) -> Result<()> {
+    info!(version = crate::VERSION, "fabriclb starting");
     let (file, version) = config_file::load(&options.config).await?;
     sonic::needs_sonic(&file, options.sonic.is_some())?;
     let (mut sonic, file, appl_routes) = match &options.sonic {
