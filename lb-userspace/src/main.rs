@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fabriclb: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cli::exit_status(&e))
         }
     }
 }

@@ -84,7 +84,8 @@ fn stop(bpffs: &Bpffs, instance: &str, detach: bool) -> (Option<i32>, String, St
 
 /// A second daemon on a running instance is refused, naming the first;
 /// SIGTERM leaves the program on the interface and its pins in place;
-/// `stop` stops a running daemon and leaves the program; a daemon whose
+/// `stop` stops a running daemon and leaves the program (and says when
+/// none was running); a daemon whose
 /// config dropped the interface takes the program off it; `stop
 /// --detach` removes every pin, and the program goes from the interface.
 #[test]
@@ -156,6 +157,16 @@ fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
         )
     );
     program_on(&bed.testbed, "h1").expect("still attached after stop");
+    // Again, with no daemon left: it says so and stops nothing.
+    let (code, stdout, stderr) = stop(&bpffs, "t6", false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "no fabriclb daemon was running for {dir}\nthe program keeps forwarding from {dir}\n",
+            dir = pins.dir().display()
+        )
+    );
 
     // A daemon whose config no longer has h1 takes the program off it.
     let moved = config.replace("interfaces = [\"h1\"]", "interfaces = [\"nosuch0\"]");

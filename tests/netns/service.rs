@@ -163,6 +163,14 @@ fn the_service_unit_starts_with_its_capabilities_serves_metrics_on_localhost_and
     ] {
         assert!(log.contains(said), "{said}: {log}");
     }
+    // What runs, in the line that says it is up.
+    let ready = format!("ready version=\"{}\"", fabriclb::VERSION);
+    assert!(log.contains(&ready), "{ready}: {log}");
+    assert!(
+        fabriclb::VERSION.contains(" (commit "),
+        "{}",
+        fabriclb::VERSION
+    );
     assert!(!log.contains("WARN"), "{log}");
     assert_eq!(
         bed.xdp_links("leaf").expect("ip link"),

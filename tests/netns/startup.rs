@@ -124,9 +124,11 @@ fn bad_run_arguments_are_refused_at_start() {
         "fabriclb: --metrics-file /nonexistent-fabriclb-dir/m.prom: the directory \
          /nonexistent-fabriclb-dir does not exist"
     );
-    // The cause once, not again behind itself.
+    // The cause once, not again behind itself; a config that cannot be
+    // had exits with EX_CONFIG, which the unit keeps systemd from
+    // restarting into.
     let (code, stderr) = run(&[]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(78), "{stderr}");
     assert_eq!(
         stderr.trim(),
         "fabriclb: /nonexistent/leaf.toml: No such file or directory (os error 2)"
@@ -161,28 +163,67 @@ fn a_run_without_cap_perfmon_is_refused_in_one_line() {
     assert!(stderr.len() < 200, "{} bytes", stderr.len());
 }
 
+/// A config with two warnings, and one the daemon refuses (an unknown
+/// key), in a directory of their own; removed on drop.
+struct CheckConfigFiles {
+    dir: PathBuf,
+    warned: PathBuf,
+    refused: PathBuf,
+}
+
+impl CheckConfigFiles {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "fabriclb-check-config-{tag}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let warned = dir.join("leaf.toml");
+        std::fs::write(
+            &warned,
+            "[switch]\ninterfaces = [\"eth0\"]\n\n[[group]]\nname = \"spines\"\n\
+             spray = \"all\"\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
+             [[group]]\nname = \"spare\"\n\
+             next_hops = [{ interface = \"eth2\", ip = \"10.0.0.2\" }]\n\n\
+             [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"spines\"\n",
+        )
+        .expect("config");
+        let refused = dir.join("bad.toml");
+        std::fs::write(
+            &refused,
+            "[switch]\ninterfaces = [\"eth0\"]\nhash_sead = 1\n",
+        )
+        .expect("config");
+        Self {
+            dir,
+            warned,
+            refused,
+        }
+    }
+}
+
+impl Drop for CheckConfigFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn check_config(args: &[&str], files: &[&Path]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fabriclb"))
+        .arg("check-config")
+        .args(args)
+        .args(files)
+        .output()
+        .expect("fabriclb check-config")
+}
+
 /// `check-config` prints a valid config's warnings on stderr, counts them
 /// on stdout and passes: the daemon would run it.
 #[test]
 fn check_config_prints_warnings_and_passes() {
-    let dir = std::env::temp_dir().join(format!("fabriclb-check-config-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("leaf.toml");
-    std::fs::write(
-        &config,
-        "[switch]\ninterfaces = [\"eth0\"]\n\n[[group]]\nname = \"spines\"\n\
-         spray = \"all\"\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
-         [[group]]\nname = \"spare\"\n\
-         next_hops = [{ interface = \"eth2\", ip = \"10.0.0.2\" }]\n\n\
-         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"spines\"\n",
-    )
-    .expect("config");
-    let out = Command::new(env!("CARGO_BIN_EXE_fabriclb"))
-        .arg("check-config")
-        .arg(&config)
-        .output()
-        .expect("fabriclb check-config");
-    let _ = std::fs::remove_dir_all(&dir);
+    let files = CheckConfigFiles::new("warned");
+    let config = &files.warned;
+    let out = check_config(&[], &[config]);
     let file = config.display();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
@@ -195,5 +236,70 @@ fn check_config_prints_warnings_and_passes() {
             "{file}:6:9: warning: group \"spines\": spray has no effect while the mode is \
              ecmp\n{file}:10:8: warning: group \"spare\" is used by no route\n"
         )
+    );
+}
+
+/// A refused file exits with EX_CONFIG (78) after the others were
+/// checked; `--strict` refuses a file for its warnings; `--json` says the
+/// same of every file in one document on stdout, positions apart.
+#[test]
+fn check_config_exits_78_on_a_refusal_and_reports_json() {
+    let files = CheckConfigFiles::new("refused");
+    let (warned, refused) = (files.warned.display(), files.refused.display());
+    let unknown = "unknown field `hash_sead`, expected one of `hash_seed`, `interfaces`, \
+                   `xdp_mode`, `flowlet_table_size`, `dlb_mac`";
+
+    let out = check_config(&[], &[&files.refused, &files.warned]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{warned}: ok (2 groups, 1 routes, 2 warnings)\n")
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("{refused}:3:1: {unknown}\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("fabriclb: 1 of 2 config files invalid\n"),
+        "{stderr}"
+    );
+
+    let out = check_config(&["--strict"], &[&files.warned]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{warned}: invalid with --strict (2 groups, 1 routes, 2 warnings)\n")
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .ends_with("fabriclb: 1 of 1 config files invalid (warnings count, --strict)\n")
+    );
+
+    let out = check_config(&["--json"], &[&files.warned, &files.refused]);
+    assert_eq!(out.status.code(), Some(78));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        report,
+        serde_json::json!({"files": [
+            {
+                "file": files.warned, "valid": true, "groups": 2, "routes": 1, "error": null,
+                "warnings": [
+                    {"line": 6, "column": 9,
+                     "message": "group \"spines\": spray has no effect while the mode is ecmp"},
+                    {"line": 10, "column": 8, "message": "group \"spare\" is used by no route"}
+                ]
+            },
+            {
+                "file": files.refused, "valid": false, "groups": null, "routes": null,
+                "error": {"line": 3, "column": 1, "message": unknown},
+                "warnings": []
+            }
+        ]})
+    );
+    // Only the verdict on stderr: the document says the rest.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "fabriclb: 1 of 2 config files invalid\n"
     );
 }

@@ -1,7 +1,7 @@
 //! The `fabriclb` command line: one module per subcommand, each with its
 //! arguments and its body; this file only parses and dispatches.
 
-mod check_config;
+pub mod check_config;
 mod explain;
 #[cfg(feature = "tooling")]
 mod generate;
@@ -68,3 +68,18 @@ impl Cli {
         }
     }
 }
+
+/// The exit status of a command that failed with `error`: 78 (sysexits'
+/// `EX_CONFIG`) when a config was refused, by `check-config` or by `run`
+/// at start, so that a unit can tell systemd not to restart into the same
+/// config (`RestartPreventExitStatus=78`); 1 for any other failure. Usage
+/// errors exit with 2 before a command runs (clap's).
+pub fn exit_status(error: &anyhow::Error) -> u8 {
+    let refused = error.chain().any(|cause| {
+        cause.is::<fabriclb::config::ConfigError>() || cause.is::<check_config::InvalidConfigs>()
+    });
+    if refused { EXIT_CONFIG } else { 1 }
+}
+
+/// sysexits.h's `EX_CONFIG`.
+pub const EXIT_CONFIG: u8 = 78;

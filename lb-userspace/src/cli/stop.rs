@@ -43,6 +43,8 @@ pub fn run(args: StopArgs) -> Result<()> {
             std::thread::sleep(Duration::from_millis(20));
         }
         println!("stopped fabriclb (pid {pid})");
+    } else {
+        println!("no fabriclb daemon was running for {}", dir.display());
     }
     if args.detach {
         forget_dlb_macs(&pins);

@@ -41,6 +41,44 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// Where in the file the problem is (1-based line and character
+    /// column), for the errors that point into it.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            Self::Invalid { line, column, .. } => Some((*line, *column)),
+            _ => None,
+        }
+    }
+
+    /// What is wrong, without the file and position the message starts
+    /// with.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Io { error, .. } => error.to_string(),
+            Self::NotAFile { .. } | Self::TooLarge { .. } => {
+                let whole = self.to_string();
+                let file = self.file().display().to_string();
+                whole
+                    .strip_prefix(&format!("{file}: "))
+                    .unwrap_or(&whole)
+                    .to_owned()
+            }
+            Self::Invalid { reason, .. } => reason.clone(),
+        }
+    }
+
+    /// The file it is about.
+    pub fn file(&self) -> &Path {
+        match self {
+            Self::Io { file, .. }
+            | Self::NotAFile { file }
+            | Self::TooLarge { file, .. }
+            | Self::Invalid { file, .. } => file,
+        }
+    }
+}
+
 /// Something a valid config holds that is likely a mistake: a key that
 /// has no effect in its group's mode, a group no route uses. The daemon
 /// logs it and runs; `check-config` prints it and passes.

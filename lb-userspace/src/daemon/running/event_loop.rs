@@ -66,7 +66,6 @@ fn every(period: Duration) -> tokio::time::Interval {
 }
 
 pub async fn run(options: Options) -> Result<()> {
-    info!(version = crate::VERSION, "fabriclb starting");
     let (file, version) = config_file::load(&options.config).await?;
     sonic::needs_sonic(&file, options.sonic.is_some())?;
     let (mut sonic, file, appl_routes) = match &options.sonic {
@@ -124,6 +123,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut metrics = MetricsTick::default();
     running.write_metrics(&mut metrics, options.metrics_file.as_deref(), &dp);
     info!(
+        version = crate::VERSION,
         config = %options.config.display(),
         groups = running.config.groups.len(),
         routes = running.config.routes.len(),
