@@ -4,6 +4,8 @@
 //! build script needs the pinned nightly and bpf-linker, which `setup` installs,
 //! so xtask must compile before any of that exists.
 
+mod dist;
+mod install;
 mod layout;
 mod product;
 mod setup;
@@ -32,13 +34,17 @@ enum Cmd {
     /// Run setup, then build the release `fabriclb` binary with the eBPF object embedded
     Build,
     /// Run setup, then rustfmt, clippy (the eBPF crate too), the test suite,
-    /// the product's build (checked to carry no tooling), a minute's
-    /// parser campaign and the quick bench (must run as root)
+    /// the package (built, its binary checked to carry no tooling,
+    /// installed into an empty root and purged), a minute's parser campaign
+    /// and the quick bench (must run as root)
     Test {
         /// Arguments for the test harness, e.g. `cargo xtask test -- --nocapture`
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Build the switch's binary (without the testbed) and its Debian
+    /// package: target/dist/fabriclb_VERSION_ARCH.deb
+    Dist,
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
     /// Run build, then `fabriclb testbed demo`; with no arguments, then also the
@@ -76,6 +82,7 @@ fn run_command(command: Cmd) -> Result<()> {
         Cmd::Build => build(&root),
         Cmd::Test { args } => test(&root, &args),
         Cmd::Bench => bench(&root),
+        Cmd::Dist => setup::build_tools(&root).and_then(|()| dist::dist(&root).map(drop)),
         Cmd::Demo { args } => demo(&root, &args),
     }
 }
@@ -88,7 +95,7 @@ fn workspace_root() -> PathBuf {
 }
 
 fn build(root: &Path) -> Result<()> {
-    setup::setup(root)?;
+    setup::build_tools(root)?;
     run(cargo(root).args(["build", "--release", "-p", "lb-userspace"]))
         .context("release build failed")
 }
@@ -167,13 +174,15 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     )?;
     // After the tests, which built the development binary, and before the
     // bench, which builds the release one with the tooling again.
-    step("product build", cargo(root).args(PRODUCT_BUILD))?;
+    println!("xtask test: package: cargo xtask dist, then installed into an empty root");
+    let deb = dist::dist(root).context("step `package` failed")?;
     let target = target_dir(root);
     product::check(
         &target.join("release/fabriclb"),
         &target.join("debug/fabriclb"),
     )
     .context("step `product` failed")?;
+    install::check(root, &deb).context("step `package` failed")?;
     step(
         "parser campaign",
         cargo(root)
@@ -189,7 +198,7 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
 
 /// `cargo` arguments that build the switch's binary: the product alone,
 /// without the testbed and the traffic generator.
-const PRODUCT_BUILD: [&str; 5] = [
+pub(crate) const PRODUCT_BUILD: [&str; 5] = [
     "build",
     "--release",
     "--no-default-features",
@@ -265,6 +274,7 @@ const HEADLINE_SCENARIOS: [&str; 13] = [
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {
+    setup::setup(root)?;
     build(root)?;
     let bin = target_dir(root).join("release").join("fabriclb");
     let demo = |extra: &[&str]| {
@@ -290,14 +300,14 @@ fn demo(root: &Path, args: &[String]) -> Result<()> {
 }
 
 /// Honours `CARGO_TARGET_DIR` so `demo` finds the binary `build` just produced.
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     match env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => root.join(dir),
         None => root.join("target"),
     }
 }
 
-fn cargo(root: &Path) -> Command {
+pub(crate) fn cargo(root: &Path) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(root);
     cmd
@@ -332,7 +342,7 @@ impl fmt::Display for Failed {
 impl std::error::Error for Failed {}
 
 /// Runs `cmd` with inherited stdio, failing unless it exits successfully.
-fn run(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     let command = describe(cmd);
     let status = cmd
         .status()
@@ -344,7 +354,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 /// Runs `cmd` and returns its stdout, failing unless it exits successfully.
-fn capture(cmd: &mut Command) -> Result<String> {
+pub(crate) fn capture(cmd: &mut Command) -> Result<String> {
     let command = describe(cmd);
     let out = cmd
         .output()

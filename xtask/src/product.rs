@@ -35,7 +35,7 @@ impl Tooling {
         }
     }
 
-    fn is_none(&self) -> bool {
+    pub fn is_none(&self) -> bool {
         self.modules.is_empty() && self.bpf_objects == 1
     }
 }
@@ -81,7 +81,8 @@ pub fn check(product: &Path, development: &Path) -> Result<()> {
     Ok(())
 }
 
-fn version(binary: &Path) -> Result<String> {
+/// What `binary --version` prints.
+pub fn version(binary: &Path) -> Result<String> {
     let out = Command::new(binary)
         .arg("--version")
         .output()

@@ -33,14 +33,24 @@ const PACKAGES: &[(&str, &str)] = &[
     // The soak's count of RoCEv2 frames a spine drops for a MAC it no
     // longer has.
     ("nft", "nftables"),
+    // The package's install check: its man pages rendered as man does.
+    ("man", "man-db"),
+    ("nroff", "groff-base"),
 ];
 
+/// What building needs and what the tests and demos need besides.
 pub fn setup(root: &Path) -> Result<()> {
-    let toolchain = ebpf_toolchain(root)?;
-    ensure_toolchain(&toolchain)?;
-    ensure_bpf_linker(&toolchain)?;
+    build_tools(root)?;
     ensure_packages()?;
     ensure_scapy()
+}
+
+/// What building needs: the pinned nightly and bpf-linker, and nothing
+/// the tests use (`cargo xtask build` and `dist`).
+pub fn build_tools(root: &Path) -> Result<()> {
+    let toolchain = ebpf_toolchain(root)?;
+    ensure_toolchain(&toolchain)?;
+    ensure_bpf_linker(&toolchain)
 }
 
 /// scapy decodes the generator's RoCEv2 frames in the tests, as a decoder

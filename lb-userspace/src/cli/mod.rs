@@ -2,6 +2,7 @@
 //! arguments and its body; this file only parses and dispatches.
 
 pub mod check_config;
+mod docs;
 mod explain;
 #[cfg(feature = "tooling")]
 mod generate;
@@ -41,6 +42,13 @@ enum Command {
     /// of a pcap file): verdict, route, group, hash, bucket, flowlet
     /// state, next hop.
     Explain(explain::ExplainArgs),
+    /// Print shell completions for fabriclb: bash, zsh, fish, elvish or
+    /// powershell (the package installs bash's, zsh's and fish's).
+    Completions { shell: clap_complete::Shell },
+    /// Write the man pages (roff) into a directory, as the package
+    /// installs them: fabriclb.1 and fabriclb-SUBCOMMAND.1 for each.
+    #[command(hide = true)]
+    Man { dir: std::path::PathBuf },
     /// A leaf-spine fabric in network namespaces, for trying fabriclb out.
     #[cfg(feature = "tooling")]
     Testbed {
@@ -61,6 +69,8 @@ impl Cli {
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
             Command::Explain(args) => explain::run(args),
+            Command::Completions { shell } => docs::completions(shell),
+            Command::Man { dir } => docs::man(&dir),
             #[cfg(feature = "tooling")]
             Command::Testbed { command } => testbed::run(command),
             #[cfg(feature = "tooling")]
