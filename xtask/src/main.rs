@@ -31,7 +31,8 @@ struct Cli {
 enum Cmd {
     /// Install the pinned eBPF nightly, bpf-linker and the tools the tests need (idempotent)
     Setup,
-    /// Run setup, then build the release `fabriclb` binary with the eBPF object embedded
+    /// Set up the build's tools (the pinned nightly, bpf-linker), then build the release
+    /// `fabriclb` binary, testbed included, with the eBPF object embedded
     Build,
     /// Run setup, then rustfmt, clippy (the eBPF crate too), the test suite,
     /// the package (built, its binary checked to carry no tooling,
