@@ -11,7 +11,17 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::{PRODUCT_BUILD, capture, cargo, product, run, target_dir};
+use crate::{capture, cargo, product, run, target_dir};
+
+/// `cargo` arguments that build the switch's binary: the product alone,
+/// without the testbed and the traffic generator.
+const PRODUCT_BUILD: [&str; 5] = [
+    "build",
+    "--release",
+    "--no-default-features",
+    "-p",
+    "lb-userspace",
+];
 
 /// Where the packaged unit runs the binary from; the repository's unit
 /// names the manual install's `/usr/local/bin`.
@@ -78,8 +88,7 @@ pub fn dist(root: &Path) -> Result<PathBuf> {
     }
     fs::create_dir_all(&pages)?;
     run(Command::new(&binary).arg("man").arg(&pages))?;
-    for page in fs::read_dir(&pages)? {
-        let page = page?.path();
+    for page in sorted(&pages)? {
         let name = format!(
             "{}.gz",
             page.file_name().context("a page")?.to_string_lossy()
@@ -151,12 +160,19 @@ fn parse_version(line: &str) -> Result<(String, String)> {
 }
 
 fn examples(root: &Path) -> Result<Vec<PathBuf>> {
-    let mut examples: Vec<PathBuf> = fs::read_dir(root.join("configs"))?
+    let mut examples = sorted(&root.join("configs"))?;
+    examples.retain(|path| path.extension().is_some_and(|e| e == "toml"));
+    Ok(examples)
+}
+
+/// The entries of `dir`, sorted.
+pub fn sorted(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
         .map(|entry| entry.map(|e| e.path()))
         .collect::<std::io::Result<_>>()?;
-    examples.retain(|path| path.extension().is_some_and(|e| e == "toml"));
-    examples.sort();
-    Ok(examples)
+    paths.sort();
+    Ok(paths)
 }
 
 /// Writes `bytes` to `path` with `mode`, creating its directories.

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::dist::{CONFFILE, INSTALLED_BINARY, UNIT};
+use crate::dist::{CONFFILE, INSTALLED_BINARY, UNIT, sorted};
 use crate::{capture, product, run, target_dir};
 
 pub fn check(root: &Path, deb: &Path) -> Result<()> {
@@ -35,12 +35,7 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
     let installed = |path: &str| into.join(path.trim_start_matches('/'));
     let binary = installed(INSTALLED_BINARY);
 
-    let version = product::version(&binary)?;
-    let found = product::Tooling::scan(&fs::read(&binary)?);
-    ensure!(
-        found.is_none(),
-        "the installed binary carries tooling: {found:?}"
-    );
+    let version = product::check_product(root, &binary)?;
 
     let mut configs = vec![installed(CONFFILE)];
     configs.extend(sorted(&installed("/usr/share/doc/fabriclb/examples"))?);
@@ -106,15 +101,6 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
         listed.lines().count()
     );
     Ok(())
-}
-
-fn sorted(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
-    paths.sort();
-    Ok(paths)
 }
 
 /// Files (not directories) under `dir` but outside dpkg's database.

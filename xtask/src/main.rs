@@ -179,6 +179,7 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     let deb = dist::dist(root).context("step `package` failed")?;
     let target = target_dir(root);
     product::check(
+        root,
         &target.join("release/fabriclb"),
         &target.join("debug/fabriclb"),
     )
@@ -196,16 +197,6 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         cargo(root).env("FABRICLB_BENCH_QUICK", "1").args(BENCH),
     )
 }
-
-/// `cargo` arguments that build the switch's binary: the product alone,
-/// without the testbed and the traffic generator.
-pub(crate) const PRODUCT_BUILD: [&str; 5] = [
-    "build",
-    "--release",
-    "--no-default-features",
-    "-p",
-    "lb-userspace",
-];
 
 /// How long the test run's parser campaign runs on random seeds: a
 /// minute of CI's budget; the README's 15 minutes are run by hand.

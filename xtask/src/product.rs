@@ -10,6 +10,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::capture;
+
 /// What a scan found of the tooling in a binary.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Tooling {
@@ -35,24 +37,15 @@ impl Tooling {
         }
     }
 
-    pub fn is_none(&self) -> bool {
+    fn is_none(&self) -> bool {
         self.modules.is_empty() && self.bpf_objects == 1
     }
 }
 
-/// Checks `product` (built without `tooling`) and `development` (with it).
-pub fn check(product: &Path, development: &Path) -> Result<()> {
-    let read =
-        |path: &Path| std::fs::read(path).with_context(|| format!("reading {}", path.display()));
-    let found = Tooling::scan(&read(product)?);
-    if !found.is_none() {
-        bail!(
-            "{} carries tooling: modules {:?}, {} BPF objects (the forwarding one alone expected)",
-            product.display(),
-            found.modules,
-            found.bpf_objects
-        );
-    }
+/// Checks `product` (built without `tooling`, from the checkout at
+/// `root`) and `development` (with it).
+pub fn check(root: &Path, product: &Path, development: &Path) -> Result<()> {
+    let version = check_product(root, product)?;
     let development_found = Tooling::scan(&read(development)?);
     // The development binary embeds the testbed's sink beside the
     // forwarding object (the generator's object only the tests load).
@@ -61,14 +54,6 @@ pub fn check(product: &Path, development: &Path) -> Result<()> {
             "the scan no longer sees the tooling in {}: {development_found:?} (testbed, traffic \
              and the sink's BPF object expected); fix the scan before trusting it on the product",
             development.display()
-        );
-    }
-    let version = version(product)?;
-    let commit = head_commit(product)?;
-    if !version.ends_with(&format!(" (commit {commit})")) {
-        bail!(
-            "{} --version says {version:?}, not commit {commit}",
-            product.display()
         );
     }
     println!(
@@ -81,29 +66,45 @@ pub fn check(product: &Path, development: &Path) -> Result<()> {
     Ok(())
 }
 
-/// What `binary --version` prints.
-pub fn version(binary: &Path) -> Result<String> {
-    let out = Command::new(binary)
-        .arg("--version")
-        .output()
-        .with_context(|| format!("running {} --version", binary.display()))?;
-    if !out.status.success() {
-        bail!("{} --version failed: {}", binary.display(), out.status);
+/// Checks that the product binary at `binary` carries no tooling and that
+/// its `--version` names the commit checked out at `root`; returns that
+/// version.
+pub fn check_product(root: &Path, binary: &Path) -> Result<String> {
+    let found = Tooling::scan(&read(binary)?);
+    if !found.is_none() {
+        bail!(
+            "{} carries tooling: modules {:?}, {} BPF objects (the forwarding one alone expected)",
+            binary.display(),
+            found.modules,
+            found.bpf_objects
+        );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let version = version(binary)?;
+    let commit =
+        capture(
+            Command::new("git")
+                .current_dir(root)
+                .args(["rev-parse", "--short=12", "HEAD"]),
+        )?;
+    let commit = commit.trim();
+    if !version.ends_with(&format!(" (commit {commit})")) {
+        bail!(
+            "{} --version says {version:?}, not commit {commit}",
+            binary.display()
+        );
+    }
+    Ok(version)
 }
 
-/// The commit checked out where `binary` was built, as its build names it.
-fn head_commit(binary: &Path) -> Result<String> {
-    let out = Command::new("git")
-        .current_dir(binary.parent().unwrap_or(Path::new(".")))
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .context("running git rev-parse")?;
-    if !out.status.success() {
-        bail!("git rev-parse HEAD failed: {}", out.status);
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+/// What `binary --version` prints.
+pub fn version(binary: &Path) -> Result<String> {
+    Ok(capture(Command::new(binary).arg("--version"))?
+        .trim()
+        .to_owned())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

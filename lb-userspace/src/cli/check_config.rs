@@ -112,12 +112,11 @@ pub fn run(args: CheckConfigArgs) -> anyhow::Result<()> {
         };
         reports.push(report);
     }
+    let report = Report { files: reports };
     if args.json {
-        let report = Report { files: reports };
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return finish(&report.files, args.strict);
     }
-    finish(&reports, args.strict)
+    finish(&report.files, args.strict)
 }
 
 fn print_loaded(file: &std::path::Path, c: &config::Config, strict: bool) {
