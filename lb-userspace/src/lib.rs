@@ -1,8 +1,8 @@
 //! fabriclb's userspace.
 //!
 //! The product, what runs on a switch: [`config`], [`daemon`],
-//! [`dataplane`], [`inspect`], [`metrics`], [`netlink`], [`sonic`], [`telemetry`]. Test tooling, apart from it
-//! and only with the `tooling` feature (a default, which a switch's build
+//! [`dataplane`], [`inspect`], [`logging`], [`metrics`], [`netlink`],
+//! [`sonic`], [`telemetry`]. Test tooling, apart from it and only with the `tooling` feature (a default, which a switch's build
 //! leaves out): `testbed` (namespace fabrics, scenarios, the receiver
 //! sink) and `traffic` (the RoCEv2 collective generator). Tooling may use
 //! the product; the product never imports tooling (`cargo xtask test`
@@ -21,6 +21,7 @@ pub mod config;
 pub mod daemon;
 pub mod dataplane;
 pub mod inspect;
+pub mod logging;
 pub mod metrics;
 pub mod netlink;
 pub mod sonic;

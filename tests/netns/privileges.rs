@@ -134,6 +134,8 @@ fn a_started_daemon_keeps_only_what_reloads_use_and_holds_its_ports() {
         .args(["run", "--config"])
         .arg(daemon.config_file())
         .args(bpffs.args("second"))
+        .arg("--run-dir")
+        .arg(bed.scratch("second-run"))
         .output()
         .expect("a second fabriclb run");
     let stderr = String::from_utf8_lossy(&second.stderr);

@@ -167,6 +167,22 @@ fn stop_leaves_the_program_and_stop_detach_removes_the_instance() {
             dir = pins.dir().display()
         )
     );
+    // Nor is there one to reload: said, and a failure (1), not a refusal.
+    let run_dir = bed.workdir().join("no-daemon");
+    let reload = Command::new(fabriclb())
+        .args(["reload", "--instance", "t6", "--run-dir"])
+        .arg(&run_dir)
+        .output()
+        .expect("fabriclb reload");
+    assert_eq!(reload.status.code(), Some(1), "{reload:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&reload.stderr),
+        format!(
+            "fabriclb: no fabriclb daemon answers at {}/t6.sock (is `fabriclb run --instance t6` \
+             running, with this --run-dir?)\n",
+            run_dir.display()
+        )
+    );
 
     // A daemon whose config no longer has h1 takes the program off it.
     let moved = config.replace("interfaces = [\"h1\"]", "interfaces = [\"nosuch0\"]");

@@ -1,12 +1,16 @@
 //! `configs/fabriclb.service` run as systemd would run it (there is no
 //! systemd here): its ExecStart's flags, under exactly its capability
-//! bounding set, ambient set and no_new_privs; reloaded as its ExecReload
-//! does; its metrics endpoint on 127.0.0.1 only.
+//! bounding set, ambient set and no_new_privs, telling a socket of the
+//! test's own what it tells systemd's; reloaded as its ExecReload does;
+//! its metrics endpoint on 127.0.0.1 only; its logs sent to a journal
+//! socket of the test's own as they would be to journald.
 
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fabriclb::testbed::{PATIENCE, in_netns};
@@ -141,17 +145,13 @@ fn the_service_unit_starts_with_its_capabilities_serves_metrics_on_localhost_and
         command,
         [INSTALLED, "run", "--config", "/etc/fabriclb/fabriclb.toml"]
     );
-    assert_eq!(flags, ["--metrics-listen", "127.0.0.1:9464"]);
-    let wrapper = bed.scratch("fabriclb-under-the-unit");
-    let script = format!(
-        // As systemd does at boot: bpffs at /sys/fs/bpf, where the daemon
-        // pins (in `ip netns exec`'s own mount namespace, /sys is fresh).
-        "#!/bin/sh\nmount -t bpf bpf /sys/fs/bpf || exit 1\nexec setpriv {} -- {fabriclb} \"$@\"\n",
-        setpriv_options().join(" ")
+    assert_eq!(flags, ["--no-watch", "--metrics-listen", "127.0.0.1:9464"]);
+    assert_eq!(service("Type"), "notify");
+    let notify = NotifySocket::bind(&bed.scratch("notify.sock"));
+    let wrapper = unit_wrapper(
+        &bed,
+        &format!("export NOTIFY_SOCKET={}", notify.path.display()),
     );
-    std::fs::write(&wrapper, script).expect("wrapper");
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-
     let daemon = bed
         .daemon_through(&wrapper, &bed.config(""), flags)
         .expect("fabriclb run under the unit's capabilities");
@@ -219,18 +219,222 @@ fn the_service_unit_starts_with_its_capabilities_serves_metrics_on_localhost_and
         );
     }
 
-    // ExecReload's SIGHUP: a mode change taken, then undone and drained.
-    assert_eq!(service("ExecReload"), "/bin/kill -HUP $MAINPID");
+    // READY once attached, with what is in force.
+    let config = daemon.config_file().display().to_string();
+    let in_force = format!("STATUS=forwarding: {config} in force, 1 groups, 1 routes (0 learned)");
+    assert_eq!(notify.next(), ["READY=1".to_owned(), in_force.clone()]);
+
+    // ExecReload: `fabriclb reload`, answered by the daemon over its
+    // control socket. --no-watch: the file written goes live only then.
+    assert_eq!(service("ExecReload"), format!("{INSTALLED} reload"));
+    let reload = || {
+        Command::new(fabriclb)
+            .args(daemon.reload_args())
+            .output()
+            .expect("fabriclb reload")
+    };
     daemon
-        .reconfigure(&bed.config("mode = \"flowlet\""))
-        .expect("SIGHUP");
+        .write_config(&bed.config("mode = \"flowlet\""))
+        .expect("config");
+    let taken = reload();
+    assert!(taken.status.success(), "{taken:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&taken.stdout),
+        format!("{config} reloaded: 1 changes\n")
+    );
     let log = daemon.wait_for_log("config reloaded").expect("reloaded");
-    assert!(log.contains("SIGHUP: reloading"), "{log}");
+    assert!(log.contains("fabriclb reload: reloading"), "{log}");
     assert!(log.contains("mode ecmp -> flowlet"), "{log}");
+    assert_reloaded(&notify, &in_force);
+
+    // Refused: 78 and the daemon's reason, the running config kept.
+    daemon
+        .write_config(&bed.config("mode = \"sprinkle\""))
+        .expect("config");
+    let refused = reload();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(78), "{stderr}");
+    let why = format!(
+        "{config}:7:8: unsupported group mode \"sprinkle\" (supported modes: \"ecmp\", \
+         \"flowlet\", \"per-packet\")"
+    );
+    assert_eq!(
+        stderr.trim_end(),
+        format!("fabriclb: the daemon refused the config and keeps the running one: {why}")
+    );
+    assert_reloaded(
+        &notify,
+        &format!("STATUS=reload refused, the running config stays: {why}"),
+    );
+    assert!(
+        bed.ip("leaf", &["link", "show", "h1"])
+            .expect("ip")
+            .contains("xdp"),
+        "still attached"
+    );
+
+    // A SIGHUP still reloads: the mode change undone, and drained.
     daemon.reconfigure(&bed.config("")).expect("SIGHUP");
     let log = daemon
         .wait_for_log("drained: flows left their flowlets for ecmp")
         .expect("drained");
+    assert!(log.contains("SIGHUP: reloading"), "{log}");
     assert!(log.contains("mode flowlet -> ecmp"), "{log}");
+    assert_reloaded(&notify, &in_force);
+    let socket = Path::new(&daemon.reload_args()[4]).join("default.sock");
+    assert!(socket.exists(), "{}", socket.display());
     daemon.stop().expect("stop");
+    assert!(
+        !socket.exists(),
+        "the control socket is removed on the way out"
+    );
+}
+
+/// What follows a reload on the notify socket: RELOADING with the
+/// monotonic clock, then READY with `status`.
+fn assert_reloaded(notify: &NotifySocket, status: &str) {
+    let reloading = notify.next();
+    assert_eq!(reloading[0], "RELOADING=1", "{reloading:?}");
+    let usec: u64 = (reloading[1].strip_prefix("MONOTONIC_USEC="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{reloading:?}"));
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock");
+    let now_usec = now.tv_sec() as u64 * 1_000_000 + now.tv_nsec() as u64 / 1000;
+    assert!(
+        usec <= now_usec && now_usec - usec < 60_000_000,
+        "{usec} {now_usec}"
+    );
+    assert_eq!(notify.next(), ["READY=1".to_owned(), status.to_owned()]);
+}
+
+/// A socket of the test's own where the daemon sends what it would send
+/// systemd's `NOTIFY_SOCKET`.
+struct NotifySocket {
+    path: PathBuf,
+    socket: UnixDatagram,
+}
+
+impl NotifySocket {
+    fn bind(path: &Path) -> Self {
+        let socket = UnixDatagram::bind(path).expect("notify socket");
+        socket.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        Self {
+            path: path.to_owned(),
+            socket,
+        }
+    }
+
+    /// The next message's lines.
+    fn next(&self) -> Vec<String> {
+        let mut buf = [0; 4096];
+        let n = self.socket.recv(&mut buf).expect("a notify message");
+        String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A script that runs `fabriclb` with its arguments as the unit does,
+/// after the shell lines `setup`. As systemd does at boot, bpffs at
+/// /sys/fs/bpf, where the daemon pins (in `ip netns exec`'s own mount
+/// namespace, /sys is fresh).
+fn unit_wrapper(bed: &Bed, setup: &str) -> PathBuf {
+    let wrapper = bed.scratch("fabriclb-under-the-unit");
+    let script = format!(
+        "#!/bin/sh\nset -e\nmount -t bpf bpf /sys/fs/bpf\n{setup}\n\
+         exec setpriv {} -- {} \"$@\"\n",
+        setpriv_options().join(" "),
+        env!("CARGO_BIN_EXE_fabriclb")
+    );
+    std::fs::write(&wrapper, script).expect("wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    wrapper
+}
+
+/// Under systemd, stderr is the journal's stream and `JOURNAL_STREAM`
+/// names it: the daemon then sends its entries to journald's socket (a
+/// socket of the test's own here, where `ip netns exec`'s mount namespace
+/// has journald's path), each with the priority of its level and the
+/// fields it logs (`F_NAME`), and writes nothing to stderr.
+#[test]
+fn under_systemd_the_log_goes_to_the_journal_with_priorities() {
+    let bed = Bed::up("j", 2);
+    let journal_path = bed.scratch("journal.sock");
+    let journal = UnixDatagram::bind(&journal_path).expect("journal socket");
+    journal.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let wrapper = unit_wrapper(
+        &bed,
+        &format!(
+            "mount -t tmpfs tmpfs /run\nmkdir -p /run/systemd/journal\n\
+             ln -s {} /run/systemd/journal/socket\n\
+             export JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2)",
+            journal_path.display()
+        ),
+    );
+    let daemon = bed
+        .daemon_through(&wrapper, &bed.config(""), &["--no-watch"])
+        .expect("fabriclb run");
+    daemon
+        .write_config(&bed.config("mode = \"sprinkle\""))
+        .expect("config");
+    let refused = Command::new(env!("CARGO_BIN_EXE_fabriclb"))
+        .args(daemon.reload_args())
+        .output()
+        .expect("fabriclb reload");
+    assert_eq!(refused.status.code(), Some(78), "{refused:?}");
+
+    let mut entries = Vec::new();
+    let wanted = |entries: &[Vec<(String, String)>], priority: &str, message: &str| {
+        entries.iter().any(|e| {
+            field(e, "PRIORITY") == Some(priority)
+                && field(e, "MESSAGE").is_some_and(|m| m.starts_with(message))
+        })
+    };
+    while !wanted(&entries, "3", "new config refused, the running one stays: ") {
+        let mut buf = vec![0; 64 * 1024];
+        let n = journal.recv(&mut buf).expect("a journal entry");
+        entries.push(journal_fields(&buf[..n]));
+    }
+    // tracing-journald's levels: ERROR 3 (err), WARN 4, INFO 5 (notice),
+    // DEBUG 6, TRACE 7.
+    assert!(wanted(&entries, "5", "ready"), "{entries:?}");
+    let ready = (entries.iter())
+        .find(|e| field(e, "MESSAGE") == Some("ready"))
+        .expect("ready");
+    assert_eq!(field(ready, "SYSLOG_IDENTIFIER"), Some("fabriclb"));
+    assert_eq!(
+        field(ready, "F_VERSION"),
+        Some(fabriclb::VERSION),
+        "{ready:?}"
+    );
+    assert_eq!(daemon.log().expect("stderr"), "", "nothing on stderr");
+    daemon.stop().expect("stop");
+}
+
+/// The value of `key` in a journal entry.
+fn field<'a>(entry: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    (entry.iter())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A datagram of journald's native protocol: `KEY=value` lines, or a key
+/// line, a little-endian 64-bit length and that many bytes for a value
+/// with a newline in it.
+fn journal_fields(mut data: &[u8]) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    while let Some(end) = data.iter().position(|&b| b == b'\n') {
+        let line = String::from_utf8_lossy(&data[..end]).into_owned();
+        data = &data[end + 1..];
+        if let Some((key, value)) = line.split_once('=') {
+            fields.push((key.to_owned(), value.to_owned()));
+        } else {
+            let len = u64::from_le_bytes(data[..8].try_into().expect("a length")) as usize;
+            let value = String::from_utf8_lossy(&data[8..8 + len]).into_owned();
+            fields.push((line, value));
+            data = &data[8 + len + 1..];
+        }
+    }
+    fields
 }

@@ -60,6 +60,8 @@ fn a_log_to_a_file_has_no_colours() {
         ])
         .arg(&config)
         .args(bpffs.args("log"))
+        .arg("--run-dir")
+        .arg(dir.join("run"))
         .env_remove("NO_COLOR")
         .env("RUST_LOG", "info")
         .stderr(std::fs::File::create(&log).expect("log file"))

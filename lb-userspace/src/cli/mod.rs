@@ -8,6 +8,7 @@ mod explain;
 mod generate;
 mod names;
 mod pins;
+mod reload;
 mod run;
 mod status;
 mod stop;
@@ -30,6 +31,9 @@ enum Command {
     /// SIGINT or SIGTERM, which leave it forwarding (pinned in bpffs) for
     /// the next `run` to take over.
     Run(run::RunArgs),
+    /// Ask the running daemon to reload its config; fails with the
+    /// daemon's reason when it refused the config and kept the running one.
+    Reload(reload::ReloadArgs),
     /// Stop the daemon of an instance, leaving its program forwarding;
     /// with --detach remove the program and its maps for good.
     Stop(stop::StopArgs),
@@ -65,6 +69,7 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Run(args) => run::run(args),
+            Command::Reload(args) => reload::run(args),
             Command::Stop(args) => stop::run(args),
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
@@ -80,13 +85,15 @@ impl Cli {
 }
 
 /// The exit status of a command that failed with `error`: 78 (sysexits'
-/// `EX_CONFIG`) when a config was refused, by `check-config` or by `run`
-/// at start, so that a unit can tell systemd not to restart into the same
+/// `EX_CONFIG`) when a config was refused, by `check-config`, by `run`
+/// at start or by the daemon asked to `reload`, so that a unit can tell systemd not to restart into the same
 /// config (`RestartPreventExitStatus=78`); 1 for any other failure. Usage
 /// errors exit with 2 before a command runs (clap's).
 pub fn exit_status(error: &anyhow::Error) -> u8 {
     let refused = error.chain().any(|cause| {
-        cause.is::<fabriclb::config::ConfigError>() || cause.is::<check_config::InvalidConfigs>()
+        cause.is::<fabriclb::config::ConfigError>()
+            || cause.is::<check_config::InvalidConfigs>()
+            || cause.is::<reload::Refused>()
     });
     if refused { EXIT_CONFIG } else { 1 }
 }

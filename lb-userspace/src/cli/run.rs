@@ -8,6 +8,7 @@ use fabriclb::daemon;
 use fabriclb::telemetry::counters_db::Address;
 
 use super::pins::PinArgs;
+use super::reload::ControlArgs;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -43,6 +44,8 @@ pub struct RunArgs {
     sonic: Option<Address>,
     #[command(flatten)]
     pins: PinArgs,
+    #[command(flatten)]
+    control: ControlArgs,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -73,6 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         watch_config: !args.no_watch,
         bpffs: args.pins.bpffs,
         instance: args.pins.instance,
+        run_dir: args.control.run_dir,
         sonic: args.sonic,
     }))
 }

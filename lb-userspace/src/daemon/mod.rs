@@ -10,12 +10,14 @@
 //! [`peer_load`] tells each CPU the next-hop loads the others placed;
 //! [`metrics_file`] renders the counters and [`http`] serves them;
 //! [`privileges`] checks the capabilities at start; [`sonic`] lays
-//! SONiC's settings over the config file. [`running`] is the daemon
+//! SONiC's settings over the config file; [`control`] takes `fabriclb
+//! reload`'s requests and [`notify`] tells systemd how the daemon is. [`running`] is the daemon
 //! above them: what it holds, the event loop, and the handlers that carry
 //! each event from its concern into the others and the tables.
 
 mod adopt;
 mod config_file;
+pub mod control;
 mod http;
 mod ingress;
 mod kernel_routes;
@@ -23,6 +25,7 @@ mod link_events;
 mod links;
 mod local;
 mod metrics_file;
+mod notify;
 mod peer_load;
 mod ports;
 mod privileges;

@@ -28,6 +28,8 @@ pub struct Daemon {
     log_file: PathBuf,
     /// Where in the log [`Daemon::wait_for_log`] looks from.
     cursor: Cell<usize>,
+    /// `fabriclb reload`'s arguments that reach this daemon.
+    reload_args: Vec<String>,
     /// Dropped after the daemon is gone (fields drop after `drop`).
     _own_bpffs: Option<Bpffs>,
 }
@@ -37,6 +39,18 @@ pub struct Daemon {
 fn unique(workdir: &Path, prefix: &str) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     workdir.join(format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// `reload`, then the `--instance` and `--run-dir` of `run`'s `args`.
+fn reload_args<'a>(args: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let args: Vec<&str> = args.collect();
+    let mut reload = vec!["reload".to_owned()];
+    for flag in ["--instance", "--run-dir"] {
+        if let Some(at) = args.iter().position(|&a| a == flag) {
+            reload.extend(args[at..].iter().take(2).map(|&a| a.to_owned()));
+        }
+    }
+    reload
 }
 
 impl Daemon {
@@ -80,9 +94,21 @@ impl Daemon {
             true => None,
             false => Some(Bpffs::at(&unique(workdir, "bpffs"))?),
         };
-        let own_args = own_bpffs
+        let mut own_args = own_bpffs
             .as_ref()
             .map_or_else(Vec::new, |bpffs| bpffs.args(DEFAULT_INSTANCE));
+        // A control socket of its own, in `workdir`: daemons of tests side
+        // by side each answer their own `fabriclb reload`, and nothing is
+        // left in the host's /run.
+        if !args.contains(&"--run-dir") {
+            own_args.push("--run-dir".into());
+            own_args.push(unique(workdir, "run").display().to_string());
+        }
+        let reload_args = reload_args(
+            args.iter()
+                .copied()
+                .chain(own_args.iter().map(String::as_str)),
+        );
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", ns])
@@ -110,6 +136,7 @@ impl Daemon {
             metrics_file,
             log_file,
             cursor: Cell::new(0),
+            reload_args,
             _own_bpffs: own_bpffs,
         };
         let deadline = Instant::now() + PATIENCE;
@@ -125,6 +152,12 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(daemon)
+    }
+
+    /// `fabriclb reload`'s arguments for this daemon: its instance and
+    /// run directory.
+    pub fn reload_args(&self) -> &[String] {
+        &self.reload_args
     }
 
     /// The daemon's process id (`ip netns exec` executes it in place).

@@ -14,6 +14,7 @@ use super::Running;
 use super::reload;
 use crate::daemon::adopt;
 use crate::daemon::config_file;
+use crate::daemon::control::{Control, Request};
 use crate::daemon::http::Scrapes;
 use crate::daemon::ingress::IngressPorts;
 use crate::daemon::kernel_routes::{self, KernelWatch};
@@ -21,6 +22,7 @@ use crate::daemon::link_events::{self, LinkWatch};
 use crate::daemon::links::{Ongoing, resolve_with_wait};
 use crate::daemon::local::{self, Follower};
 use crate::daemon::metrics_file::MetricsTick;
+use crate::daemon::notify::ServiceManager;
 use crate::daemon::peer_load::{PEER_LOAD_INTERVAL, PeerLoads};
 use crate::daemon::sonic::{self, Sonic};
 use crate::daemon::telemetry::Telemetry;
@@ -45,6 +47,8 @@ pub struct Options {
     /// maps and links are pinned under it.
     pub bpffs: PathBuf,
     pub instance: String,
+    /// Where the control socket (`fabriclb reload`) is made.
+    pub run_dir: PathBuf,
     /// SONiC's Redis: its settings over the file's, counters published.
     pub sonic: Option<Address>,
 }
@@ -80,6 +84,9 @@ pub async fn run(options: Options) -> Result<()> {
     let netlink = Netlink::connect()?;
     let flowlets = file.switch.flowlet_table_size;
     let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
+    // With the instance's lock held: a second daemon of it, refused, never
+    // touches the first's socket.
+    let mut control = Control::listen(&options.run_dir, &options.instance);
     // The kernel's routes before the tables: a restart takes over with
     // the routes the kernel has, not without them.
     let (kernel, config) = KernelWatch::start(&file, appl_routes, &netlink).await?;
@@ -116,6 +123,7 @@ pub async fn run(options: Options) -> Result<()> {
         peer_loads: PeerLoads::default(),
         ongoing,
         sonic,
+        manager: ServiceManager::from_env(),
     };
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.sync_ports(&netlink, &mut dp).await;
@@ -130,6 +138,8 @@ pub async fn run(options: Options) -> Result<()> {
         learned_routes = running.config.routes.len() - running.file.routes.len(),
         "ready"
     );
+    let status = running.in_force(&options.config);
+    running.manager.ready(&status);
 
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -147,8 +157,16 @@ pub async fn run(options: Options) -> Result<()> {
             _ = sigterm.recv() => break,
             _ = sighup.recv() => {
                 info!("SIGHUP: reloading {}", options.config.display());
-                running.reload(&options.config, &netlink, &mut dp).await;
+                let _ = running.reload(&options.config, &netlink, &mut dp).await;
             }
+            (request, answer) = control.next() => match request {
+                Request::Reload => {
+                    info!("fabriclb reload: reloading {}", options.config.display());
+                    let reloaded = running.reload(&options.config, &netlink, &mut dp).await;
+                    // A client that went away has nobody to answer.
+                    let _ = answer.send(reloaded);
+                }
+            },
             _ = watch.tick(), if options.watch_config => {
                 running.watch_config(&options.config, &netlink, &mut dp).await;
             }

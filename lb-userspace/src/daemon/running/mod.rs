@@ -1,7 +1,7 @@
 //! The running daemon: what it holds, each concern's state in a type of
 //! that concern's own (the config file's watch, links and neighbours, the
 //! box's addresses, the kernel's routes, telemetry, SONiC, the ingress
-//! ports), and the handlers that carry an event from one concern into the
+//! ports, the service manager), and the handlers that carry an event from one concern into the
 //! others and into the tables. The concerns' modules know nothing of this
 //! one: the daemon room's imports run one way, from here down.
 
@@ -27,6 +27,7 @@ use crate::daemon::kernel_routes::KernelWatch;
 use crate::daemon::link_events::LinkWatch;
 use crate::daemon::links::Ongoing;
 use crate::daemon::local::Follower;
+use crate::daemon::notify::ServiceManager;
 use crate::daemon::peer_load::PeerLoads;
 use crate::daemon::sonic::Sonic;
 use crate::daemon::telemetry::Telemetry;
@@ -60,4 +61,7 @@ struct Running {
     /// `run --sonic`: SONiC's settings, which `file` has over the config
     /// file's.
     sonic: Option<Sonic>,
+    /// systemd, when it started the daemon: told when it is ready and
+    /// around each reload.
+    manager: ServiceManager,
 }

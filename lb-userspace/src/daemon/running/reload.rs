@@ -10,6 +10,7 @@ use tracing::{error, info, warn};
 use super::Running;
 use crate::config::{self, Config};
 use crate::daemon::config_file::{self, FileVersion};
+use crate::daemon::control::Answer;
 use crate::daemon::links::Snapshot;
 use crate::daemon::local;
 use crate::dataplane::Dataplane;
@@ -45,14 +46,43 @@ impl Running {
     ) {
         if self.watch.check(path, std::time::Instant::now()) {
             info!("{} changed: reloading", path.display());
-            self.reload(path, netlink, dp).await;
+            let _ = self.reload(path, netlink, dp).await;
         }
     }
 
     /// Reads the config again and, if it is valid, moves the data plane to
     /// it without detaching: maps are rewritten in place, entry by entry.
-    /// An invalid config changes nothing.
-    pub(super) async fn reload(&mut self, path: &Path, netlink: &Netlink, dp: &mut Dataplane) {
+    /// An invalid config changes nothing; the answer says why, and so does
+    /// the log. The service manager sees the reload begin and end.
+    pub(super) async fn reload(
+        &mut self,
+        path: &Path,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) -> Answer {
+        self.manager.reloading();
+        let answer = match self.reload_from(path, netlink, dp).await {
+            Ok(0) => Ok(format!("{} unchanged", path.display())),
+            Ok(changes) => Ok(format!("{} reloaded: {changes} changes", path.display())),
+            Err(e) => {
+                error!("new config refused, the running one stays: {e:#}");
+                Err(format!("{e:#}"))
+            }
+        };
+        let status = match &answer {
+            Ok(_) => self.in_force(path),
+            Err(why) => format!("reload refused, the running config stays: {why}"),
+        };
+        self.manager.ready(&status);
+        answer
+    }
+
+    async fn reload_from(
+        &mut self,
+        path: &Path,
+        netlink: &Netlink,
+        dp: &mut Dataplane,
+    ) -> Result<usize> {
         let config = match config_file::load(path).await {
             Ok((config, version)) => {
                 self.watch.read_as(Some(version));
@@ -62,17 +92,25 @@ impl Running {
                 // Also a file that cannot be read: not read again until
                 // it changes.
                 self.watch.read_as(FileVersion::of(path).ok());
-                error!("new config refused, the running one stays: {e:#}");
-                return;
+                return Err(e);
             }
         };
         let config = match &mut self.sonic {
             Some(sonic) => sonic.over(config),
             None => config,
         };
-        if let Err(e) = self.apply(config, netlink, dp).await {
-            error!("new config refused, the running one stays: {e:#}");
-        }
+        self.apply(config, netlink, dp).await
+    }
+
+    /// The service manager's STATUS while `path`'s config is in force.
+    pub(super) fn in_force(&self, path: &Path) -> String {
+        format!(
+            "forwarding: {} in force, {} groups, {} routes ({} learned)",
+            path.display(),
+            self.config.groups.len(),
+            self.config.routes.len(),
+            self.config.routes.len() - self.file.routes.len()
+        )
     }
 
     /// Moves the data plane to `file` (the config file's, with SONiC's
@@ -82,11 +120,11 @@ impl Running {
         file: Config,
         netlink: &Netlink,
         dp: &mut Dataplane,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let changes = config::changes(&self.file, &file);
         if changes.is_empty() {
             info!("config unchanged");
-            return Ok(());
+            return Ok(0);
         }
         let old = &self.file.switch;
         if file.switch.flowlet_table_size != old.flowlet_table_size {
@@ -128,7 +166,7 @@ impl Running {
         self.sync_ports(netlink, dp).await;
         self.telemetry_follow(dp);
         info!(changes = changes.len(), "config reloaded");
-        Ok(())
+        Ok(changes.len())
     }
 
     /// Builds `config`'s tables against the running ones, resolving next
