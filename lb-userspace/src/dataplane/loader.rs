@@ -13,6 +13,7 @@ use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
 
 use super::Maps;
+use super::kernel_floor;
 use super::tables::route_table::PoolFull;
 use super::tx_errors::TxCounting;
 
@@ -108,15 +109,26 @@ pub(crate) fn said(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = String::new();
     let mut next = Some(error);
     while let Some(error) = next {
-        let part = match error.downcast_ref::<ProgramError>() {
-            Some(ProgramError::LoadError {
-                io_error,
-                verifier_log,
-            }) => format!(
-                "the kernel refused to load it ({io_error}); the verifier said:\n{}",
-                verifier_tail(&verifier_log.to_string(), VERIFIER_LINES)
-            ),
-            _ => error.to_string(),
+        let part = if let Some(ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        }) = error.downcast_ref::<ProgramError>()
+        {
+            let log = verifier_log.to_string();
+            let lacks = kernel_floor::missing_helper(&log)
+                .map(|lacks| format!("{lacks}: "))
+                .unwrap_or_default();
+            format!(
+                "{lacks}the kernel refused to load it ({io_error}); the verifier said:\n{}",
+                verifier_tail(&log, VERIFIER_LINES)
+            )
+        } else if let Some(MapError::CreateError { name, io_error }) =
+            error.downcast_ref::<MapError>()
+            && let Some(lacks) = kernel_floor::missing_map_type(name, io_error.raw_os_error())
+        {
+            format!("{lacks}: {error}")
+        } else {
+            error.to_string()
         };
         if !text.contains(&part) {
             if !text.is_empty() {

@@ -1,10 +1,12 @@
 //! The loaded XDP program and what the daemon writes into it: typed map
 //! access ([`loader`]), the tables built from a config ([`tables`]), whose
-//! program is in the way when ours cannot attach ([`occupant`]), and the
-//! tracepoints that count frames redirected but never sent ([`tx_errors`]).
+//! program is in the way when ours cannot attach ([`occupant`]), the
+//! tracepoints that count frames redirected but never sent ([`tx_errors`]),
+//! and what the program needs of the kernel ([`kernel_floor`]).
 
 pub mod bpffs;
 mod btf;
+pub mod kernel_floor;
 mod loader;
 mod maps;
 pub mod occupant;
