@@ -11,10 +11,11 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::{capture, cargo, product, run, target_dir};
+use crate::{capture, cargo, elf, product, run, target_dir};
 
 /// `cargo` arguments that build the switch's binary: the product alone,
-/// without the testbed and the traffic generator.
+/// without the testbed and the traffic generator, for a target of
+/// [`PRODUCT_TARGETS`].
 const PRODUCT_BUILD: [&str; 5] = [
     "build",
     "--release",
@@ -22,6 +23,30 @@ const PRODUCT_BUILD: [&str; 5] = [
     "-p",
     "lb-userspace",
 ];
+
+/// Each Debian architecture's Rust target: static musl, so that the one
+/// binary runs on any distribution's libc (Debian 11's glibc 2.31, which
+/// older SONiC images carry, as well as 13's) and needs no package of it.
+pub const PRODUCT_TARGETS: [(&str, &str, u16); 2] = [
+    ("amd64", "x86_64-unknown-linux-musl", elf::EM_X86_64),
+    ("arm64", "aarch64-unknown-linux-musl", elf::EM_AARCH64),
+];
+
+/// Links for a target of [`PRODUCT_TARGETS`] that has no C toolchain here:
+/// Rust's own lld, with musl's start files that the target carries.
+pub fn cross_linker(cargo: &mut Command, target: &str) {
+    let var = format!(
+        "CARGO_TARGET_{}_LINKER",
+        target.to_uppercase().replace('-', "_")
+    );
+    cargo.env(var, "rust-lld");
+}
+
+/// The package of this machine's architecture, and the binary in it.
+pub struct Package {
+    pub deb: PathBuf,
+    pub binary: PathBuf,
+}
 
 /// Where the packaged unit runs the binary from; the repository's unit
 /// names the manual install's `/usr/local/bin`.
@@ -33,16 +58,21 @@ pub const CONFFILE: &str = "/etc/fabriclb/fabriclb.toml";
 pub const UNIT: &str = "/lib/systemd/system/fabriclb.service";
 const MAINTAINER: &str = "fabriclb developers <fabriclb@users.noreply.github.com>";
 
-/// Builds the product and packages it; returns the `.deb`.
-pub fn dist(root: &Path) -> Result<PathBuf> {
-    run(cargo(root).args(PRODUCT_BUILD)).context("product build failed")?;
-    let target = target_dir(root);
-    let binary = target.join("release/fabriclb");
-    let version = product::version(&binary)?;
-    let (version, commit) = parse_version(&version)?;
+/// Builds the product and packages it.
+pub fn dist(root: &Path) -> Result<Package> {
     let arch = capture(Command::new("dpkg").arg("--print-architecture"))?
         .trim()
         .to_owned();
+    let Some(&(_, triple, machine)) = PRODUCT_TARGETS.iter().find(|(a, _, _)| *a == arch) else {
+        bail!("no product target for Debian architecture {arch}");
+    };
+    run(cargo(root).args(PRODUCT_BUILD).args(["--target", triple]))
+        .context("product build failed")?;
+    let target = target_dir(root);
+    let binary = target.join(triple).join("release/fabriclb");
+    elf::linking(&fs::read(&binary)?)?.ensure_static(&binary.display().to_string(), machine)?;
+    let version = product::version(&binary)?;
+    let (version, commit) = parse_version(&version)?;
     let dist = target.join("dist");
     let stage = dist.join("stage");
     if stage.exists() {
@@ -104,7 +134,6 @@ pub fn dist(root: &Path) -> Result<PathBuf> {
         put(&staged(path), script.as_bytes(), 0o644)?;
     }
 
-    let glibc = glibc_floor(&fs::read(&binary)?)?;
     let installed_kib = tree_size(&stage)? / 1024;
     let control = format!(
         "Package: fabriclb\n\
@@ -112,7 +141,6 @@ pub fn dist(root: &Path) -> Result<PathBuf> {
          Architecture: {arch}\n\
          Maintainer: {MAINTAINER}\n\
          Installed-Size: {installed_kib}\n\
-         Depends: libc6 (>= {glibc}), libgcc-s1\n\
          Section: net\n\
          Priority: optional\n\
          Description: XDP load balancer for RoCEv2 AI-training fabrics\n \
@@ -133,11 +161,12 @@ pub fn dist(root: &Path) -> Result<PathBuf> {
         .arg(&stage)
         .arg(&deb))?;
     println!(
-        "xtask dist: {} ({} bytes, installs {installed_kib} KiB, needs glibc {glibc})",
+        "xtask dist: {} ({} bytes, installs {installed_kib} KiB; {triple}: static, no libc \
+         needed)",
         deb.display(),
         fs::metadata(&deb)?.len()
     );
-    Ok(deb)
+    Ok(Package { deb, binary })
 }
 
 /// Each shell's completion script and where Debian's shells look for it.
@@ -230,40 +259,6 @@ fn changelog(root: &Path, version: &str, commit: &str) -> Result<String> {
     ))
 }
 
-/// The newest `GLIBC_2.N` symbol version `binary` asks for: the oldest
-/// glibc it runs on.
-pub fn glibc_floor(binary: &[u8]) -> Result<String> {
-    const TAG: &[u8] = b"GLIBC_2.";
-    let mut newest: Option<(u32, u32)> = None;
-    for at in (0..binary.len().saturating_sub(TAG.len())).filter(|&i| binary[i..].starts_with(TAG))
-    {
-        let digits = &binary[at + TAG.len()..];
-        let minor: String = digits
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .map(|&b| b as char)
-            .collect();
-        let rest = &digits[minor.len()..];
-        let patch: String = match rest.first() {
-            Some(b'.') => rest[1..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .map(|&b| b as char)
-                .collect(),
-            _ => String::new(),
-        };
-        let (Ok(minor), patch) = (minor.parse::<u32>(), patch.parse::<u32>().unwrap_or(0)) else {
-            continue;
-        };
-        newest = newest.max(Some((minor, patch)));
-    }
-    match newest {
-        Some((minor, 0)) => Ok(format!("2.{minor}")),
-        Some((minor, patch)) => Ok(format!("2.{minor}.{patch}")),
-        None => bail!("no GLIBC_2.* symbol version in the binary"),
-    }
-}
-
 fn tree_size(dir: &Path) -> Result<u64> {
     let mut size = 0;
     for entry in fs::read_dir(dir)? {
@@ -281,14 +276,6 @@ fn tree_size(dir: &Path) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_glibc_floor_is_the_newest_version_asked_for() {
-        let binary = b"\0GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.14\0GLIBC_PRIVATE\0";
-        assert_eq!(glibc_floor(binary).unwrap(), "2.34");
-        assert_eq!(glibc_floor(b"GLIBC_2.2.5\0").unwrap(), "2.2.5");
-        assert!(glibc_floor(b"nothing").is_err());
-    }
 
     #[test]
     fn versions_parse_from_the_binary() {

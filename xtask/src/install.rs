@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail, ensure};
 
 use crate::dist::{CONFFILE, INSTALLED_BINARY, UNIT, sorted};
-use crate::{capture, product, run, target_dir};
+use crate::{capture, product, run, smoke, target_dir};
 
 pub fn check(root: &Path, deb: &Path) -> Result<()> {
     let into = target_dir(root).join("dist/root");
@@ -24,11 +24,7 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
     fs::write(admin.join("status"), "")?;
     let dpkg = |args: &[&str]| {
         let mut cmd = Command::new("dpkg");
-        // The root holds no libc6 for the package's Depends to find; the
-        // binary runs on the host's.
-        cmd.arg(format!("--root={}", into.display()))
-            .arg("--force-depends")
-            .args(args);
+        cmd.arg(format!("--root={}", into.display())).args(args);
         cmd
     };
     run(dpkg(&["--install"]).arg(deb))?;
@@ -40,6 +36,8 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
     let mut configs = vec![installed(CONFFILE)];
     configs.extend(sorted(&installed("/usr/share/doc/fabriclb/examples"))?);
     run(Command::new(&binary).arg("check-config").args(&configs))?;
+    smoke::run_daemon(&binary, &target_dir(root).join("dist/daemon"))
+        .context("the installed binary as the daemon")?;
 
     let pages = sorted(&installed("/usr/share/man/man1"))?;
     ensure!(
@@ -96,7 +94,8 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
     }
     println!(
         "xtask test: package: {} installs {} paths into an empty root ({version}); \
-         check-config, man, systemd-analyze and bash passed on them; purged, nothing left",
+         check-config, a daemon's run, man, systemd-analyze and bash passed on them; purged, \
+         nothing left",
         deb.display(),
         listed.lines().count()
     );

@@ -4,11 +4,14 @@
 //! build script needs the pinned nightly and bpf-linker, which `setup` installs,
 //! so xtask must compile before any of that exists.
 
+mod cross;
 mod dist;
+mod elf;
 mod install;
 mod layout;
 mod product;
 mod setup;
+mod smoke;
 
 use std::{
     env, fmt,
@@ -35,16 +38,17 @@ enum Cmd {
     /// `fabriclb` binary, testbed included, with the eBPF object embedded
     Build,
     /// Run setup, then rustfmt, clippy (the eBPF crate too), the test suite,
-    /// the package (built, its binary checked to carry no tooling,
-    /// installed into an empty root and purged), a minute's parser campaign
-    /// and the quick bench (must run as root)
+    /// the package (built, its binary checked to be static and carry no
+    /// tooling, installed into an empty root, run, and purged), the arm64
+    /// cross-build, a minute's parser campaign and the quick bench (must
+    /// run as root)
     Test {
         /// Arguments for the test harness, e.g. `cargo xtask test -- --nocapture`
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// Build the switch's binary (without the testbed) and its Debian
-    /// package: target/dist/fabriclb_VERSION_ARCH.deb
+    /// Build the switch's binary (without the testbed; static, for musl)
+    /// and its Debian package: target/dist/fabriclb_VERSION_ARCH.deb
     Dist,
     /// Run setup, then the data-plane benchmarks (program cost, balance, forwarding cost, adaptive routing); writes target/bench/ (must run as root)
     Bench,
@@ -176,15 +180,15 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     // After the tests, which built the development binary, and before the
     // bench, which builds the release one with the tooling again.
     println!("xtask test: package: cargo xtask dist, then installed into an empty root");
-    let deb = dist::dist(root).context("step `package` failed")?;
-    let target = target_dir(root);
+    let package = dist::dist(root).context("step `package` failed")?;
     product::check(
         root,
-        &target.join("release/fabriclb"),
-        &target.join("debug/fabriclb"),
+        &package.binary,
+        &target_dir(root).join("debug/fabriclb"),
     )
     .context("step `product` failed")?;
-    install::check(root, &deb).context("step `package` failed")?;
+    install::check(root, &package.deb).context("step `package` failed")?;
+    cross::check(root).context("step `cross-build` failed")?;
     step(
         "parser campaign",
         cargo(root)

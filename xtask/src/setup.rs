@@ -12,6 +12,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+use crate::dist::PRODUCT_TARGETS;
 use crate::{capture, run};
 
 /// Debian packages the tests shell out to, keyed by the binary they provide.
@@ -45,12 +46,31 @@ pub fn setup(root: &Path) -> Result<()> {
     ensure_scapy()
 }
 
-/// What building needs: the pinned nightly and bpf-linker, and nothing
-/// the tests use (`cargo xtask build` and `dist`).
+/// What building needs: the pinned nightly and bpf-linker, the product's
+/// musl targets, and nothing the tests use (`cargo xtask build` and
+/// `dist`).
 pub fn build_tools(root: &Path) -> Result<()> {
     let toolchain = ebpf_toolchain(root)?;
     ensure_toolchain(&toolchain)?;
-    ensure_bpf_linker(&toolchain)
+    ensure_bpf_linker(&toolchain)?;
+    ensure_product_targets()
+}
+
+/// The standard library of every target the product is built for
+/// (`dist::PRODUCT_TARGETS`), for the toolchain that builds userspace.
+fn ensure_product_targets() -> Result<()> {
+    let installed = capture(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    let missing: Vec<&str> = (PRODUCT_TARGETS.iter())
+        .map(|&(_, triple, _)| triple)
+        .filter(|triple| !installed.lines().any(|line| line.trim() == *triple))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    println!("xtask setup: rustup target add {}", missing.join(" "));
+    run(Command::new("rustup")
+        .args(["target", "add"])
+        .args(&missing))
 }
 
 /// scapy decodes the generator's RoCEv2 frames in the tests, as a decoder
