@@ -359,7 +359,7 @@ fn unit_wrapper(bed: &Bed, setup: &str) -> PathBuf {
 /// fields it logs (`F_NAME`), and writes nothing to stderr.
 #[test]
 fn under_systemd_the_log_goes_to_the_journal_with_priorities() {
-    let bed = Bed::up("x", 2);
+    let bed = Bed::up("jr", 2);
     let journal_path = bed.scratch("journal.sock");
     let journal = UnixDatagram::bind(&journal_path).expect("journal socket");
     journal.set_read_timeout(Some(PATIENCE)).expect("timeout");
