@@ -136,6 +136,59 @@ fn status_and_explain_read_the_daemons_pins_while_it_runs_and_after_kill_9() {
         next_hop.ends_with(&format!(" -> {mac}, untagged, usable")),
         "{next_hop}"
     );
+    // The same as data, `--json` before the packet.
+    let json_args = [
+        "explain",
+        "--json",
+        "--config",
+        &config,
+        "--ingress",
+        "h1",
+        &packet,
+    ];
+    let explained = in_leaf(&bed, &bpffs, &json_args);
+    let explained: serde_json::Value = serde_json::from_str(&explained).expect("JSON");
+    let frames = explained["frames"].as_array().expect("frames");
+    assert_eq!(frames.len(), 1, "{explained}");
+    let spine_address = format!("198.18.{}.2", j + 1);
+    assert_eq!(
+        frames[0],
+        serde_json::json!({
+            "bytes": frames[0]["bytes"],
+            "verdict": "forwarded",
+            "action": "XDP_REDIRECT",
+            "packet": {
+                "protocol": "udp", "src": "198.18.101.1", "dst": receiver_addr(1).to_string(),
+                "src_port": 40000, "dst_port": 9000, "qp": null, "opcode": null, "psn": null,
+                "ttl": 64, "vlan_tags": 0, "fragment": false
+            },
+            "route": {"prefix": "198.19.0.0/16", "local": false, "to": "group spines (id 0)"},
+            "group": {"id": 0, "name": "spines", "mode": "ecmp"},
+            "hash": {"value": frames[0]["hash"]["value"], "bucket": frames[0]["hash"]["bucket"],
+                     "ecmp_next_hop": j},
+            "pinned": null,
+            "choice": null,
+            "next_hop": {
+                "id": j, "name": format!("{spine} {spine_address}"), "interface": spine,
+                "ifindex": frames[0]["next_hop"]["ifindex"], "src_mac": frames[0]["next_hop"]["src_mac"],
+                "dst_mac": mac, "vlan": 0, "usable": true, "port_missing": false
+            },
+            "lines": lines,
+        })
+    );
+    // After the packet, an option would be read as part of it: refused.
+    let late = Command::new(env!("CARGO_BIN_EXE_fabriclb"))
+        .args(["explain", "--bpffs"])
+        .arg(bpffs.path())
+        .args(["--instance", "leaf", &packet, "--json"])
+        .output()
+        .expect("fabriclb explain");
+    assert_eq!(late.status.code(), Some(1), "{late:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&late.stderr),
+        "fabriclb: --json after the packet: options go before it \
+         (fabriclb explain [OPTIONS] PACKET)\n"
+    );
 
     // The packet itself, sent: it leaves by the spine explain named, and
     // by no other.

@@ -26,12 +26,18 @@ pub struct ExplainArgs {
     /// checked and those overrides are taken as not matching, with notes).
     #[arg(long)]
     ingress: Option<String>,
+    /// One JSON document on stdout instead of text: `{"notes", "frames":
+    /// [{"bytes", "verdict", "action", "packet", "route", "group", "hash",
+    /// "pinned", "choice", "next_hop", "lines"}]}` (see the README).
+    #[arg(long)]
+    json: bool,
     /// Whose per-CPU flowlet state, spray position and loads to use
     /// (default: the CPU holding the flow's latest flowlet state, else 0).
     #[arg(long)]
     cpu: Option<usize>,
-    /// The packet, e.g. `udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b`,
-    /// after every option (its `->` would read as one).
+    /// The packet, after every option and quoted for the shell (which
+    /// reads `->` as a redirection), e.g.
+    /// 'udp 10.1.1.2:49152 -> 10.1.2.3:4791 qp 0x1a2b'.
     #[arg(
         required_unless_present = "pcap",
         trailing_var_arg = true,
@@ -57,6 +63,14 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
             inspect::pcap::frames(&file).with_context(|| path.display().to_string())?
         }
         None => {
+            // Everything after the packet's first word is the packet's:
+            // an option there would be read as part of it.
+            if let Some(option) = args.packet.iter().find(|w| w.starts_with("--")) {
+                anyhow::bail!(
+                    "{option} after the packet: options go before it \
+                     (fabriclb explain [OPTIONS] PACKET)"
+                );
+            }
             let described = Description::parse(&args.packet.join(" "))?;
             // A described packet is addressed to the port it comes in on.
             match maps.port_macs(ingress)? {
@@ -66,17 +80,30 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
         }
     };
     let names = args.names.names(&maps)?.with_interfaces(interfaces);
+    let mut explained = Vec::new();
+    for frame in &frames {
+        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+        let now = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
+        explained.push(explain::explain(&maps, frame, ingress, args.cpu, now)?);
+    }
+    if args.json {
+        let report = explain::json::Report {
+            notes: names.notes.clone(),
+            frames: (explained.iter())
+                .map(|e| explain::json::frame(e, &names))
+                .collect(),
+        };
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
     for note in &names.notes {
         println!("note: {note}");
     }
-    for (i, frame) in frames.iter().enumerate() {
+    for (i, explanation) in explained.iter().enumerate() {
         if args.pcap.is_some() {
             println!("{}frame {}:", if i > 0 { "\n" } else { "" }, i + 1);
         }
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
-        let now = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
-        let explanation = explain::explain(&maps, frame, ingress, args.cpu, now)?;
-        print!("{}", explain::render(&explanation, &names));
+        print!("{}", explain::render(explanation, &names));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! spray rule and the least-cost choice. Only the map reads differ: the
 //! kernel's per-CPU values are read for one CPU.
 
+pub mod json;
 mod render;
 
 use std::net::IpAddr;

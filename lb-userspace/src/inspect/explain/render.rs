@@ -39,7 +39,7 @@ fn meaning(reason: Reason) -> &'static str {
     }
 }
 
-fn action(reason: Reason) -> &'static str {
+pub(super) fn action(reason: Reason) -> &'static str {
     match reason.xdp_action() {
         XDP_REDIRECT => "XDP_REDIRECT",
         XDP_DROP => "XDP_DROP",
@@ -48,7 +48,7 @@ fn action(reason: Reason) -> &'static str {
     }
 }
 
-fn address(bytes: &[u8; 16], ipv6: bool) -> IpAddr {
+pub(super) fn address(bytes: &[u8; 16], ipv6: bool) -> IpAddr {
     if ipv6 {
         IpAddr::from(*bytes)
     } else {
