@@ -11,36 +11,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::{capture, cargo, elf, product, run, target_dir};
-
-/// `cargo` arguments that build the switch's binary: the product alone,
-/// without the testbed and the traffic generator, for a target of
-/// [`PRODUCT_TARGETS`].
-const PRODUCT_BUILD: [&str; 5] = [
-    "build",
-    "--release",
-    "--no-default-features",
-    "-p",
-    "lb-userspace",
-];
-
-/// Each Debian architecture's Rust target: static musl, so that the one
-/// binary runs on any distribution's libc (Debian 11's glibc 2.31, which
-/// older SONiC images carry, as well as 13's) and needs no package of it.
-pub const PRODUCT_TARGETS: [(&str, &str, u16); 2] = [
-    ("amd64", "x86_64-unknown-linux-musl", elf::EM_X86_64),
-    ("arm64", "aarch64-unknown-linux-musl", elf::EM_AARCH64),
-];
-
-/// Links for a target of [`PRODUCT_TARGETS`] that has no C toolchain here:
-/// Rust's own lld, with musl's start files that the target carries.
-pub fn cross_linker(cargo: &mut Command, target: &str) {
-    let var = format!(
-        "CARGO_TARGET_{}_LINKER",
-        target.to_uppercase().replace('-', "_")
-    );
-    cargo.env(var, "rust-lld");
-}
+use crate::targets::{self, Build};
+use crate::{capture, product, run, target_dir};
 
 /// The package of this machine's architecture, and the binary in it.
 pub struct Package {
@@ -60,17 +32,9 @@ const MAINTAINER: &str = "fabriclb developers <fabriclb@users.noreply.github.com
 
 /// Builds the product and packages it.
 pub fn dist(root: &Path) -> Result<Package> {
-    let arch = capture(Command::new("dpkg").arg("--print-architecture"))?
-        .trim()
-        .to_owned();
-    let Some(&(_, triple, machine)) = PRODUCT_TARGETS.iter().find(|(a, _, _)| *a == arch) else {
-        bail!("no product target for Debian architecture {arch}");
-    };
-    run(cargo(root).args(PRODUCT_BUILD).args(["--target", triple]))
-        .context("product build failed")?;
+    let (arch, host) = targets::host()?;
+    let binary = targets::build_product(root, host, Build::Package)?;
     let target = target_dir(root);
-    let binary = target.join(triple).join("release/fabriclb");
-    elf::linking(&fs::read(&binary)?)?.ensure_static(&binary.display().to_string(), machine)?;
     let version = product::version(&binary)?;
     let (version, commit) = parse_version(&version)?;
     let dist = target.join("dist");
@@ -161,10 +125,10 @@ pub fn dist(root: &Path) -> Result<Package> {
         .arg(&stage)
         .arg(&deb))?;
     println!(
-        "xtask dist: {} ({} bytes, installs {installed_kib} KiB; {triple}: static, no libc \
-         needed)",
+        "xtask dist: {} ({} bytes, installs {installed_kib} KiB; {}: static, no libc needed)",
         deb.display(),
-        fs::metadata(&deb)?.len()
+        fs::metadata(&deb)?.len(),
+        host.triple
     );
     Ok(Package { deb, binary })
 }

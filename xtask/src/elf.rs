@@ -3,7 +3,10 @@
 //! (the switch's binary must need neither, so that it runs on any
 //! distribution's libc, or none).
 
-use anyhow::{Result, bail, ensure};
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
 
 pub const EM_X86_64: u16 = 62;
 pub const EM_AARCH64: u16 = 183;
@@ -35,6 +38,13 @@ impl Linking {
         );
         Ok(())
     }
+}
+
+/// Refuses `binary` unless it is for `machine` and needs no loader or
+/// library.
+pub fn ensure_static(binary: &Path, machine: u16) -> Result<()> {
+    let bytes = fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    linking(&bytes)?.ensure_static(&binary.display().to_string(), machine)
 }
 
 /// Reads a 64-bit little-endian ELF file's program headers.

@@ -4,7 +4,6 @@
 //! build script needs the pinned nightly and bpf-linker, which `setup` installs,
 //! so xtask must compile before any of that exists.
 
-mod cross;
 mod dist;
 mod elf;
 mod install;
@@ -12,6 +11,7 @@ mod layout;
 mod product;
 mod setup;
 mod smoke;
+mod targets;
 
 use std::{
     env, fmt,
@@ -188,7 +188,7 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
     )
     .context("step `product` failed")?;
     install::check(root, &package.deb).context("step `package` failed")?;
-    cross::check(root).context("step `cross-build` failed")?;
+    targets::cross_check(root).context("step `cross-build` failed")?;
     step(
         "parser campaign",
         cargo(root)

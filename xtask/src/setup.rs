@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
-use crate::dist::PRODUCT_TARGETS;
+use crate::targets::PRODUCT_TARGETS;
 use crate::{capture, run};
 
 /// Debian packages the tests shell out to, keyed by the binary they provide.
@@ -57,11 +57,11 @@ pub fn build_tools(root: &Path) -> Result<()> {
 }
 
 /// The standard library of every target the product is built for
-/// (`dist::PRODUCT_TARGETS`), for the toolchain that builds userspace.
+/// (`targets::PRODUCT_TARGETS`), for the toolchain that builds userspace.
 fn ensure_product_targets() -> Result<()> {
     let installed = capture(Command::new("rustup").args(["target", "list", "--installed"]))?;
     let missing: Vec<&str> = (PRODUCT_TARGETS.iter())
-        .map(|&(_, triple, _)| triple)
+        .map(|target| target.triple)
         .filter(|triple| !installed.lines().any(|line| line.trim() == *triple))
         .collect();
     if missing.is_empty() {

@@ -85,10 +85,11 @@ impl Cli {
 }
 
 /// The exit status of a command that failed with `error`: 78 (sysexits'
-/// `EX_CONFIG`) when a config was refused, by `check-config`, by `run`
-/// at start or by the daemon asked to `reload`, so that a unit can tell systemd not to restart into the same
-/// config (`RestartPreventExitStatus=78`); 1 for any other failure. Usage
-/// errors exit with 2 before a command runs (clap's).
+/// `EX_CONFIG`) when a config was refused, by `check-config`, by `run` at
+/// start or by the daemon asked to `reload`, so that a unit can tell
+/// systemd not to restart into the same config
+/// (`RestartPreventExitStatus=78`); 1 for any other failure. Usage errors
+/// exit with 2 before a command runs (clap's).
 pub fn exit_status(error: &anyhow::Error) -> u8 {
     let refused = error.chain().any(|cause| {
         cause.is::<fabriclb::config::ConfigError>()

@@ -3,7 +3,6 @@
 //! was refused, and why, which a SIGHUP cannot tell its sender. One
 //! request a connection, a line; one answer, the connection's rest.
 
-use std::future::pending;
 use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -76,10 +75,13 @@ pub(super) type Asked = (Request, oneshot::Sender<Answer>);
 /// The requests the event loop answers; none if the socket could not be
 /// bound (said once at start: `run` keeps forwarding and reloading on
 /// SIGHUP, only `fabriclb reload` cannot reach it).
-pub(super) struct Control {
-    requests: Option<mpsc::Receiver<Asked>>,
-    /// Removed when the daemon exits.
-    bound: Option<PathBuf>,
+pub(super) struct Control(Option<Listening>);
+
+/// A bound socket: the requests its task hands on, and its file, removed
+/// when the daemon exits.
+struct Listening {
+    requests: mpsc::Receiver<Asked>,
+    path: PathBuf,
 }
 
 impl Control {
@@ -88,12 +90,9 @@ impl Control {
         match bind(&path) {
             Ok(listener) => {
                 info!(socket = %path.display(), "control socket listening (fabriclb reload)");
-                let (tx, rx) = mpsc::channel(1);
+                let (tx, requests) = mpsc::channel(1);
                 tokio::spawn(accept(listener, tx));
-                Self {
-                    requests: Some(rx),
-                    bound: Some(path),
-                }
+                Self(Some(Listening { requests, path }))
             }
             Err(e) => {
                 warn!(
@@ -101,31 +100,20 @@ impl Control {
                     "no control socket, so `fabriclb reload` cannot reach this daemon \
                      (SIGHUP still reloads): {e}"
                 );
-                Self {
-                    requests: None,
-                    bound: None,
-                }
+                Self(None)
             }
         }
     }
 
     /// The next request; never comes without a socket.
     pub(super) async fn next(&mut self) -> Asked {
-        match &mut self.requests {
-            Some(rx) => match rx.recv().await {
-                Some(asked) => asked,
-                None => pending().await,
-            },
-            None => pending().await,
-        }
+        super::next_request(self.0.as_mut().map(|l| &mut l.requests)).await
     }
 }
 
-impl Drop for Control {
+impl Drop for Listening {
     fn drop(&mut self) {
-        if let Some(path) = &self.bound {
-            let _ = std::fs::remove_file(path);
-        }
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

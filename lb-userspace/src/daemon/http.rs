@@ -3,7 +3,6 @@
 //! so it is never older than the request.
 
 use std::convert::Infallible;
-use std::future::pending;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -79,13 +78,7 @@ impl Scrapes {
 
     /// The next scrape to answer; never comes without an endpoint.
     pub(super) async fn next(&mut self) -> Scrape {
-        match &mut self.0 {
-            Some(rx) => match rx.recv().await {
-                Some(scrape) => scrape,
-                None => pending().await,
-            },
-            None => pending().await,
-        }
+        super::next_request(self.0.as_mut()).await
     }
 }
 

@@ -11,9 +11,10 @@
 //! [`metrics_file`] renders the counters and [`http`] serves them;
 //! [`privileges`] checks the capabilities at start; [`sonic`] lays
 //! SONiC's settings over the config file; [`control`] takes `fabriclb
-//! reload`'s requests and [`notify`] tells systemd how the daemon is. [`running`] is the daemon
-//! above them: what it holds, the event loop, and the handlers that carry
-//! each event from its concern into the others and the tables.
+//! reload`'s requests and [`notify`] tells systemd how the daemon is.
+//! [`running`] is the daemon above them: what it holds, the event loop,
+//! and the handlers that carry each event from its concern into the
+//! others and the tables.
 
 mod adopt;
 mod config_file;
@@ -37,3 +38,16 @@ pub use http::{ListenError, parse_listen};
 pub use privileges::{PrivilegeError, require_at_start};
 pub use running::{Options, run};
 pub use sonic::effective_config;
+
+/// The next request a listener's task hands the event loop (a scrape, a
+/// reload): never, without a listener or once its task has stopped, so
+/// the loop's `select!` simply waits on its other events.
+async fn next_request<T>(requests: Option<&mut tokio::sync::mpsc::Receiver<T>>) -> T {
+    match requests {
+        Some(requests) => match requests.recv().await {
+            Some(request) => request,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}

@@ -1,8 +1,8 @@
 //! The running daemon: what it holds, each concern's state in a type of
 //! that concern's own (the config file's watch, links and neighbours, the
 //! box's addresses, the kernel's routes, telemetry, SONiC, the ingress
-//! ports, the service manager), and the handlers that carry an event from one concern into the
-//! others and into the tables. The concerns' modules know nothing of this
+//! ports, the service manager), and the handlers that carry an event from
+//! one concern into the others and into the tables. The concerns' modules know nothing of this
 //! one: the daemon room's imports run one way, from here down.
 
 mod event_loop;

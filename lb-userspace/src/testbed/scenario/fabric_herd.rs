@@ -1,7 +1,8 @@
 //! `--scenario fabric-herd`: four leaves steering on the same spines'
 //! samples, and spine 4 slowing to a quarter (every port of it) 300 ms
-//! after the first packet the leaves forward. The all-to-all of `fabric-slow-link` offers
-//! each leaf 80% of what it takes in once spine 4 is slow.
+//! after the first packet the leaves forward. The all-to-all of
+//! `fabric-slow-link` offers each leaf 80% of what it takes in once spine
+//! 4 is slow.
 //!
 //! Every leaf that steers sees spine 4's queues at the same time; if each
 //! moves its flowlets as if it were alone, all of them leave together and
@@ -435,8 +436,9 @@ fn print(rows: &[HerdRow]) {
     println!(
         "scenario fabric-herd: {LEAVES} leaves, {SPINES} spines, {HOSTS} hosts per leaf, every \
          spine port at {RATE_MBIT} Mbit/s; spine {SLOW_SPINE} slows to {SLOW_MBIT} on every port \
-         {} ms after the first packet forwarded; all-to-all over every host, {} packets/s per sender (80% of what a \
-         leaf takes in once spine {SLOW_SPINE} is slow); flowlet gap {} ms\n",
+         {} ms after the first packet forwarded; all-to-all over every host, {} packets/s per \
+         sender (80% of what a leaf takes in once spine {SLOW_SPINE} is slow); flowlet gap {} \
+         ms\n",
         SLOW_AFTER.as_millis(),
         collective.pace.rate_pps.unwrap_or_default(),
         FLOWLET_GAP_US / 1000,
