@@ -165,12 +165,14 @@ fn a_run_without_cap_perfmon_is_refused_in_one_line() {
     assert!(stderr.len() < 200, "{} bytes", stderr.len());
 }
 
-/// A config with two warnings, and one the daemon refuses (an unknown
-/// key), in a directory of their own; removed on drop.
+/// A config with two warnings, one the daemon refuses (an unknown key)
+/// and one it refuses twice over, in a directory of their own; removed
+/// on drop.
 struct CheckConfigFiles {
     dir: PathBuf,
     warned: PathBuf,
     refused: PathBuf,
+    twice: PathBuf,
 }
 
 impl CheckConfigFiles {
@@ -196,10 +198,19 @@ impl CheckConfigFiles {
             "[switch]\ninterfaces = [\"eth0\"]\nhash_sead = 1\n",
         )
         .expect("config");
+        let twice = dir.join("twice.toml");
+        std::fs::write(
+            &twice,
+            "[switch]\ninterfaces = [\"eth0\"]\n\n[[group]]\nname = \"spines\"\n\
+             mode = \"sprinkle\"\nnext_hops = [{ interface = \"eth1\", ip = \"10.0.0.1\" }]\n\n\
+             [[route]]\nprefix = \"10.0.0.0/33\"\ngroup = \"spines\"\n",
+        )
+        .expect("config");
         Self {
             dir,
             warned,
             refused,
+            twice,
         }
     }
 }
@@ -242,16 +253,24 @@ fn check_config_prints_warnings_and_passes() {
 }
 
 /// A refused file exits with EX_CONFIG (78) after the others were
-/// checked; `--strict` refuses a file for its warnings; `--json` says the
-/// same of every file in one document on stdout, positions apart.
+/// checked, each of its problems on a line; `--strict` refuses a file for
+/// its warnings; `--json` says the same of every file in one document on
+/// stdout, positions apart.
 #[test]
 fn check_config_exits_78_on_a_refusal_and_reports_json() {
     let files = CheckConfigFiles::new("refused");
-    let (warned, refused) = (files.warned.display(), files.refused.display());
+    let (warned, refused, twice) = (
+        files.warned.display(),
+        files.refused.display(),
+        files.twice.display(),
+    );
     let unknown = "unknown field `hash_sead`, expected one of `hash_seed`, `interfaces`, \
                    `xdp_mode`, `flowlet_table_size`, `dlb_mac`";
+    let mode = "unsupported group mode \"sprinkle\" (supported modes: \"ecmp\", \"flowlet\", \
+                \"per-packet\")";
+    let prefix = "invalid prefix \"10.0.0.0/33\": length 33 is out of range for IPv4 (0..=32)";
 
-    let out = check_config(&[], &[&files.refused, &files.warned]);
+    let out = check_config(&[], &[&files.refused, &files.twice, &files.warned]);
     assert_eq!(out.status.code(), Some(78));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -259,11 +278,13 @@ fn check_config_exits_78_on_a_refusal_and_reports_json() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("{refused}:3:1: {unknown}\n")),
+        stderr.starts_with(&format!(
+            "{refused}:3:1: {unknown}\n{twice}:6:8: {mode}\n{twice}:10:10: {prefix}\n"
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.ends_with("fabriclb: 1 of 2 config files invalid\n"),
+        stderr.ends_with("fabriclb: 2 of 3 config files invalid\n"),
         "{stderr}"
     );
 
@@ -278,14 +299,14 @@ fn check_config_exits_78_on_a_refusal_and_reports_json() {
             .ends_with("fabriclb: 1 of 1 config files invalid (warnings count, --strict)\n")
     );
 
-    let out = check_config(&["--json"], &[&files.warned, &files.refused]);
+    let out = check_config(&["--json"], &[&files.warned, &files.refused, &files.twice]);
     assert_eq!(out.status.code(), Some(78));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
         report,
         serde_json::json!({"files": [
             {
-                "file": files.warned, "valid": true, "groups": 2, "routes": 1, "error": null,
+                "file": files.warned, "valid": true, "groups": 2, "routes": 1, "errors": [],
                 "warnings": [
                     {"line": 6, "column": 9,
                      "message": "group \"spines\": spray has no effect while the mode is ecmp"},
@@ -294,7 +315,15 @@ fn check_config_exits_78_on_a_refusal_and_reports_json() {
             },
             {
                 "file": files.refused, "valid": false, "groups": null, "routes": null,
-                "error": {"line": 3, "column": 1, "message": unknown},
+                "errors": [{"line": 3, "column": 1, "message": unknown}],
+                "warnings": []
+            },
+            {
+                "file": files.twice, "valid": false, "groups": null, "routes": null,
+                "errors": [
+                    {"line": 6, "column": 8, "message": mode},
+                    {"line": 10, "column": 10, "message": prefix}
+                ],
                 "warnings": []
             }
         ]})
@@ -302,6 +331,6 @@ fn check_config_exits_78_on_a_refusal_and_reports_json() {
     // Only the verdict on stderr: the document says the rest.
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "fabriclb: 1 of 2 config files invalid\n"
+        "fabriclb: 2 of 3 config files invalid\n"
     );
 }

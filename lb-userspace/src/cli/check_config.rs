@@ -44,8 +44,9 @@ struct FileReport {
     /// What the config holds; `null` when it was refused.
     groups: Option<usize>,
     routes: Option<usize>,
-    /// The one error that refused the file; `null` when it loaded.
-    error: Option<Diagnostic>,
+    /// Every problem the file was refused for, in file order; empty when
+    /// it loaded.
+    errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -68,15 +69,16 @@ impl From<&Warning> for Diagnostic {
     }
 }
 
-impl From<&ConfigError> for Diagnostic {
-    fn from(e: &ConfigError) -> Self {
-        let position = e.position();
-        Self {
+/// Each problem of a refused file.
+fn diagnostics(e: &ConfigError) -> Vec<Diagnostic> {
+    e.problems()
+        .into_iter()
+        .map(|(position, message)| Diagnostic {
             line: position.map(|(line, _)| line),
             column: position.map(|(_, column)| column),
-            message: e.reason(),
-        }
-    }
+            message,
+        })
+        .collect()
 }
 
 pub fn run(args: CheckConfigArgs) -> anyhow::Result<()> {
@@ -92,7 +94,7 @@ pub fn run(args: CheckConfigArgs) -> anyhow::Result<()> {
                     valid: !args.strict || c.warnings.is_empty(),
                     groups: Some(c.groups.len()),
                     routes: Some(c.routes.len()),
-                    error: None,
+                    errors: Vec::new(),
                     warnings: c.warnings.iter().map(Diagnostic::from).collect(),
                 }
             }
@@ -105,7 +107,7 @@ pub fn run(args: CheckConfigArgs) -> anyhow::Result<()> {
                     valid: false,
                     groups: None,
                     routes: None,
-                    error: Some(Diagnostic::from(&e)),
+                    errors: diagnostics(&e),
                     warnings: Vec::new(),
                 }
             }

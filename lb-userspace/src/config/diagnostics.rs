@@ -30,41 +30,76 @@ pub enum ConfigError {
     /// Larger than any config needs.
     #[error("{}: {len} bytes; a config may be at most {max} bytes", file.display())]
     TooLarge { file: PathBuf, len: u64, max: u64 },
-    /// The file is not valid TOML, or not a valid fabriclb config.
-    /// `line` and `column` are 1-based; the column counts characters.
-    #[error("{}:{line}:{column}: {reason}", file.display())]
+    /// The file is not valid TOML, or not a valid fabriclb config: every
+    /// problem validation found, in file order (see [`Problem`]).
+    #[error("{}", Listed { file, problems })]
     Invalid {
         file: PathBuf,
-        line: usize,
-        column: usize,
-        reason: String,
+        /// Never empty.
+        problems: Vec<Problem>,
     },
 }
 
-impl ConfigError {
-    /// Where in the file the problem is (1-based line and character
-    /// column), for the errors that point into it.
-    pub fn position(&self) -> Option<(usize, usize)> {
-        match self {
-            Self::Invalid { line, column, .. } => Some((*line, *column)),
-            _ => None,
+/// One place a config is refused for. `line` and `column` are 1-based;
+/// the column counts characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    pub column: usize,
+    pub reason: String,
+}
+
+/// The most problems an error's message lists: a file refused a thousand
+/// times over (a route table generated wrong) would otherwise log and
+/// print as many lines. `check-config --json` lists them all.
+pub const PROBLEMS_LISTED: usize = 20;
+
+/// An `Invalid` error's message: a line `{file}:{line}:{column}: {reason}`
+/// per problem, at most [`PROBLEMS_LISTED`], then how many more there are.
+struct Listed<'a> {
+    file: &'a Path,
+    problems: &'a [Problem],
+}
+
+impl fmt::Display for Listed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.display();
+        for (i, p) in self.problems.iter().take(PROBLEMS_LISTED).enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{file}:{}:{}: {}", p.line, p.column, p.reason)?;
+        }
+        match self.problems.len().saturating_sub(PROBLEMS_LISTED) {
+            0 => Ok(()),
+            more => write!(
+                f,
+                "\n{file}: {more} more problems (`fabriclb check-config --json` lists them all)"
+            ),
         }
     }
+}
 
-    /// What is wrong, without the file and position the message starts
-    /// with.
-    pub fn reason(&self) -> String {
+impl ConfigError {
+    /// Each problem: where in the file it is (1-based line and character
+    /// column; `None` for a problem with the file as a whole) and what is
+    /// wrong, without the file and position the message starts with.
+    pub fn problems(&self) -> Vec<(Option<(usize, usize)>, String)> {
         match self {
-            Self::Io { error, .. } => error.to_string(),
+            Self::Io { error, .. } => vec![(None, error.to_string())],
             Self::NotAFile { .. } | Self::TooLarge { .. } => {
                 let whole = self.to_string();
                 let file = self.file().display().to_string();
-                whole
+                let reason = whole
                     .strip_prefix(&format!("{file}: "))
                     .unwrap_or(&whole)
-                    .to_owned()
+                    .to_owned();
+                vec![(None, reason)]
             }
-            Self::Invalid { reason, .. } => reason.clone(),
+            Self::Invalid { problems, .. } => problems
+                .iter()
+                .map(|p| (Some((p.line, p.column)), p.reason.clone()))
+                .collect(),
         }
     }
 
@@ -105,12 +140,13 @@ impl fmt::Display for Warning {
 }
 
 /// The text being parsed and the file it came from: what every error
-/// points into, and the warnings found so far. Validation adds its checks
+/// points into, and the problems and warnings found so far. Validation adds its checks
 /// to it in [`super::validate`].
 pub(super) struct Ctx<'a> {
     text: &'a str,
     file: &'a Path,
     warnings: RefCell<Vec<Warning>>,
+    problems: RefCell<Vec<Problem>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -119,6 +155,7 @@ impl<'a> Ctx<'a> {
             text,
             file,
             warnings: RefCell::default(),
+            problems: RefCell::default(),
         }
     }
 
@@ -142,13 +179,35 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn error(&self, span: Range<usize>, reason: impl Into<String>) -> ConfigError {
-        let (line, column) = self.position(span.start);
         ConfigError::Invalid {
             file: self.file.to_path_buf(),
+            problems: vec![self.problem(span, reason.into())],
+        }
+    }
+
+    fn problem(&self, span: Range<usize>, reason: String) -> Problem {
+        let (line, column) = self.position(span.start);
+        Problem {
             line,
             column,
-            reason: shorten_quoted(&reason.into()),
+            reason: shorten_quoted(&reason),
         }
+    }
+
+    /// What `checked` holds, or `None` with its error recorded: validation
+    /// goes on with what does not depend on it, so that one pass over a
+    /// file reports every problem (see [`Self::refusal`]).
+    pub(super) fn recover<T>(&self, checked: Result<T, ConfigError>) -> Option<T> {
+        let error = match checked {
+            Ok(value) => return Some(value),
+            Err(error) => error,
+        };
+        let mut problems = self.problems.borrow_mut();
+        match error {
+            ConfigError::Invalid { problems: more, .. } => problems.extend(more),
+            other => problems.push(self.problem(0..0, other.to_string())),
+        }
+        None
     }
 
     /// Records a warning at `span`; validation goes on.
@@ -160,6 +219,20 @@ impl<'a> Ctx<'a> {
             column,
             reason: shorten_quoted(&reason.into()),
         });
+    }
+
+    /// Every problem [`Self::recover`] recorded, in file order, as one
+    /// error; `None` if there was none.
+    pub(super) fn refusal(&self) -> Option<ConfigError> {
+        let mut problems = self.problems.take();
+        if problems.is_empty() {
+            return None;
+        }
+        problems.sort_by_key(|p| (p.line, p.column));
+        Some(ConfigError::Invalid {
+            file: self.file.to_path_buf(),
+            problems,
+        })
     }
 
     /// The warnings recorded so far, in the order they were found.

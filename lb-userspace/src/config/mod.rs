@@ -35,8 +35,11 @@
 //!
 //! Parsing happens in two layers: serde fills a raw layer whose fields carry
 //! their source spans ([`toml::Spanned`]), then validation turns it into the
-//! plain [`Config`], reporting the first problem as
-//! `{file}:{line}:{column}: {reason}` pointing at the offending value.
+//! plain [`Config`], reporting every problem it finds as a line
+//! `{file}:{line}:{column}: {reason}` pointing at the offending value: each
+//! table, group, route and override is checked on its own. A file that is
+//! not TOML, or holds a key fabriclb does not know, is refused at that one
+//! place: serde stops there.
 //! What is valid but likely a mistake (a key with no effect in its group's
 //! mode, a group no route uses) becomes a [`Warning`] in
 //! [`Config::warnings`], `{file}:{line}:{column}: warning: {reason}`.
@@ -59,7 +62,7 @@ use std::path::Path;
 use diagnostics::Ctx;
 use raw::RawConfig;
 
-pub use diagnostics::{ConfigError, Warning};
+pub use diagnostics::{ConfigError, PROBLEMS_LISTED, Problem, Warning};
 pub use diff::changes;
 pub use prefix::PrefixError;
 pub use schema::{

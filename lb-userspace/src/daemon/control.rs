@@ -187,6 +187,9 @@ mod tests {
         for answer in [
             Ok("config reloaded: 2 changes".to_owned()),
             Err("line 3, column 1: unknown field `mdoe`".to_owned()),
+            // A config refused for several problems, a line each: the
+            // client reads to the end, not a line.
+            Err("a.toml:5:8: unsupported group mode\na.toml:9:10: invalid prefix".to_owned()),
         ] {
             assert_eq!(decode(&encode(&answer)), Some(answer));
         }

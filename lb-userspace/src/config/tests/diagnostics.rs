@@ -1,7 +1,9 @@
 //! Errors from the TOML layer (syntax, types, unknown and missing keys) and
 //! the line:column they point at.
 
-use super::{NEXT_HOPS, SWITCH, err, route_prefix, with_group_key, with_next_hop, with_route};
+use super::{
+    NEXT_HOPS, SWITCH, err, route_prefix, with_group_key, with_next_hop, with_route, with_switch,
+};
 
 #[test]
 fn syntax_error() {
@@ -207,9 +209,9 @@ fn columns_count_characters_and_lines_survive_crlf() {
         err(&text),
         "configs/x.toml:8:9: unknown group \"spïnes\" (defined groups: \"spines\")"
     );
-    let text = "[switch]\r\ninterfaces = [\"ü\", \"ü\"]\r\n";
+    let text = with_switch("[switch]\ninterfaces = [\"ü\", \"ü\"]\n").replace('\n', "\r\n");
     assert_eq!(
-        err(text),
+        err(&text),
         "configs/x.toml:2:20: duplicate interface \"ü\" in switch.interfaces \
          (first at line 2, column 15)"
     );

@@ -4,7 +4,7 @@
 
 use lb_common::limits::{MAX_GROUPS, MAX_NEXTHOPS_PER_GROUP, MAX_ROUTES};
 
-use super::{NEXT_HOPS, SWITCH, err, ok, with_group, with_route};
+use super::{NEXT_HOPS, SWITCH, err, ok, with_group, with_route, with_switch};
 use crate::config::{MAX_INGRESS_INTERFACES, NAME_MAX_LEN};
 
 /// `groups` groups "g0".. of `per_group` next hops each, one next hop a
@@ -199,7 +199,7 @@ fn huge_values_are_quoted_cut_short() {
     let mixed = format!("\\\"\\n{}", "é".repeat(70));
     let shown = format!("\\\"\\n{}", "é".repeat(62));
     assert_eq!(
-        err(&format!("{SWITCH}xdp_mode = \"{mixed}\"\n")),
+        err(&with_switch(&format!("{SWITCH}xdp_mode = \"{mixed}\"\n"))),
         format!(
             "configs/x.toml:3:12: unknown xdp_mode \"{shown}…\" (142 bytes) \
              (valid modes: \"auto\", \"driver\", \"generic\")"
@@ -208,7 +208,7 @@ fn huge_values_are_quoted_cut_short() {
     // 64 characters are quoted whole.
     let whole = "b".repeat(64);
     assert_eq!(
-        err(&format!("{SWITCH}xdp_mode = \"{whole}\"\n")),
+        err(&with_switch(&format!("{SWITCH}xdp_mode = \"{whole}\"\n"))),
         format!(
             "configs/x.toml:3:12: unknown xdp_mode \"{whole}\" \
              (valid modes: \"auto\", \"driver\", \"generic\")"

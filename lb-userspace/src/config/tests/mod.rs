@@ -11,6 +11,7 @@ mod limits;
 mod next_hop;
 mod overrides;
 mod parse;
+mod problems;
 mod route;
 mod schema;
 mod switch;
@@ -65,6 +66,15 @@ fn route_prefix(prefix: &str) -> String {
     with_route(&format!(
         "[[route]]\nprefix = \"{prefix}\"\ngroup = \"spines\"\n"
     ))
+}
+
+/// `switch`, a `[switch]` table, then a valid group "g" and a route to
+/// it: a config whose only problems are the switch's.
+fn with_switch(switch: &str) -> String {
+    format!(
+        "{switch}[[group]]\nname = \"g\"\n{NEXT_HOPS}\
+         [[route]]\nprefix = \"10.0.0.0/8\"\ngroup = \"g\"\n"
+    )
 }
 
 /// `text`, which starts with `SWITCH`, with `key` added to the switch

@@ -1,6 +1,8 @@
 //! The `[switch]` table, and the interface names it shares with next hops.
 
-use super::{NEXT_HOPS, err, ok, route_prefix, with_group, with_next_hop, with_switch_key};
+use super::{
+    NEXT_HOPS, err, ok, route_prefix, with_group, with_next_hop, with_switch, with_switch_key,
+};
 use crate::config::XdpModeSetting;
 
 #[test]
@@ -17,9 +19,9 @@ fn xdp_modes() {
         assert_eq!(ok(&text).switch.xdp_mode, mode);
         assert_eq!(mode.to_string(), name);
     }
-    let text = "[switch]\ninterfaces = [\"eth0\"]\nxdp_mode = \"native\"\n";
+    let text = with_switch("[switch]\ninterfaces = [\"eth0\"]\nxdp_mode = \"native\"\n");
     assert_eq!(
-        err(text),
+        err(&text),
         "configs/x.toml:3:12: unknown xdp_mode \"native\" \
          (valid modes: \"auto\", \"driver\", \"generic\")"
     );
@@ -47,7 +49,7 @@ fn flowlet_table_size() {
 #[test]
 fn empty_interfaces() {
     assert_eq!(
-        err("[switch]\ninterfaces = []\n"),
+        err(&with_switch("[switch]\ninterfaces = []\n")),
         "configs/x.toml:2:14: switch.interfaces is empty; \
          list at least one interface to attach to"
     );
@@ -56,7 +58,9 @@ fn empty_interfaces() {
 #[test]
 fn duplicate_switch_interface() {
     assert_eq!(
-        err("[switch]\ninterfaces = [\"eth0\", \"eth1\", \"eth0\"]\n"),
+        err(&with_switch(
+            "[switch]\ninterfaces = [\"eth0\", \"eth1\", \"eth0\"]\n"
+        )),
         "configs/x.toml:2:31: duplicate interface \"eth0\" in switch.interfaces \
          (first at line 2, column 15)"
     );
@@ -65,7 +69,9 @@ fn duplicate_switch_interface() {
 #[test]
 fn too_long_interface_name() {
     assert_eq!(
-        err("[switch]\ninterfaces = [\"eth0\", \"enp129s0f1np1v23\"]\n"),
+        err(&with_switch(
+            "[switch]\ninterfaces = [\"eth0\", \"enp129s0f1np1v23\"]\n"
+        )),
         "configs/x.toml:2:23: interface name \"enp129s0f1np1v23\" is 16 bytes long; \
          at most 15 are allowed"
     );
@@ -85,7 +91,7 @@ fn too_long_interface_name() {
 #[test]
 fn invalid_interface_names() {
     assert_eq!(
-        err("[switch]\ninterfaces = [\"\"]\n"),
+        err(&with_switch("[switch]\ninterfaces = [\"\"]\n")),
         "configs/x.toml:2:15: interface name is empty"
     );
     for bad in [
@@ -99,7 +105,9 @@ fn invalid_interface_names() {
     ] {
         let shown = format!("{:?}", bad.replace("\\t", "\t").replace("\\u0000", "\0"));
         assert_eq!(
-            err(&format!("[switch]\ninterfaces = [\"{bad}\"]\n")),
+            err(&with_switch(&format!(
+                "[switch]\ninterfaces = [\"{bad}\"]\n"
+            ))),
             format!(
                 "configs/x.toml:2:15: invalid interface name {shown}: it must not be \
                  \".\" or \"..\" or contain '/', ':', whitespace or NUL"

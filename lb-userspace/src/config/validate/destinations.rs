@@ -53,8 +53,9 @@ impl Ctx<'_> {
         let mut prefixes = HashMap::new();
         let mut destinations = Vec::new();
         for destination in raw.into_inner() {
+            // Only where the count crosses the limit, as for next hops.
             *taken += 1;
-            if *taken > MAX_DESTINATIONS {
+            if *taken == MAX_DESTINATIONS + 1 {
                 return Err(self.error(
                     destination.span(),
                     format!(

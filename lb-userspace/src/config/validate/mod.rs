@@ -1,5 +1,5 @@
-//! Turns the raw layer into a [`Config`], one table at a time, stopping at
-//! the first problem. The checks are methods of [`Ctx`], which knows where
+//! Turns the raw layer into a [`Config`], one table at a time, recording
+//! each problem and going on with what does not depend on it. The checks are methods of [`Ctx`], which knows where
 //! in the text each error points. Those several tables use live here; each
 //! table's own rules live in its module.
 
@@ -23,34 +23,66 @@ use toml::Spanned;
 use super::diagnostics::{ConfigError, Ctx, Quoted};
 use super::raw::RawConfig;
 use super::schema::{Config, IFNAME_MAX_LEN};
+use overrides::Known;
 
 impl Ctx<'_> {
     /// Groups before routes: a route names its group, and gets its index.
-    /// Warnings are sorted into file order, as an operator reads the file.
+    /// Each table, and each group, route and override, is checked on its
+    /// own, so that one pass reports every problem of a file; what depends
+    /// on a refused table (groups on `[telemetry]`, which depends on
+    /// `[ars_profile]`) is checked once that is fixed. Problems and
+    /// warnings are sorted into file order, as an operator reads the file.
     pub(super) fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
-        let switch = self.switch(raw.switch)?;
+        let switch = self.recover(self.switch(raw.switch));
         let shared_tables = [
             raw.ars_profile
                 .as_ref()
                 .map(|t| ("[ars_profile]", t.span())),
             raw.telemetry.as_ref().map(|t| ("[telemetry]", t.span())),
         ];
-        let ars_profile = self.ars_profile(raw.ars_profile)?;
-        let telemetry = self.telemetry_settings(raw.telemetry, &ars_profile)?;
-        let group_names: Vec<_> = raw.group.iter().map(|g| g.get_ref().name.span()).collect();
-        let (groups, followed) = self.groups(raw.group, &telemetry)?;
-        self.followed_alone(&followed, &groups, &group_names)?;
-        let routes = self.routes(raw.route, &groups, !followed.is_empty())?;
-        self.unrouted_groups(&groups, &routes, &group_names);
-        let overrides = self.overrides(raw.overrides, &switch, &groups, &routes)?;
-        self.unread_telemetry_tables(shared_tables.into_iter().flatten(), &groups);
+        let ars_profile = self.recover(self.ars_profile(raw.ars_profile));
+        let telemetry = ars_profile
+            .as_ref()
+            .and_then(|profile| self.recover(self.telemetry_settings(raw.telemetry, profile)));
+        let (groups, routes) = match telemetry.as_ref() {
+            Some(telemetry) => {
+                let groups = self.groups(raw.group, telemetry);
+                self.recover(self.followed_alone(
+                    &groups.followed,
+                    &groups.valid,
+                    &groups.name_spans,
+                ));
+                let routes = self.routes(raw.route, &groups);
+                (groups.complete.then_some(groups), routes)
+            }
+            None => (None, None),
+        };
+        let known = switch.as_ref().zip(groups.as_ref()).zip(routes.as_deref());
+        let overrides = self.overrides(
+            raw.overrides,
+            known.map(|((switch, groups), routes)| Known {
+                switch,
+                groups: &groups.valid,
+                routes,
+            }),
+        );
+        let checked = (switch, ars_profile, telemetry, groups, routes, overrides);
+        let (switch, ars_profile, telemetry, groups, routes, overrides) =
+            match (self.refusal(), checked) {
+                (None, (Some(s), Some(a), Some(t), Some(g), Some(r), Some(o))) => {
+                    (s, a, t, g, r, o)
+                }
+                (refusal, _) => return Err(refusal.expect("whatever was refused recorded why")),
+            };
+        self.unrouted_groups(&groups.valid, &routes, &groups.name_spans);
+        self.unread_telemetry_tables(shared_tables.into_iter().flatten(), &groups.valid);
         let mut warnings = self.take_warnings();
         warnings.sort_by_key(|w| (w.line, w.column));
         Ok(Config {
             switch,
             ars_profile,
             telemetry,
-            groups,
+            groups: groups.valid,
             routes,
             overrides,
             warnings,

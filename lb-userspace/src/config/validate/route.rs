@@ -9,21 +9,30 @@ use lb_common::packet::parse::FlowFields;
 use lb_common::route;
 use toml::Spanned;
 
+use super::group::Groups;
 use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::RawRoute;
 use crate::config::schema::{Group, Prefix, Route};
 
 impl Ctx<'_> {
+    /// Every route, each refused on its own; `None` if any was (its
+    /// problem recorded). While a group is refused, a route naming no
+    /// valid group is left unchecked past its prefix: it may name the
+    /// refused one.
     pub(super) fn routes(
         &self,
         raw: Vec<Spanned<RawRoute>>,
-        groups: &[Group],
-        kernel_routed: bool,
-    ) -> Result<Vec<Route>, ConfigError> {
-        // Routes may all come from the kernel.
-        self.table_count_or_none(&raw, "route", MAX_ROUTES, kernel_routed)?;
+        groups: &Groups,
+    ) -> Option<Vec<Route>> {
+        // Routes may all come from the kernel, and may do so from a
+        // group refused.
+        let none_ok = !groups.followed.is_empty() || !groups.complete;
+        let mut complete = self
+            .recover(self.table_count_or_none(&raw, "route", MAX_ROUTES, none_ok))
+            .is_some();
         // Group names are unique, so the first match is the only one.
         let by_name: Vec<(&str, usize)> = groups
+            .valid
             .iter()
             .enumerate()
             .map(|(i, g)| (g.name.as_str(), i))
@@ -32,19 +41,38 @@ impl Ctx<'_> {
         let mut routes = Vec::with_capacity(raw.len());
         for route in raw {
             let raw = route.into_inner();
-            let prefix = self.prefix(&raw.prefix)?;
-            self.unique(
-                &mut seen,
-                prefix,
-                raw.prefix.span(),
-                format_args!("prefix {prefix}"),
-            )?;
-            let group = self.lookup(&raw.group, &by_name, "unknown group", "defined groups")?;
-            let route = Route { prefix, group };
-            self.route_to_followed(&route, groups, raw.group.span())?;
-            routes.push(route);
+            let route = self.route_prefix(&raw, &mut seen).and_then(|prefix| {
+                let known = by_name.iter().any(|(name, _)| name == raw.group.get_ref());
+                if !known && !groups.complete {
+                    return Ok(None);
+                }
+                let group = self.lookup(&raw.group, &by_name, "unknown group", "defined groups")?;
+                let route = Route { prefix, group };
+                self.route_to_followed(&route, &groups.valid, raw.group.span())?;
+                Ok(Some(route))
+            });
+            match self.recover(route).flatten() {
+                Some(route) => routes.push(route),
+                None => complete = false,
+            }
         }
-        Ok(routes)
+        complete.then_some(routes)
+    }
+
+    /// A route's prefix, if it is valid and not a duplicate.
+    fn route_prefix(
+        &self,
+        raw: &RawRoute,
+        seen: &mut HashMap<Prefix, Range<usize>>,
+    ) -> Result<Prefix, ConfigError> {
+        let prefix = self.prefix(&raw.prefix)?;
+        self.unique(
+            seen,
+            prefix,
+            raw.prefix.span(),
+            format_args!("prefix {prefix}"),
+        )?;
+        Ok(prefix)
     }
 
     fn prefix(&self, text: &Spanned<String>) -> Result<Prefix, ConfigError> {
