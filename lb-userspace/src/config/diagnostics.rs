@@ -140,8 +140,8 @@ impl fmt::Display for Warning {
 }
 
 /// The text being parsed and the file it came from: what every error
-/// points into, and the problems and warnings found so far. Validation adds its checks
-/// to it in [`super::validate`].
+/// points into, and the problems and warnings found so far. Validation
+/// adds its checks to it in [`super::validate`].
 pub(super) struct Ctx<'a> {
     text: &'a str,
     file: &'a Path,
@@ -185,6 +185,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `reason` at `span`, its quoted values shortened.
     fn problem(&self, span: Range<usize>, reason: String) -> Problem {
         let (line, column) = self.position(span.start);
         Problem {
@@ -212,12 +213,16 @@ impl<'a> Ctx<'a> {
 
     /// Records a warning at `span`; validation goes on.
     pub(super) fn warn(&self, span: Range<usize>, reason: impl Into<String>) {
-        let (line, column) = self.position(span.start);
+        let Problem {
+            line,
+            column,
+            reason,
+        } = self.problem(span, reason.into());
         self.warnings.borrow_mut().push(Warning {
             file: self.file.to_path_buf(),
             line,
             column,
-            reason: shorten_quoted(&reason.into()),
+            reason,
         });
     }
 
