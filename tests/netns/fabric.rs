@@ -433,8 +433,13 @@ fn a_ring_is_steered_around_two_slow_ports_at_once() {
     // steered 55-339 lost (459 once in CI, debug daemons), 3.1-6.1%
     // (about their capacity share, 7.7%, or under), 1.05-1.14x and once
     // over 1.2x. With every CPU's loads weighed (debug daemons, four
-    // runs): 157-229 lost, 3.0-4.3%, 1.07-1.14x and once 1.33x.
-    assert!(ecmp.totals.dropped * 10 >= ecmp.totals.sent, "{ecmp:?}");
+    // runs): 157-229 lost, 3.0-4.3%, 1.07-1.14x and once 1.33x. ECMP
+    // lost 9.9% once, in fresh-clone run 65 (1652 of 16640, the slow
+    // ports 12.5% of the traffic), so it is held to more than 8%.
+    assert!(
+        ecmp.totals.dropped * 100 >= ecmp.totals.sent * 8,
+        "{ecmp:?}"
+    );
     assert_eq!(ecmp.totals.late_packets, 0, "{ecmp:?}");
     assert!(ecmp.degraded_share > 0.11, "{ecmp:?}");
     assert!(ecmp.equal_paths_mmr > 1.5, "{ecmp:?}");
