@@ -9,6 +9,7 @@ mod elf;
 mod install;
 mod layout;
 mod product;
+mod retry;
 mod setup;
 mod smoke;
 mod targets;
@@ -171,12 +172,7 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         "clippy (lb-ebpf, bpfel-unknown-none)",
         &mut ebpf_clippy(root),
     )?;
-    step(
-        "test",
-        cargo(root)
-            .args(["test", "--workspace", "--"])
-            .args(harness_args),
-    )?;
+    retry::test_step(root, harness_args).context("step `test` failed")?;
     // After the tests, which built the development binary, and before the
     // bench, which builds the release one with the tooling again.
     println!("xtask test: package: cargo xtask dist, then installed into an empty root");
