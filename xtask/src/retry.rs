@@ -15,9 +15,11 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use crate::{Failed, cargo, describe, run};
+use std::process::Command;
+
+use crate::{Failed, cargo, describe};
 
 /// The test targets whose tests time traffic: (package, test target).
 const TIMED: [(&str, &str); 2] = [("lb-userspace", "netns"), ("lb-userspace", "telemetry")];
@@ -31,46 +33,29 @@ pub fn test_step(root: &Path, harness_args: &[String]) -> Result<()> {
         harness_args.join(" "),
         TIMED.map(|(_, target)| target).join(", ")
     );
-    let (reader, writer) = std::io::pipe().context("creating the test output pipe")?;
     let mut cmd = cargo(root);
     cmd.args(["test", "--workspace", "--no-fail-fast", "--"])
-        .args(harness_args)
-        .stdout(
-            writer
-                .try_clone()
-                .context("duplicating the test output pipe")?,
-        )
-        .stderr(writer);
-    let command = describe(&cmd);
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("failed to start `{command}`"))?;
-    // The command holds the pipe's write ends: it must go for the read to
-    // end when cargo does.
-    drop(cmd);
-    let mut outcome = Outcome::default();
-    for line in BufReader::new(reader).lines() {
-        let line = line.context("reading the tests' output")?;
-        println!("{line}");
-        outcome.read(&line);
-    }
-    let status = child
-        .wait()
-        .with_context(|| format!("waiting for `{command}`"))?;
-    if status.success() {
+        .args(harness_args);
+    let (first, outcome) = echoed(cmd)?;
+    let Err(first) = first else {
         return Ok(());
-    }
-    let first = Failed { command, status };
+    };
     let retries = match outcome.retries() {
         Ok(retries) => retries,
         Err(why) => return Err(anyhow::Error::new(first).context(why)),
     };
     for (package, target, name) in &retries {
         println!("xtask test: retry: {target} {name} failed above; run once more, alone");
-        run(cargo(root)
-            .args(["test", "-p", package, "--test", target, "--"])
-            .args(["--exact", name]))
-        .with_context(|| format!("{target} {name} failed twice"))?;
+        let mut cmd = cargo(root);
+        cmd.args(["test", "-p", package, "--test", target, "--"])
+            .args(["--exact", name]);
+        let (status, again) = echoed(cmd)?;
+        let twice = || format!("{target} {name} failed twice");
+        status.map_err(|failed| anyhow::Error::new(failed).context(twice()))?;
+        // A retry that ran nothing proves nothing.
+        if !again.passed(target, name) {
+            bail!("{}: the retry did not run it", twice());
+        }
     }
     println!(
         "xtask test: {} timed test(s) failed once and passed alone: {}",
@@ -84,14 +69,48 @@ pub fn test_step(root: &Path, harness_args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// What the tests' output said: failed tests by target, and which
-/// targets reported a result at all.
+/// Runs `cmd` with its output and errors printed line by line through
+/// this process's stdout (so a test harness above captures them) and
+/// read; returns how it ended and what the tests said.
+fn echoed(mut cmd: Command) -> Result<(std::result::Result<(), Failed>, Outcome)> {
+    let (reader, writer) = std::io::pipe().context("creating the test output pipe")?;
+    let duplicate = writer
+        .try_clone()
+        .context("duplicating the test output pipe")?;
+    cmd.stdout(duplicate).stderr(writer);
+    let command = describe(&cmd);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("failed to start `{command}`"))?;
+    // The command holds the pipe's write ends: it must go for the read to
+    // end when the child does.
+    drop(cmd);
+    let mut outcome = Outcome::default();
+    for line in BufReader::new(reader).lines() {
+        let line = line.context("reading the tests' output")?;
+        println!("{line}");
+        outcome.read(&line);
+    }
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for `{command}`"))?;
+    let ended = match status.success() {
+        true => Ok(()),
+        false => Err(Failed { command, status }),
+    };
+    Ok((ended, outcome))
+}
+
+/// What the tests' output said: tests that failed and passed, by target,
+/// and which targets reported a result at all.
 #[derive(Default)]
 struct Outcome {
     /// The target whose output follows (cargo's `Running` line names it).
     current: Option<String>,
     /// Failed tests, with their target.
     failed: Vec<(Option<String>, String)>,
+    /// Tests that passed, with their target.
+    ok: Vec<(Option<String>, String)>,
     /// Targets that printed `test result:` (ran to the end).
     finished: Vec<String>,
 }
@@ -108,11 +127,21 @@ impl Outcome {
             .and_then(|rest| rest.strip_suffix(" ... FAILED"))
         {
             self.failed.push((self.current.clone(), name.to_owned()));
+        } else if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.strip_suffix(" ... ok"))
+        {
+            self.ok.push((self.current.clone(), name.to_owned()));
         } else if line.starts_with("test result: ")
             && let Some(target) = &self.current
         {
             self.finished.push(target.clone());
         }
+    }
+
+    /// Whether test `name` of `target` passed.
+    fn passed(&self, target: &str, name: &str) -> bool {
+        (self.ok.iter()).any(|(t, n)| t.as_deref() == Some(target) && n == name)
     }
 
     /// The tests to run once more, or why the failure stands as it is.
@@ -189,6 +218,16 @@ test result: ok. 9 passed; 0 failed
                 ("lb-userspace", "netns", "soak::round".to_owned()),
             ])
         );
+    }
+
+    /// A retry counts only if it ran the test and the test passed.
+    #[test]
+    fn a_test_passed_only_where_it_said_ok() {
+        let output = outcome(NETNS_FAILED);
+        assert!(output.passed("netns", "overrides::pin"));
+        assert!(!output.passed("netns", "fabric::herd"));
+        assert!(!output.passed("telemetry", "overrides::pin"));
+        assert!(!outcome("running 0 tests\n").passed("netns", "fabric::herd"));
     }
 
     #[test]
