@@ -21,6 +21,7 @@ mod explain;
 mod fixtures;
 mod flowlet;
 mod harness;
+mod offline;
 mod overrides;
 mod packets;
 mod pins;

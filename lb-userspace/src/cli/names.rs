@@ -21,12 +21,27 @@ pub struct NameArgs {
 }
 
 impl NameArgs {
-    /// Names from the config, or none.
-    pub fn names(&self, maps: &inspect::maps::MapSet) -> anyhow::Result<inspect::names::Names> {
+    /// Whether a config was given.
+    pub fn has_config(&self) -> bool {
+        self.config.is_some()
+    }
+
+    /// The config file as written, if one was given.
+    pub fn file_config(&self) -> anyhow::Result<Option<config::Config>> {
         let Some(path) = &self.config else {
+            return Ok(None);
+        };
+        config::load(path).context("the config").map(Some)
+    }
+
+    /// Names from the config, or none.
+    pub fn names(
+        &self,
+        maps: &dyn inspect::view::MapView,
+    ) -> anyhow::Result<inspect::names::Names> {
+        let Some(config) = self.file_config()? else {
             return Ok(inspect::names::Names::default());
         };
-        let config = config::load(path).context("the config for names")?;
         // Learned groups are named as the daemon names them.
         let config = fabriclb::daemon::effective_config(&config, self.sonic.as_ref())
             .context("the learned routes, for the names of learned groups")?;

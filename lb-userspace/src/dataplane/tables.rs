@@ -23,6 +23,7 @@ use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE, NextHop},
     limits::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
+        ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
     },
     route::{Destination, quality_index},
     select::buckets::{fit, spray_sequence},
@@ -363,7 +364,7 @@ impl Tables {
 
     /// What the route tries hold: the config's routes, then the local
     /// addresses over them.
-    fn trie_entries(&self) -> BTreeMap<RouteKey, u32> {
+    pub fn trie_entries(&self) -> BTreeMap<RouteKey, u32> {
         let config = self.routes.iter().map(|(p, g)| ((p.addr, p.len), *g));
         let local = self.local.iter().map(|&a| ((a, host_len(a)), LOCAL_ROUTE));
         config.chain(local).collect()
@@ -556,6 +557,22 @@ impl Tables {
                 Some(((octets, len), value))
             })
             .collect()
+    }
+
+    /// `family`'s route table compiled into a pool of its map's size, as
+    /// the tables' first write into fresh maps places it: for a lookup
+    /// over memory. An IPv6 table that does not fit leaves its routes to
+    /// the trie, as that write does.
+    pub fn route_layout(&self, family: Family) -> Result<Layout, route_table::PoolFull> {
+        match family {
+            Family::V4 => Layout::compile(&self.family_routes::<4>(), None, ROUTE4_POOL_BLOCKS),
+            Family::V6 => {
+                Ok(
+                    Layout::compile(&self.family_routes::<16>(), None, ROUTE6_POOL_BLOCKS)
+                        .unwrap_or_else(|_| Layout::in_trie()),
+                )
+            }
+        }
     }
 
     /// Writes `family`'s route table: placed against `previous`'s the

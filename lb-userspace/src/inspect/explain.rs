@@ -10,7 +10,6 @@ mod render;
 
 use std::net::IpAddr;
 
-use aya::maps::lpm_trie::Key;
 use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop};
 use lb_common::limits::{
     BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP,
@@ -28,7 +27,8 @@ use lb_common::select::overrides::{matches, override_index};
 use lb_common::select::placement::{Placement, placement};
 use lb_common::verdict::Reason;
 
-use super::maps::{InspectError, MapSet, map_err};
+use super::maps::InspectError;
+use super::view::MapView;
 
 pub use render::render;
 
@@ -168,7 +168,7 @@ impl Explanation {
 /// program's clock). Without a `cpu`, the one
 /// holding the flow's most recent flowlet state, else CPU 0.
 pub fn explain(
-    maps: &MapSet,
+    maps: &dyn MapView,
     frame: &[u8],
     ingress: u32,
     cpu: Option<usize>,
@@ -184,7 +184,7 @@ pub fn explain(
         mac_unchecked: ingress == 0,
         ..e
     };
-    if ingress != 0 {
+    if ingress != 0 && maps.knows_port_macs() {
         let dst: [u8; 6] = frame[..6].try_into().unwrap_or_default();
         if !maps
             .port_macs(ingress)?
@@ -283,7 +283,11 @@ pub fn explain(
 /// The longest prefix covering `dst` whose value is `value`: the lookup's
 /// own match, found by walking the trie's keys (the kernel returns the
 /// value only).
-fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Option<(IpAddr, u8)>> {
+fn longest_prefix(
+    maps: &dyn MapView,
+    dst: &[u8],
+    value: Option<u32>,
+) -> Result<Option<(IpAddr, u8)>> {
     if value.is_none() {
         return Ok(None);
     }
@@ -293,20 +297,13 @@ fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Optio
             && (bits == 0 || (data[bytes] ^ dst[bytes]) >> (8 - bits) == 0)
     };
     let mut best: Option<(IpAddr, u8)> = None;
-    let mut consider = |data: &[u8], len: u32, addr: IpAddr| {
-        if covers(data, len) && best.is_none_or(|(_, b)| u32::from(b) < len) {
-            best = Some((addr, len as u8));
-        }
-    };
-    if dst.len() == 4 {
-        for key in maps.typed.routes_v4.keys() {
-            let key: Key<[u8; 4]> = key.map_err(map_err(lb_common::abi::ROUTES_V4))?;
-            consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
-        }
-    } else {
-        for key in maps.typed.routes_v6.keys() {
-            let key: Key<[u8; 16]> = key.map_err(map_err(lb_common::abi::ROUTES_V6))?;
-            consider(&key.data(), key.prefix_len(), IpAddr::from(key.data()));
+    for (addr, len) in maps.route_prefixes(dst.len() == 16)? {
+        let data = match addr {
+            IpAddr::V4(a) => a.octets().to_vec(),
+            IpAddr::V6(a) => a.octets().to_vec(),
+        };
+        if covers(&data, u32::from(len)) && best.is_none_or(|(_, b)| b < len) {
+            best = Some((addr, len));
         }
     }
     Ok(best)
@@ -314,7 +311,7 @@ fn longest_prefix(maps: &MapSet, dst: &[u8], value: Option<u32>) -> Result<Optio
 
 /// One packet's dynamic choice in its group.
 struct Choice<'a> {
-    maps: &'a MapSet,
+    maps: &'a dyn MapView,
     /// The packet's group and class.
     destination: Destination,
     group: &'a GroupEntry,
@@ -386,8 +383,7 @@ impl Choice<'_> {
         cpu: Option<usize>,
         now_ns: u64,
     ) -> Result<(DynamicStep, Option<u32>)> {
-        let size =
-            (self.maps.typed.flowlet_capacity()).map_err(map_err(lb_common::abi::FLOWLETS))?;
+        let size = self.maps.flowlet_capacity();
         let index = flowlet_index(self.destination.group, hash, size);
         let states = self.maps.flowlet(index)?;
         let live: Vec<(usize, FlowletState)> = states

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use nix::sched::{CloneFlags, setns};
 
 /// Every interface of one network namespace, by ifindex.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Interfaces {
     by_index: BTreeMap<u32, String>,
     /// Why these are not the daemon's, when they are not.
@@ -33,6 +33,15 @@ impl Interfaces {
             )),
             ..Self::read(None).unwrap_or_default()
         })
+    }
+
+    /// `names` at ifindexes 1, 2, ... in turn: interfaces of no
+    /// namespace, as a config lists them.
+    pub fn numbered(names: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            by_index: (1..).zip(names).collect(),
+            note: None,
+        }
     }
 
     /// Why the names are not the daemon's, if they are not.

@@ -4,6 +4,7 @@
 //! `explain` only ever read them.
 
 use std::cell::Cell;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
@@ -16,6 +17,7 @@ use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
 
+use super::view::MapView;
 use crate::dataplane::tables::route_table::Family;
 use crate::dataplane::{Maps, pins::PinDir, said};
 
@@ -101,41 +103,63 @@ impl MapSet {
         })
     }
 
-    /// Group `id`; `None` past the table, as the data plane's lookup.
-    pub fn group_at(&self, id: u32) -> Result<Option<GroupEntry>> {
+    /// Every ingress port's entry.
+    pub fn ports(&self) -> Result<Vec<PortMacs>> {
+        self.typed.ports().map_err(map_err(names::PORTS))
+    }
+
+    pub fn group_stats(&self, id: u32) -> Result<PerCpuValues<GroupStats>> {
+        self.typed
+            .group_stats
+            .get(&id, 0)
+            .map_err(map_err(names::GROUP_STATS))
+    }
+
+    /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.
+    pub fn verdicts(&self) -> Result<Vec<u64>> {
+        lb_common::verdict::Reason::ALL
+            .iter()
+            .map(|&reason| {
+                let per_cpu = self
+                    .typed
+                    .verdicts
+                    .get(&(reason as u32), 0)
+                    .map_err(map_err(names::VERDICTS))?;
+                Ok(per_cpu.iter().sum())
+            })
+            .collect()
+    }
+}
+
+impl MapView for MapSet {
+    fn group_at(&self, id: u32) -> Result<Option<GroupEntry>> {
         absent_is_none(self.typed.groups.get(&id, 0), names::GROUPS)
     }
 
-    /// Override `index`; `None` past the table, as the data plane's lookup.
-    pub fn override_at(&self, index: u32) -> Result<Option<OverrideEntry>> {
+    fn override_at(&self, index: u32) -> Result<Option<OverrideEntry>> {
         absent_is_none(self.typed.overrides.get(&index, 0), names::OVERRIDES)
     }
 
-    /// Next hop `id`; `None` past the table, as the data plane's lookup.
-    pub fn nexthop(&self, id: u32) -> Result<Option<NextHop>> {
+    fn nexthop(&self, id: u32) -> Result<Option<NextHop>> {
         absent_is_none(self.typed.nexthops.get(&id, 0), names::NEXTHOPS)
     }
 
-    /// Next hop `id`'s path quality; 0 past the table, as the data plane
-    /// reads it.
-    pub fn quality(&self, id: u32) -> Result<u32> {
-        Ok(absent_is_none(self.typed.path_quality.get(&id, 0), names::PATH_QUALITY)?.unwrap_or(0))
+    fn quality(&self, index: u32) -> Result<u32> {
+        let quality = self.typed.path_quality.get(&index, 0);
+        Ok(absent_is_none(quality, names::PATH_QUALITY)?.unwrap_or(0))
     }
 
-    /// Entry `index` of the bucket tables (`group * BUCKETS_PER_GROUP +
-    /// bucket`).
-    pub fn bucket(&self, index: u32) -> Result<Option<u32>> {
+    fn bucket(&self, index: u32) -> Result<Option<u32>> {
         absent_is_none(self.typed.buckets.get(&index, 0), names::BUCKETS)
     }
 
-    /// Entry `index` of the spray sequences, indexed like the buckets.
-    pub fn spray_slot(&self, index: u32) -> Result<Option<u32>> {
+    fn spray_slot(&self, index: u32) -> Result<Option<u32>> {
         absent_is_none(self.typed.spray.get(&index, 0), names::SPRAY)
     }
 
-    /// The MACs ingress port `ifindex` accepts, where the data plane finds
-    /// them: its slot if it holds the port, else the table of all ports.
-    pub fn port_macs(&self, ifindex: u32) -> Result<Option<PortMacs>> {
+    /// Where the data plane finds them: the port's slot if it holds the
+    /// port, else the table of all ports.
+    fn port_macs(&self, ifindex: u32) -> Result<Option<PortMacs>> {
         let slot = absent_is_none(
             self.typed.port_slots.get(&port_slot(ifindex), 0),
             names::PORT_SLOTS,
@@ -146,19 +170,12 @@ impl MapSet {
         }
     }
 
-    /// Every ingress port's entry.
-    pub fn ports(&self) -> Result<Vec<PortMacs>> {
-        self.typed.ports().map_err(map_err(names::PORTS))
-    }
-
-    pub fn has_port(&self, ifindex: u32) -> Result<bool> {
+    fn has_port(&self, ifindex: u32) -> Result<bool> {
         Ok(absent_is_none(self.typed.devmap.get(ifindex, 0), names::DEVMAP)?.is_some())
     }
 
-    /// The value of the longest prefix covering `dst` (4 or 16 bytes), as
-    /// the data plane's lookup finds it: the same lookup, over the same
-    /// maps.
-    pub fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
+    /// The same lookup as the program's, over the same maps.
+    fn route(&self, dst: &[u8]) -> Result<Option<u32>> {
         let maps = &self.typed;
         let raw = match <[u8; 4]>::try_from(dst) {
             Ok(v4) => {
@@ -186,9 +203,28 @@ impl MapSet {
         Ok(entry_value(raw))
     }
 
-    /// Each CPU's load epoch, as its next forwarded packet of `len` bytes
-    /// in a dynamic group would see it (the clock counts the packet first).
-    pub fn epochs(&self, len: u64) -> Result<Vec<u64>> {
+    /// The keys of the route tries, which record every route.
+    fn route_prefixes(&self, ipv6: bool) -> Result<Vec<(IpAddr, u8)>> {
+        let maps = &self.typed;
+        if ipv6 {
+            (maps.routes_v6.keys())
+                .map(|key| {
+                    let key: Key<[u8; 16]> = key.map_err(map_err(names::ROUTES_V6))?;
+                    Ok((IpAddr::from(key.data()), key.prefix_len() as u8))
+                })
+                .collect()
+        } else {
+            (maps.routes_v4.keys())
+                .map(|key| {
+                    let key: Key<[u8; 4]> = key.map_err(map_err(names::ROUTES_V4))?;
+                    Ok((IpAddr::from(key.data()), key.prefix_len() as u8))
+                })
+                .collect()
+        }
+    }
+
+    /// The clock counts the packet first, as the program's does.
+    fn epochs(&self, len: u64) -> Result<Vec<u64>> {
         let clocks = self
             .typed
             .load_clock
@@ -197,48 +233,28 @@ impl MapSet {
         Ok(clocks.iter().map(|c| load_epoch(c + len)).collect())
     }
 
-    pub fn nexthop_stats(&self, id: u32) -> Result<Option<PerCpuValues<NextHopStats>>> {
-        absent_is_none(self.typed.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)
+    fn nexthop_stats(&self, id: u32) -> Result<Option<Vec<NextHopStats>>> {
+        let stats = absent_is_none(self.typed.nexthop_stats.get(&id, 0), names::NEXTHOP_STATS)?;
+        Ok(stats.map(|s| s.to_vec()))
     }
 
-    /// What each CPU was told the others' flows put on next hop `id`.
-    pub fn peer_loads(&self, id: u32) -> Result<Option<PerCpuValues<u64>>> {
-        absent_is_none(self.typed.peer_load.get(&id, 0), names::PEER_LOAD)
+    fn peer_loads(&self, id: u32) -> Result<Option<Vec<u64>>> {
+        let loads = absent_is_none(self.typed.peer_load.get(&id, 0), names::PEER_LOAD)?;
+        Ok(loads.map(|l| l.to_vec()))
     }
 
-    pub fn group_stats(&self, id: u32) -> Result<PerCpuValues<GroupStats>> {
-        self.typed
-            .group_stats
-            .get(&id, 0)
-            .map_err(map_err(names::GROUP_STATS))
+    fn spray_cursor(&self, row: u32) -> Result<Vec<u64>> {
+        let cursors = self.typed.spray_cursor.get(&row, 0);
+        Ok(cursors.map_err(map_err(names::SPRAY_CURSOR))?.to_vec())
     }
 
-    /// Spray row `row`'s cursor on each CPU.
-    pub fn spray_cursor(&self, row: u32) -> Result<PerCpuValues<u64>> {
-        self.typed
-            .spray_cursor
-            .get(&row, 0)
-            .map_err(map_err(names::SPRAY_CURSOR))
+    fn flowlet(&self, index: u32) -> Result<Option<Vec<FlowletState>>> {
+        let states = absent_is_none(self.typed.flowlets.get(&index, 0), names::FLOWLETS)?;
+        Ok(states.map(|s| s.to_vec()))
     }
 
-    /// Flowlet table entry `index` on each CPU; `None` past the table.
-    pub fn flowlet(&self, index: u32) -> Result<Option<PerCpuValues<FlowletState>>> {
-        absent_is_none(self.typed.flowlets.get(&index, 0), names::FLOWLETS)
-    }
-
-    /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.
-    pub fn verdicts(&self) -> Result<Vec<u64>> {
-        lb_common::verdict::Reason::ALL
-            .iter()
-            .map(|&reason| {
-                let per_cpu = self
-                    .typed
-                    .verdicts
-                    .get(&(reason as u32), 0)
-                    .map_err(map_err(names::VERDICTS))?;
-                Ok(per_cpu.iter().sum())
-            })
-            .collect()
+    fn flowlet_capacity(&self) -> u32 {
+        self.flowlet_capacity
     }
 }
 

@@ -1,15 +1,19 @@
 //! Looking into a running instance from outside the daemon: `status` (what
 //! the maps hold and counted) and `explain` (what the data plane does with
 //! a given packet). Both read the maps only ([`maps`]), from the pins or
-//! through a loaded program, so they work whether the daemon runs or not.
+//! through a loaded program, so they work whether the daemon runs or not;
+//! `explain` reads them through [`view::MapView`], which [`offline`] also
+//! answers from a config's tables built in memory, with no instance.
 
 pub mod describe;
 pub mod explain;
 pub mod interfaces;
 pub mod maps;
 pub mod names;
+pub mod offline;
 pub mod pcap;
 pub mod status;
+pub mod view;
 
 use lb_common::abi::GroupEntry;
 use lb_common::select::flowlet::MODE_ECMP;

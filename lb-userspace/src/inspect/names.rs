@@ -13,7 +13,8 @@ use lb_common::limits::MAX_GROUPS;
 use lb_common::route::Destination;
 
 use super::interfaces::Interfaces;
-use super::maps::{InspectError, MapSet};
+use super::maps::InspectError;
+use super::view::MapView;
 use crate::config::Config;
 use crate::dataplane::tables::Tables;
 
@@ -53,7 +54,7 @@ impl Names {
     }
 
     /// Names from `config` for the groups of `maps` that match it.
-    pub fn from_config(config: &Config, maps: &MapSet) -> Result<Self, InspectError> {
+    pub fn from_config(config: &Config, maps: &dyn MapView) -> Result<Self, InspectError> {
         let tables = match Tables::build(config, None, |_| NextHop::default()) {
             Ok(tables) => tables,
             Err(e) => {

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::maps::{InspectError, MapSet, map_err};
 use super::names::Names;
+use super::view::MapView;
 use super::{group_line, hash_field_names, mode_name, spray_name};
 use crate::config::format_mac;
 

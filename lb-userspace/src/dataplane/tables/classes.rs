@@ -145,7 +145,7 @@ impl GroupTable {
 
     /// Each spray sequence with its row of `FL_SPRAY`: the group's, then
     /// its classes'.
-    pub(super) fn sprays(&self) -> impl Iterator<Item = (u32, &[u32])> {
+    pub fn sprays(&self) -> impl Iterator<Item = (u32, &[u32])> {
         let row = |class: u32| {
             Destination {
                 group: self.id,

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lb_common::route::table::{
-    BLOCK_ENTRIES, EMPTY, Entry, FIRST_ENTRIES, IN_TRIE, first_index, pool_index,
+    BLOCK_ENTRIES, EMPTY, Entry, FIRST_ENTRIES, IN_TRIE, Levels, first_index, pool_index,
 };
 
 const BLOCK: usize = BLOCK_ENTRIES as usize;
@@ -302,6 +302,23 @@ impl Layout {
             blocks.insert(block, (path, entries));
         }
         Ok(Self { first, blocks })
+    }
+}
+
+/// The table as the maps would hold it once written whole: what a lookup
+/// over memory (`explain` with no instance) walks.
+impl Levels for Layout {
+    fn first(&self, index: u32) -> Option<u32> {
+        self.first.get(index as usize).copied()
+    }
+
+    fn pool(&self, index: u32) -> Option<u32> {
+        let (block, byte) = (index / BLOCK_ENTRIES, index % BLOCK_ENTRIES);
+        match self.blocks.get(&block) {
+            Some((_, entries)) => entries.get(byte as usize).copied(),
+            // A block no path holds: as fresh maps hold it.
+            None => Some(EMPTY),
+        }
     }
 }
 
