@@ -8,6 +8,9 @@
 //! the product; the product never imports tooling (`cargo xtask test`
 //! checks, and builds the product alone).
 
+/// The commit this build was made from (`unknown` outside a checkout).
+pub const COMMIT: &str = env!("FABRICLB_COMMIT");
+
 /// This build's version and commit, as `--version` and the daemon's start
 /// say them.
 pub const VERSION: &str = concat!(

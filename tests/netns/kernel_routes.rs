@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fabriclb::metrics;
 use fabriclb::testbed::bpffs::Bpffs;
-use fabriclb::testbed::{Daemon, LeafMaps, UdpLoad};
+use fabriclb::testbed::{Daemon, LeafMaps, UdpLoad, nexthop_labels};
 
 use crate::bed::{Bed, wait_for};
 use crate::inspect::in_leaf;
@@ -52,7 +52,10 @@ fn bgp_route(bed: &Bed, verb: &str, spines: &[(u8, u8)]) {
 /// `group`; `None` when the spine is not one of its next hops.
 fn spine_packets(daemon: &Daemon, group: &str, j: u8) -> Option<u64> {
     let text = daemon.metrics().expect("metrics");
-    let labels = format!("group=\"{group}\",nexthop=\"s{j} 198.18.{j}.2\"");
+    let labels = format!(
+        "group=\"{group}\",{}",
+        nexthop_labels(&format!("s{j} 198.18.{j}.2"))
+    );
     metrics::sample(&text, "fabriclb_nexthop_packets_total", &labels)
 }
 
@@ -323,7 +326,10 @@ fn ipv6_routes_are_learned_and_their_gateways_resolved() {
     wait_for("both IPv6 next hops resolved", || {
         let text = daemon.metrics()?;
         let usable = |j: u32| {
-            let labels = format!("group=\"spines#1\",nexthop=\"s{j} 2001:db8:{j}::2\"");
+            let labels = format!(
+                "group=\"spines#1\",{}",
+                nexthop_labels(&format!("s{j} 2001:db8:{j}::2"))
+            );
             metrics::sample(&text, "fabriclb_nexthop_usable", &labels) == Some(1)
         };
         Ok((usable(1) && usable(2)).then_some(()))

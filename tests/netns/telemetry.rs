@@ -3,7 +3,7 @@
 //! next hop to the default quality after the stated staleness, logs that
 //! once, and stops nothing.
 
-use fabriclb::testbed::{Exporters, read_metric};
+use fabriclb::testbed::{Exporters, nexthop_labels, read_metric};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -18,7 +18,7 @@ fn a_silent_exporter_goes_stale_once_and_its_next_hop_back_to_the_default() {
     let config = bed.config("mode = \"flowlet\"\ntelemetry = \"remote\"")
         + &format!("\n[telemetry]\nstale_after_ms = {STALE_AFTER_MS}\n");
     let daemon = bed.daemon(&config, &[]).expect("daemon");
-    let label = |j: usize| format!("nexthop=\"{}\"", bed.testbed.spine_label(j));
+    let label = |j: usize| nexthop_labels(&bed.testbed.spine_label(j));
     let metric = |name: &str, j: usize| -> anyhow::Result<u64> {
         read_metric(&daemon.metrics()?, name, &label(j))
     };

@@ -22,7 +22,7 @@ const PRODUCT: [&str; 14] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
-    "lb-userspace/src/metrics.rs",
+    "lb-userspace/src/metrics",
     "lb-userspace/src/netlink",
     "lb-userspace/src/telemetry",
     "lb-userspace/src/sonic",

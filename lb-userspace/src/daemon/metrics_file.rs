@@ -11,11 +11,13 @@ use lb_common::route::quality_index;
 use lb_common::select::overrides::override_index;
 use tracing::{info, warn};
 
+use super::loads::Loads;
 use super::telemetry::Telemetry;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::metrics::{
-    self, DestinationSample, EgressSample, GroupSample, NextHopSample, OverrideSample, PathSample,
+    self, DaemonSample, DestinationSample, EgressSample, GroupSample, NextHopSample,
+    OverrideSample, PathSample,
 };
 
 /// The metrics tick: the textfile written and the counters offered to
@@ -27,11 +29,12 @@ pub(super) struct MetricsTick {
 }
 
 /// What the counters are named and read with: the tables in force and
-/// the paths' telemetry.
+/// the paths' telemetry; and the config's loads.
 #[derive(Clone, Copy)]
 pub(super) struct Sources<'a> {
     pub(super) tables: &'a Tables,
     pub(super) telemetry: &'a Telemetry,
+    pub(super) loads: &'a Loads,
 }
 
 impl MetricsTick {
@@ -46,7 +49,7 @@ impl MetricsTick {
     ) {
         let result = nexthop_samples(dp, sources).and_then(|nexthops| {
             if let Some(path) = file {
-                let text = render_with(dp, sources.tables, &nexthops)?;
+                let text = render_with(dp, sources, &nexthops)?;
                 metrics::write_atomically(path, &text)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
@@ -73,11 +76,21 @@ impl MetricsTick {
 /// The exposition of the data plane's counters now, as the textfile and
 /// the HTTP endpoint serve it.
 pub(super) fn render_metrics(dp: &Dataplane, sources: Sources<'_>) -> Result<String> {
-    render_with(dp, sources.tables, &nexthop_samples(dp, sources)?)
+    render_with(dp, sources, &nexthop_samples(dp, sources)?)
 }
 
 /// [`render_metrics`] with the next hops' samples already read.
-fn render_with(dp: &Dataplane, tables: &Tables, nexthops: &[NextHopSample<'_>]) -> Result<String> {
+fn render_with(
+    dp: &Dataplane,
+    sources: Sources<'_>,
+    nexthops: &[NextHopSample<'_>],
+) -> Result<String> {
+    let tables = sources.tables;
+    let daemon = DaemonSample {
+        last_reload_successful: sources.loads.last_taken(),
+        last_reload_success_seconds: sources.loads.in_force_since(),
+        flowlet_capacity: (dp.maps.flowlet_capacity()).context("the flowlet table's size")?,
+    };
     let verdicts = dp.verdict_counts()?;
     let mut groups = Vec::new();
     for group in &tables.groups {
@@ -103,6 +116,7 @@ fn render_with(dp: &Dataplane, tables: &Tables, nexthops: &[NextHopSample<'_>]) 
         None => None,
     };
     Ok(metrics::render(
+        &daemon,
         &verdicts,
         &groups,
         nexthops,
@@ -132,8 +146,7 @@ pub(super) fn nexthop_samples<'a>(
         for (spec, &id) in group.specs.iter().zip(&group.members) {
             nexthops.push(NextHopSample {
                 group: &group.name,
-                id,
-                label: spec.to_string(),
+                spec,
                 usable: tables.nexthops[id as usize].flags & NEXTHOP_USABLE != 0,
                 stats: dp.nexthop_stats(id)?,
                 quality: tables.quality[id as usize],

@@ -24,6 +24,7 @@ mod ingress;
 mod kernel_routes;
 mod link_events;
 mod links;
+mod loads;
 mod local;
 mod metrics_file;
 mod notify;

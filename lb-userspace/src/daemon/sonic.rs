@@ -122,7 +122,7 @@ impl Sonic {
             samples
                 .iter()
                 .map(|s| NextHopCounters {
-                    name: NextHopCounters::name(s.group, &s.label),
+                    name: NextHopCounters::name(s.group, &s.spec.to_string()),
                     packets: s.stats.packets,
                     bytes: s.stats.bytes,
                     sprayed_packets: s.stats.sprayed,

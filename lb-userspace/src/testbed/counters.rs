@@ -55,6 +55,20 @@ pub fn read_metric(text: &str, metric: &str, labels: &str) -> Result<u64> {
     }
 }
 
+/// The metrics' labels of the next hop the config writes `label`
+/// (`s1 198.18.1.2`, `eth2 02:00:00:00:00:01 vlan 7`): its `interface`,
+/// `address` and, where tagged, `vlan`, as a filter for [`read_metric`].
+pub fn nexthop_labels(label: &str) -> String {
+    let mut words = label.split(' ');
+    let interface = words.next().unwrap_or_default();
+    let address = words.next().unwrap_or_default();
+    let mut labels = format!("interface=\"{interface}\",address=\"{address}\"");
+    if let (Some("vlan"), Some(vlan)) = (words.next(), words.next()) {
+        labels.push_str(&format!(",vlan=\"{vlan}\""));
+    }
+    labels
+}
+
 impl LeafCounters {
     /// Reads the counters of the testbed's spine group.
     pub fn from_metrics(bed: &Testbed, text: &str) -> Result<Self> {
@@ -71,7 +85,7 @@ impl LeafCounters {
             .iter()
             .map(|label| {
                 // The group too: another group may have the same next hop.
-                let filter = format!("group=\"{group}\",nexthop=\"{label}\"");
+                let filter = format!("group=\"{group}\",{}", nexthop_labels(label));
                 let read = |metric| read_metric(text, metric, &filter);
                 let interface = label.split(' ').next().unwrap_or_default();
                 // Per egress interface, whether or not the group has the
@@ -201,7 +215,8 @@ mod tests {
     use lb_common::abi::{GroupStats, NextHopStats, tx_errors::TxErrors};
 
     use super::*;
-    use crate::metrics::{EgressSample, GroupSample, NextHopSample, render};
+    use crate::config::{NextHopAddr, NextHopSpec};
+    use crate::metrics::{DaemonSample, EgressSample, GroupSample, NextHopSample, render};
 
     #[test]
     fn max_over_mean_is_none_without_data() {
@@ -220,10 +235,14 @@ mod tests {
                 ..GroupStats::default()
             },
         }];
+        let spec = NextHopSpec {
+            interface: "s1".into(),
+            addr: NextHopAddr::Ip("198.18.1.2".parse().unwrap()),
+            vlan: None,
+        };
         let nexthops = [NextHopSample {
             group: "spines",
-            id: 0,
-            label: "s1 198.18.1.2".into(),
+            spec: &spec,
             usable: true,
             stats: NextHopStats {
                 packets: 5,
@@ -240,7 +259,24 @@ mod tests {
                 dropped: 1,
             },
         }];
-        render(&verdicts, &groups, &nexthops, &[], Some(&egress))
+        let daemon = DaemonSample {
+            last_reload_successful: true,
+            last_reload_success_seconds: 0.0,
+            flowlet_capacity: 1024,
+        };
+        render(&daemon, &verdicts, &groups, &nexthops, &[], Some(&egress))
+    }
+
+    #[test]
+    fn a_next_hops_labels_are_its_interface_address_and_vlan() {
+        assert_eq!(
+            nexthop_labels("s1 198.18.1.2"),
+            "interface=\"s1\",address=\"198.18.1.2\""
+        );
+        assert_eq!(
+            nexthop_labels("eth2 02:00:00:00:00:01 vlan 7"),
+            "interface=\"eth2\",address=\"02:00:00:00:00:01\",vlan=\"7\""
+        );
     }
 
     #[test]
@@ -271,7 +307,7 @@ mod tests {
             (
                 "fabriclb_nexthop_sprayed_packets_total{",
                 "fabriclb_nexthop_sprayed_packets_total",
-                "nexthop=\"s1 198.18.1.2\"",
+                "interface=\"s1\",address=\"198.18.1.2\"",
             ),
             (
                 "fabriclb_egress_tx_errors_total{interface=\"s1\",cause=\"dropped\"}",

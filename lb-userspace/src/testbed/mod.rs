@@ -25,7 +25,7 @@ mod udp;
 pub use collective::{
     Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
 };
-pub use counters::{LeafCounters, SpineCount, mmr, read_metric};
+pub use counters::{LeafCounters, SpineCount, mmr, nexthop_labels, read_metric};
 pub use cross::{CrossReport, CrossTraffic};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;

@@ -20,6 +20,7 @@ use crate::daemon::ingress::IngressPorts;
 use crate::daemon::kernel_routes::{self, KernelWatch};
 use crate::daemon::link_events::{self, LinkWatch};
 use crate::daemon::links::{Ongoing, resolve_with_wait};
+use crate::daemon::loads::Loads;
 use crate::daemon::local::{self, Follower};
 use crate::daemon::metrics_file::MetricsTick;
 use crate::daemon::notify::ServiceManager;
@@ -124,6 +125,7 @@ pub async fn run(options: Options) -> Result<()> {
         ongoing,
         sonic,
         manager: ServiceManager::from_env(),
+        loads: Loads::started(),
     };
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.sync_ports(&netlink, &mut dp).await;

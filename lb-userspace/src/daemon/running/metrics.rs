@@ -14,6 +14,7 @@ impl Running {
         Sources {
             tables: &self.tables,
             telemetry: &self.telemetry,
+            loads: &self.loads,
         }
     }
 

@@ -26,6 +26,7 @@ use crate::daemon::ingress::IngressPorts;
 use crate::daemon::kernel_routes::KernelWatch;
 use crate::daemon::link_events::LinkWatch;
 use crate::daemon::links::Ongoing;
+use crate::daemon::loads::Loads;
 use crate::daemon::local::Follower;
 use crate::daemon::notify::ServiceManager;
 use crate::daemon::peer_load::PeerLoads;
@@ -64,4 +65,7 @@ struct Running {
     /// systemd, when it started the daemon: told when it is ready and
     /// around each reload.
     manager: ServiceManager,
+    /// Whether the last load took the config, and when the one in force
+    /// was: for the metrics.
+    loads: Loads,
 }

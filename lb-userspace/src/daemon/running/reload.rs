@@ -69,6 +69,10 @@ impl Running {
                 Err(format!("{e:#}"))
             }
         };
+        match &answer {
+            Ok(_) => self.loads.taken(),
+            Err(_) => self.loads.refused(),
+        }
         let status = match &answer {
             Ok(_) => self.in_force(path),
             Err(why) => format!("reload refused, the running config stays: {why}"),

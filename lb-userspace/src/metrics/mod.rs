@@ -1,0 +1,408 @@
+//! Prometheus text-format snapshot of the data plane's counters, written
+//! atomically to a file (for node_exporter's textfile collector, scripts and
+//! tests: [`textfile`]) or served over HTTP.
+
+mod textfile;
+
+pub use textfile::write_atomically;
+
+use std::fmt::Write as _;
+
+use lb_common::abi::tx_errors::TxErrors;
+use lb_common::abi::{GroupStats, NextHopStats, OverrideStats};
+use lb_common::verdict::Reason;
+
+use crate::config::{Mode, NextHopSpec};
+
+/// One group's identity and counters.
+pub struct GroupSample<'a> {
+    pub name: &'a str,
+    /// The data plane's mode code.
+    pub mode: u32,
+    pub stats: GroupStats,
+}
+
+/// One override's counters.
+pub struct OverrideSample<'a> {
+    pub name: &'a str,
+    /// The group whose route carries its destination.
+    pub group: &'a str,
+    pub stats: OverrideStats,
+}
+
+/// One next hop's identity and counters.
+pub struct NextHopSample<'a> {
+    pub group: &'a str,
+    /// As the config (or the route it was learned from) gives it: its
+    /// labels, which stay while the next hop does, whatever else an edit
+    /// moves.
+    pub spec: &'a NextHopSpec,
+    pub usable: bool,
+    pub stats: NextHopStats,
+    /// The data plane's path quality for it.
+    pub quality: u32,
+    /// Its telemetry, when its group has a source.
+    pub path: Option<PathSample>,
+    /// Its quality and telemetry toward each of its group's destinations.
+    pub destinations: Vec<DestinationSample<'a>>,
+}
+
+/// A next hop rated toward one of its group's destinations.
+pub struct DestinationSample<'a> {
+    pub name: &'a str,
+    pub quality: u32,
+    pub path: Option<PathSample>,
+}
+
+/// One next hop's telemetry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathSample {
+    /// The source's config name.
+    pub source: &'static str,
+    pub band: u32,
+    /// Bytes queued toward it at the last good reading.
+    pub queued_bytes: u64,
+    /// Seconds since the last good reading (since start if none).
+    pub age_seconds: f64,
+    /// Reads that failed.
+    pub errors: u64,
+    /// Whether it fell back to the default quality for want of readings.
+    pub stale: bool,
+}
+
+/// What one egress interface failed to send of what the program
+/// redirected to it.
+pub struct EgressSample {
+    pub interface: String,
+    pub tx_errors: TxErrors,
+}
+
+/// The daemon's own state, beside the data plane's counters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DaemonSample {
+    /// Whether the last attempt to load the config (the start's, or a
+    /// reload's) took it.
+    pub last_reload_successful: bool,
+    /// When the config in force was taken, seconds since the Unix epoch.
+    pub last_reload_success_seconds: f64,
+    /// The flowlet table's size, fixed when the program was loaded.
+    pub flowlet_capacity: u32,
+}
+
+/// `egress` is `None` when transmit errors are not counted (the kernel's
+/// tracepoints could not be used): their family is left out rather than
+/// shown as zeros.
+pub fn render(
+    daemon: &DaemonSample,
+    verdicts: &[u64; Reason::COUNT as usize],
+    groups: &[GroupSample<'_>],
+    nexthops: &[NextHopSample<'_>],
+    overrides: &[OverrideSample<'_>],
+    egress: Option<&[EgressSample]>,
+) -> String {
+    let mut out = String::new();
+    render_daemon(&mut out, daemon);
+    out.push_str(
+        "# HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.\n",
+    );
+    out.push_str("# TYPE fabriclb_packets_total counter\n");
+    for reason in Reason::ALL {
+        let _ = writeln!(
+            out,
+            "fabriclb_packets_total{{reason=\"{}\"}} {}",
+            reason.name(),
+            verdicts[reason as usize]
+        );
+    }
+    out.push_str("# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).\n");
+    out.push_str("# TYPE fabriclb_group_mode gauge\n");
+    for g in groups {
+        for (name, mode) in Mode::NAMES {
+            let _ = writeln!(
+                out,
+                "fabriclb_group_mode{{group=\"{}\",mode=\"{name}\"}} {}",
+                escape(g.name),
+                u64::from(mode.code() == g.mode)
+            );
+        }
+    }
+    type GroupValue = fn(&GroupStats) -> u64;
+    let per_group: [(&str, &str, GroupValue); 4] = [
+        (
+            "fabriclb_group_new_flowlets_total",
+            "Flowlets started (a flow's first included).",
+            |s| s.new_flowlets,
+        ),
+        (
+            "fabriclb_group_flowlet_moves_total",
+            "New flowlets that took a different next hop than their flow had.",
+            |s| s.flowlet_moves,
+        ),
+        (
+            "fabriclb_group_sprayed_packets_total",
+            "Packets that picked their own next hop (per-packet mode).",
+            |s| s.sprayed,
+        ),
+        (
+            "fabriclb_group_pinned_packets_total",
+            "Packets that followed their flowlet (flowlet and per-packet modes).",
+            |s| s.pinned,
+        ),
+    ];
+    for (metric, help, value) in per_group {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
+        for g in groups {
+            let _ = writeln!(
+                out,
+                "{metric}{{group=\"{}\"}} {}",
+                escape(g.name),
+                value(&g.stats)
+            );
+        }
+    }
+    type OverrideValue = fn(&OverrideStats) -> u64;
+    let per_override: [(&str, &str, OverrideValue); 3] = [
+        (
+            "fabriclb_override_packets_total",
+            "Packets an override matched and sent to its next hop.",
+            |s| s.packets,
+        ),
+        (
+            "fabriclb_override_bytes_total",
+            "Bytes an override matched and sent to its next hop (as received).",
+            |s| s.bytes,
+        ),
+        (
+            "fabriclb_override_fallbacks_total",
+            "Packets an override matched while its next hop was unusable: they took the \
+             group's own choice.",
+            |s| s.fallbacks,
+        ),
+    ];
+    for (metric, help, value) in per_override {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
+        for o in overrides {
+            let _ = writeln!(
+                out,
+                "{metric}{{override=\"{}\",group=\"{}\"}} {}",
+                escape(o.name),
+                escape(o.group),
+                value(&o.stats)
+            );
+        }
+    }
+    type Value = fn(&NextHopSample<'_>) -> u64;
+    let per_nexthop: [(&str, &str, &str, Value); 4] = [
+        (
+            "fabriclb_nexthop_packets_total",
+            "Packets forwarded to the next hop.",
+            "counter",
+            |n| n.stats.packets,
+        ),
+        (
+            "fabriclb_nexthop_bytes_total",
+            "Bytes forwarded to the next hop (as received).",
+            "counter",
+            |n| n.stats.bytes,
+        ),
+        (
+            "fabriclb_nexthop_sprayed_packets_total",
+            "Of the packets forwarded to the next hop, those sprayed there.",
+            "counter",
+            |n| n.stats.sprayed,
+        ),
+        (
+            "fabriclb_nexthop_usable",
+            "1 when the next hop is selectable (link up, MAC known).",
+            "gauge",
+            |n| u64::from(n.usable),
+        ),
+    ];
+    for (metric, help, kind, value) in per_nexthop {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
+        for n in nexthops {
+            let _ = writeln!(out, "{metric}{{{}}} {}", nexthop_labels(n), value(n));
+        }
+    }
+    let metric = "fabriclb_nexthop_quality";
+    let _ = writeln!(
+        out,
+        "# HELP {metric} Path quality the data plane weighs the next hop by (1024: default, \
+         higher is better); with a destination label, toward that destination of its group.\n\
+         # TYPE {metric} gauge"
+    );
+    for n in nexthops {
+        let labels = nexthop_labels(n);
+        let _ = writeln!(out, "{metric}{{{labels}}} {}", n.quality);
+        for d in &n.destinations {
+            let _ = writeln!(
+                out,
+                "{metric}{{{labels},destination=\"{}\"}} {}",
+                escape(d.name),
+                d.quality
+            );
+        }
+    }
+    render_telemetry(&mut out, nexthops);
+    if let Some(egress) = egress {
+        render_tx_errors(&mut out, egress);
+    }
+    out
+}
+
+/// The build, the config's loads and the table sizes: one series each.
+fn render_daemon(out: &mut String, daemon: &DaemonSample) {
+    let _ = writeln!(
+        out,
+        "# HELP fabriclb_build_info The running build (always 1).\n\
+         # TYPE fabriclb_build_info gauge\n\
+         fabriclb_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+        escape(env!("CARGO_PKG_VERSION")),
+        escape(crate::COMMIT)
+    );
+    let series: [(&str, &str, String); 3] = [
+        (
+            "fabriclb_config_last_reload_successful",
+            "1 when the last attempt to load the config (at start or a reload) took it, 0 \
+             when it was refused and the config before it stays.",
+            u64::from(daemon.last_reload_successful).to_string(),
+        ),
+        (
+            "fabriclb_config_last_reload_success_timestamp_seconds",
+            "When the config in force was taken, in seconds since the Unix epoch.",
+            format!("{:.3}", daemon.last_reload_success_seconds),
+        ),
+        (
+            "fabriclb_flowlet_table_capacity",
+            "Entries of the flowlet table (switch.flowlet_table_size when the program was \
+             loaded).",
+            daemon.flowlet_capacity.to_string(),
+        ),
+    ];
+    for (metric, help, value) in series {
+        let _ = writeln!(
+            out,
+            "# HELP {metric} {help}\n# TYPE {metric} gauge\n{metric} {value}"
+        );
+    }
+}
+
+/// Per interface rather than per next hop: next hops that differ only by
+/// VLAN share an interface, and the kernel reports losses per device.
+fn render_tx_errors(out: &mut String, egress: &[EgressSample]) {
+    let metric = "fabriclb_egress_tx_errors_total";
+    let _ = writeln!(
+        out,
+        "# HELP {metric} Frames redirected to the interface that never left (also counted as \
+         forwarded and in the next hop's packets), by cause: refused (the kernel refused the \
+         redirect, e.g. the interface down) or dropped (the driver's transmit dropped them, e.g. \
+         its queue full or its peer down).\n# TYPE {metric} counter"
+    );
+    for e in egress {
+        let interface = escape(&e.interface);
+        for (cause, count) in [
+            ("refused", e.tx_errors.refused),
+            ("dropped", e.tx_errors.dropped),
+        ] {
+            let _ = writeln!(
+                out,
+                "{metric}{{interface=\"{interface}\",cause=\"{cause}\"}} {count}"
+            );
+        }
+    }
+}
+
+/// The telemetry of the next hops that have a source.
+fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
+    type Value = fn(&PathSample) -> String;
+    let per_path: [(&str, &str, &str, Value); 5] = [
+        (
+            "fabriclb_nexthop_quality_band",
+            "Quality band from telemetry, 0 (idle) to 7 (congested).",
+            "gauge",
+            |p| p.band.to_string(),
+        ),
+        (
+            "fabriclb_nexthop_queue_bytes",
+            "Bytes queued toward the next hop at the last good reading.",
+            "gauge",
+            |p| p.queued_bytes.to_string(),
+        ),
+        (
+            "fabriclb_telemetry_age_seconds",
+            "Seconds since the next hop's last good telemetry reading.",
+            "gauge",
+            |p| format!("{:.3}", p.age_seconds),
+        ),
+        (
+            "fabriclb_telemetry_errors_total",
+            "Telemetry reads for the next hop that failed.",
+            "counter",
+            |p| p.errors.to_string(),
+        ),
+        (
+            "fabriclb_telemetry_stale",
+            "1 when the next hop fell back to the default quality for want of readings.",
+            "gauge",
+            |p| u64::from(p.stale).to_string(),
+        ),
+    ];
+    for (metric, help, kind, value) in per_path {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
+        for n in nexthops {
+            let labels = nexthop_labels(n);
+            let toward = n.destinations.iter().filter_map(|d| {
+                let destination = format!(",destination=\"{}\"", escape(d.name));
+                Some((destination, d.path.as_ref()?))
+            });
+            let own = n.path.as_ref().map(|p| (String::new(), p));
+            for (destination, path) in own.into_iter().chain(toward) {
+                let _ = writeln!(
+                    out,
+                    "{metric}{{{labels}{destination},source=\"{}\"}} {}",
+                    path.source,
+                    value(path)
+                );
+            }
+        }
+    }
+}
+
+/// A next hop's labels, the same on each of its metrics: its group, its
+/// egress `interface` (as the transmit errors' and node_exporter's
+/// `device` name it) and `address` (an IP address, or a MAC where the
+/// config gives one), and `vlan` where it is tagged. No id: ids follow the
+/// config's order, and a series must not change name when the file is
+/// edited around the next hop.
+fn nexthop_labels(n: &NextHopSample<'_>) -> String {
+    let mut labels = format!(
+        "group=\"{}\",interface=\"{}\",address=\"{}\"",
+        escape(n.group),
+        escape(&n.spec.interface),
+        n.spec.addr
+    );
+    if let Some(vlan) = n.spec.vlan {
+        let _ = write!(labels, ",vlan=\"{vlan}\"");
+    }
+    labels
+}
+
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Reads one sample back from rendered text: the value of `metric` on the
+/// line whose labels contain `label_filter`.
+pub fn sample(text: &str, metric: &str, label_filter: &str) -> Option<u64> {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with('{'))
+        .find(|l| l.contains(label_filter))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests;
