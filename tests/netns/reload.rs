@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use fabriclb::config;
-use fabriclb::testbed::{Daemon, LeafCounters};
+use fabriclb::testbed::{Daemon, LeafCounters, read_metric};
 
 use crate::bed::{Bed, assert_delivered, steady, wait_for};
 
@@ -19,11 +19,19 @@ fn wait_for_mode(bed: &Bed, daemon: &Daemon, mode: &str) -> anyhow::Result<LeafC
     Ok(counters)
 }
 
+/// When the config in force was taken, as the metrics say.
+fn taken_at(text: &str) -> anyhow::Result<f64> {
+    let metric = "fabriclb_config_last_reload_success_timestamp_seconds ";
+    let line = (text.lines().find_map(|l| l.strip_prefix(metric)))
+        .ok_or_else(|| anyhow::anyhow!("no {metric}in the metrics"))?;
+    Ok(line.parse()?)
+}
+
 /// Under steady load, the group goes ecmp -> (an invalid config, refused)
 /// -> per-packet -> flowlet -> ecmp by editing the file and sending SIGHUP
 /// (the watcher off, so only SIGHUP reloads). Each change is logged, shows
-/// in the metrics and takes effect in the data plane's counters; no packet
-/// is lost but those the testbed's links drop.
+/// in the metrics (the refusal too) and takes effect in the data plane's
+/// counters; no packet is lost but those the testbed's links drop.
 #[test]
 fn live_mode_changes_by_sighup_lose_nothing() {
     let bed = Bed::up("m", 2);
@@ -57,6 +65,13 @@ fn live_mode_changes_by_sighup_lose_nothing() {
             refused.mode == "ecmp" && refused.sprayed == 0 && refused.pinned == 0,
             "an invalid config changed something: {refused:?}"
         );
+        // And said in the metrics, the config in force since the start.
+        let started = wait_for("the refusal in the metrics", || {
+            let text = daemon.metrics()?;
+            let loaded = read_metric(&text, "fabriclb_config_last_reload_successful", "")?;
+            Ok((loaded == 0).then(|| taken_at(&text)))
+        })?
+        .0?;
 
         let mut took = Vec::new();
         let mut from = "ecmp";
@@ -75,6 +90,12 @@ fn live_mode_changes_by_sighup_lose_nothing() {
             from = mode;
             took.push((mode, sent.elapsed()));
             let a = wait_for_mode(&bed, daemon, mode)?;
+            let text = daemon.metrics()?;
+            anyhow::ensure!(
+                read_metric(&text, "fabriclb_config_last_reload_successful", "")? == 1
+                    && taken_at(&text)? > started,
+                "the reload to {mode} is not in the metrics:\n{text}"
+            );
             // Traffic goes on, and shows which path each packet took.
             let (b, _) = wait_for(&format!("{mode} forwarding"), || {
                 let b = bed.counters(daemon)?;

@@ -398,7 +398,7 @@ fn escape(value: &str) -> String {
 /// line whose labels contain `label_filter`.
 pub fn sample(text: &str, metric: &str, label_filter: &str) -> Option<u64> {
     text.lines()
-        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with('{'))
+        .filter(|l| (l.strip_prefix(metric)).is_some_and(|rest| rest.starts_with(['{', ' '])))
         .find(|l| l.contains(label_filter))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())

@@ -255,6 +255,11 @@ fn sample_reads_one_value_back() {
         sample(&text, "fabriclb_nexthop_usable", "address=\"10.0.2.2\""),
         Some(1)
     );
+    // A series without labels, with no filter.
+    assert_eq!(
+        sample(&text, "fabriclb_flowlet_table_capacity", ""),
+        Some(65536)
+    );
     // A metric whose name only starts with the one asked for is another.
     assert_eq!(
         sample(&text, "fabriclb_nexthop_packets", "interface=\"eth1\""),
