@@ -379,3 +379,34 @@ fn only_self_contained_packets_are_sprayed() {
     }
     assert_eq!(h.group_stats("per-packet").pinned, 16);
 }
+
+/// `fabriclb_flowlet_table_entries` is estimated from 1024 entries spread
+/// over the table: with 20000 flows in the default 65536 entries, within a
+/// tenth of the full count `fabriclb status` makes.
+#[test]
+fn the_flowlet_table_occupancy_estimate_is_near_the_full_count() {
+    let mut h = Harness::on_one_cpu();
+    for flow in 0..20_000u16 {
+        let (ip, l4) = udp_packet(STICKY.0, flow);
+        let (verdict, _) = h.run(&ip.frame(LB_MAC, PEER_MAC, &[], &l4));
+        assert_eq!(verdict, Reason::Forwarded.xdp_action(), "flow {flow}");
+    }
+    let capacity = h.dp.maps.flowlet_capacity().expect("capacity");
+    let generations: Vec<u32> = (h.tables.groups.iter())
+        .map(|g| g.entry.generation)
+        .collect();
+    let full = (h.dp.maps.flowlets.iter())
+        .map(|states| states.expect("flowlet entry"))
+        .filter(|states| states.iter().any(|s| generations.contains(&s.generation)))
+        .count() as u64;
+    let estimate = (h.dp)
+        .flowlet_entries_estimate(capacity, &generations)
+        .expect("estimate");
+    eprintln!("20000 flows: {full} entries held, {estimate} estimated");
+    // At most one entry a flow (a collision shares one).
+    assert!((16_000..=20_000).contains(&full), "{full}");
+    assert!(
+        estimate.abs_diff(full) * 10 <= full,
+        "{estimate} for {full}"
+    );
+}

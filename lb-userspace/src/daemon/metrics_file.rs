@@ -86,10 +86,17 @@ fn render_with(
     nexthops: &[NextHopSample<'_>],
 ) -> Result<String> {
     let tables = sources.tables;
+    let flowlet_capacity = (dp.maps.flowlet_capacity()).context("the flowlet table's size")?;
     let daemon = DaemonSample {
         last_reload_successful: sources.loads.last_taken(),
         last_reload_success_seconds: sources.loads.in_force_since(),
-        flowlet_capacity: (dp.maps.flowlet_capacity()).context("the flowlet table's size")?,
+        flowlet_capacity,
+        flowlet_entries: dp.flowlet_entries_estimate(
+            flowlet_capacity,
+            &(tables.groups.iter())
+                .map(|g| g.entry.generation)
+                .collect::<Vec<_>>(),
+        )?,
     };
     let verdicts = dp.verdict_counts()?;
     let mut groups = Vec::new();

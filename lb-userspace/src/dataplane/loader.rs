@@ -207,6 +207,9 @@ fn size_flowlets<'a>(loader: &mut EbpfLoader<'a>, size: &'a u32) {
         .override_global(names::FLOWLET_TABLE_SIZE, size, true);
 }
 
+/// Flowlet table entries read to estimate how many are held.
+pub const OCCUPANCY_SAMPLES: u32 = 1024;
+
 impl Dataplane {
     /// Loads the production object and the program into the kernel
     /// (verifier included) without attaching it to any interface; the
@@ -371,6 +374,23 @@ impl Dataplane {
                 sprayed: acc.sprayed + s.sprayed,
                 pinned: acc.pinned + s.pinned,
             }))
+    }
+
+    /// Entries of the flowlet table (of `capacity`) that hold state of
+    /// one of `generations` on some CPU, as `fabriclb status` counts
+    /// them, estimated from [`OCCUPANCY_SAMPLES`] entries spread evenly
+    /// over the table: flows land on entries by hash, so a stride samples
+    /// them fairly, while counting them all reads every entry (65536
+    /// reads at the default size), too much for every metrics tick.
+    pub fn flowlet_entries_estimate(&self, capacity: u32, generations: &[u32]) -> Result<u64> {
+        let stride = (capacity / OCCUPANCY_SAMPLES).max(1);
+        let (mut read, mut held) = (0u64, 0u64);
+        for index in (0..capacity).step_by(stride as usize) {
+            let states = (self.maps.flowlets.get(&index, 0)).map_err(map_err(names::FLOWLETS))?;
+            read += 1;
+            held += u64::from(states.iter().any(|s| generations.contains(&s.generation)));
+        }
+        Ok((held * u64::from(capacity)).checked_div(read).unwrap_or(0))
     }
 
     pub fn set_path_quality(&mut self, id: u32, quality: u32) -> Result<()> {

@@ -87,6 +87,8 @@ pub struct DaemonSample {
     pub last_reload_success_seconds: f64,
     /// The flowlet table's size, fixed when the program was loaded.
     pub flowlet_capacity: u32,
+    /// Of those, entries a flow of a group in force holds (estimated).
+    pub flowlet_entries: u64,
 }
 
 /// `egress` is `None` when transmit errors are not counted (the kernel's
@@ -260,7 +262,7 @@ fn render_daemon(out: &mut String, daemon: &DaemonSample) {
         escape(env!("CARGO_PKG_VERSION")),
         escape(crate::COMMIT)
     );
-    let series: [(&str, &str, String); 3] = [
+    let series: [(&str, &str, String); 4] = [
         (
             "fabriclb_config_last_reload_successful",
             "1 when the last attempt to load the config (at start or a reload) took it, 0 \
@@ -277,6 +279,13 @@ fn render_daemon(out: &mut String, daemon: &DaemonSample) {
             "Entries of the flowlet table (switch.flowlet_table_size when the program was \
              loaded).",
             daemon.flowlet_capacity.to_string(),
+        ),
+        (
+            "fabriclb_flowlet_table_entries",
+            "Flowlet table entries a flow of a group in force holds, estimated from 1024 \
+             entries spread evenly over the table; past about half the capacity, new flows \
+             often share an entry with another.",
+            daemon.flowlet_entries.to_string(),
         ),
     ];
     for (metric, help, value) in series {

@@ -6,6 +6,7 @@ const DAEMON: DaemonSample = DaemonSample {
     last_reload_successful: false,
     last_reload_success_seconds: 1764316800.25,
     flowlet_capacity: 65536,
+    flowlet_entries: 12032,
 };
 
 /// One group of two next hops, with counters.
@@ -140,6 +141,9 @@ fabriclb_config_last_reload_success_timestamp_seconds 1764316800.250
 # HELP fabriclb_flowlet_table_capacity Entries of the flowlet table (switch.flowlet_table_size when the program was loaded).
 # TYPE fabriclb_flowlet_table_capacity gauge
 fabriclb_flowlet_table_capacity 65536
+# HELP fabriclb_flowlet_table_entries Flowlet table entries a flow of a group in force holds, estimated from 1024 entries spread evenly over the table; past about half the capacity, new flows often share an entry with another.
+# TYPE fabriclb_flowlet_table_entries gauge
+fabriclb_flowlet_table_entries 12032
 # HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.
 # TYPE fabriclb_packets_total counter
 fabriclb_packets_total{reason="forwarded"} 7

@@ -263,6 +263,7 @@ mod tests {
             last_reload_successful: true,
             last_reload_success_seconds: 0.0,
             flowlet_capacity: 1024,
+            flowlet_entries: 0,
         };
         render(&daemon, &verdicts, &groups, &nexthops, &[], Some(&egress))
     }
