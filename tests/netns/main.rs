@@ -19,6 +19,7 @@ mod kernel_routes;
 mod links;
 mod local;
 mod neighbours;
+mod observability;
 mod overrides;
 mod privileges;
 mod reload;

@@ -1,7 +1,8 @@
 //! The daemon's side of telemetry: readings from the spines' real
-//! exporters become metrics, and a source that goes silent degrades its
-//! next hop to the default quality after the stated staleness, logs that
-//! once, and stops nothing.
+//! exporters become metrics (every series the shipped dashboard and rules
+//! use among them), and a source that goes silent degrades its next hop
+//! to the default quality after the stated staleness, logs that once, and
+//! stops nothing.
 
 use fabriclb::testbed::{Exporters, nexthop_labels, read_metric};
 use nix::sys::signal::{Signal, kill};
@@ -15,8 +16,16 @@ const STALE_AFTER_MS: u64 = 200;
 fn a_silent_exporter_goes_stale_once_and_its_next_hop_back_to_the_default() {
     let bed = Bed::up("e", 1);
     let exporters = Exporters::start(&bed.testbed).expect("exporters");
+    let (interface, ip) = (bed.testbed.spine_label(2).split_once(' '))
+        .map(|(i, a)| (i.to_owned(), a.to_owned()))
+        .expect("a spine's label");
+    // An override too (for no traffic), so that every family is there.
     let config = bed.config("mode = \"flowlet\"\ntelemetry = \"remote\"")
-        + &format!("\n[telemetry]\nstale_after_ms = {STALE_AFTER_MS}\n");
+        + &format!(
+            "\n[telemetry]\nstale_after_ms = {STALE_AFTER_MS}\n\n[[override]]\n\
+             name = \"unused\"\ndst = \"198.19.200.0/24\"\n\
+             next_hop = {{ interface = \"{interface}\", ip = \"{ip}\" }}\n"
+        );
     let daemon = bed.daemon(&config, &[]).expect("daemon");
     let label = |j: usize| nexthop_labels(&bed.testbed.spine_label(j));
     let metric = |name: &str, j: usize| -> anyhow::Result<u64> {
@@ -47,6 +56,13 @@ fn a_silent_exporter_goes_stale_once_and_its_next_hop_back_to_the_default() {
             "s{j}"
         );
     }
+
+    // Every series the shipped rules and dashboard name is exported.
+    let text = daemon.metrics().expect("metrics");
+    let exported = crate::observability::series_named(&text);
+    let used = crate::observability::series_the_dashboards_use();
+    let missing: Vec<&String> = used.difference(&exported).collect();
+    assert!(missing.is_empty(), "not exported: {missing:?}\n{text}");
 
     // Spine 1's exporter dies: its next hop goes stale, the others not.
     daemon.skip_log().expect("log");

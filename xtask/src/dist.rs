@@ -69,6 +69,13 @@ pub fn dist(root: &Path) -> Result<Package> {
             0o644,
         )?;
     }
+    for shipped in OBSERVABILITY {
+        put(
+            &staged(SHARED).join(shipped),
+            &fs::read(root.join("configs").join(shipped))?,
+            0o644,
+        )?;
+    }
     put(&doc.join("copyright"), copyright().as_bytes(), 0o644)?;
     put(
         &doc.join("changelog.Debian.gz"),
@@ -151,6 +158,15 @@ fn parse_version(line: &str) -> Result<(String, String)> {
         None => bail!("unexpected --version output {line:?}"),
     }
 }
+
+/// Where the package puts what Prometheus and Grafana load.
+pub const SHARED: &str = "/usr/share/fabriclb";
+
+/// The rules and the dashboard, under `configs/` and [`SHARED`] alike.
+pub const OBSERVABILITY: [&str; 2] = [
+    "prometheus/fabriclb-rules.yml",
+    "grafana/fabriclb-dashboard.json",
+];
 
 fn examples(root: &Path) -> Result<Vec<PathBuf>> {
     let mut examples = sorted(&root.join("configs"))?;

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::dist::{CONFFILE, INSTALLED_BINARY, UNIT, sorted};
+use crate::dist::{CONFFILE, INSTALLED_BINARY, OBSERVABILITY, SHARED, UNIT, sorted};
 use crate::{capture, product, run, smoke, target_dir};
 
 pub fn check(root: &Path, deb: &Path) -> Result<()> {
@@ -86,6 +86,16 @@ pub fn check(root: &Path, deb: &Path) -> Result<()> {
         .arg("-n")
         .arg(installed("/usr/share/bash-completion/completions/fabriclb")))?;
 
+    // The rules as installed, read by Prometheus' own checker; the
+    // dashboard beside them.
+    let shared = installed(SHARED);
+    run(Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(shared.join(OBSERVABILITY[0])))?;
+    ensure!(
+        shared.join(OBSERVABILITY[1]).is_file(),
+        "no dashboard under {SHARED}"
+    );
     let listed = capture(&mut dpkg(&["--listfiles", "fabriclb"]))?;
     run(&mut dpkg(&["--purge", "fabriclb"]))?;
     let left = leftovers(&into, &admin)?;

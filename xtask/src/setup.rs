@@ -34,6 +34,9 @@ const PACKAGES: &[(&str, &str)] = &[
     // The soak's count of RoCEv2 frames a spine drops for a MAC it no
     // longer has.
     ("nft", "nftables"),
+    // The shipped alerting and recording rules, and the dashboard's
+    // queries, checked with the real parser.
+    ("promtool", "prometheus"),
     // The package's install check: its man pages rendered as man does.
     ("man", "man-db"),
     ("nroff", "groff-base"),
