@@ -288,6 +288,11 @@ fn demo(root: &Path, args: &[String]) -> Result<()> {
             &format!("target/demo/{name}.json"),
         ])?;
     }
+    println!(
+        "xtask demo: the scenarios' reports are in {0}/target/demo/NAME.json, their charts \
+         beside them as NAME.svg",
+        root.display()
+    );
     Ok(())
 }
 

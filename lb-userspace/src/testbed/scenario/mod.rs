@@ -7,6 +7,7 @@
 //! ones) is a row in [`modes`], not a change to any scenario.
 
 mod bgp_drain;
+pub mod chart;
 pub mod equal_paths;
 pub mod fabric_herd;
 pub mod fabric_matrix;
@@ -21,7 +22,7 @@ pub mod sonic;
 mod table;
 pub mod te_override;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -337,6 +338,7 @@ pub fn run(bed_name: &str, name: Name, json: Option<&Path>) -> Result<()> {
     if let Some(path) = json {
         report.write(path)?;
         println!("\nwrote {}", path.display());
+        said_chart(chart::write_beside(path, &serde_json::to_value(&report)?)?);
     }
     Ok(())
 }
@@ -393,11 +395,19 @@ pub fn write_runs<T: serde::Serialize>(
         modes: &'a [T],
     }
     if let Some(path) = path {
-        let runs = Runs { scenario, modes };
+        let runs = serde_json::to_value(Runs { scenario, modes })?;
         std::fs::write(path, serde_json::to_string_pretty(&runs)? + "\n")?;
         println!("\nwrote {}", path.display());
+        said_chart(chart::write_beside(path, &runs)?);
     }
     Ok(())
+}
+
+/// Says where the chart beside a report went, if it has one.
+fn said_chart(path: Option<PathBuf>) {
+    if let Some(path) = path {
+        println!("wrote {}", path.display());
+    }
 }
 
 /// Runs `scenario`'s collective through each of `modes` on `bed` (built
