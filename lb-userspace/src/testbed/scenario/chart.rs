@@ -111,8 +111,31 @@ fn percent(value: f64) -> String {
     format!("{:.2}%", value * 100.0)
 }
 
+/// A panel headed `title`, a line a row with its label, the row's own
+/// drawing by `draw` (given the line's top). Returns where the next
+/// panel starts.
+fn panel(
+    out: &mut String,
+    top: f64,
+    title: &str,
+    labels: &[String],
+    mut draw: impl FnMut(&mut String, usize, f64),
+) -> f64 {
+    let _ = writeln!(
+        out,
+        "<text x=\"10\" y=\"{}\" font-size=\"13\">{title}</text>",
+        top + 14.0
+    );
+    for (i, label) in labels.iter().enumerate() {
+        let y = top + 22.0 + ROW * i as f64;
+        let _ = writeln!(out, "<text x=\"10\" y=\"{}\">{label}</text>", y + 13.0);
+        draw(out, i, y);
+    }
+    top + 30.0 + ROW * labels.len() as f64
+}
+
 /// A panel of one bar a row from `base`, scaled to the largest; nothing
-/// when no row has a value. Returns where the next panel starts.
+/// when no row has a value.
 fn bars(
     out: &mut String,
     top: f64,
@@ -122,25 +145,16 @@ fn bars(
     base: f64,
     text: impl Fn(f64) -> String,
 ) -> f64 {
-    let largest = values
-        .iter()
-        .flatten()
-        .map(|v| v - base)
-        .fold(0.0, f64::max);
     if values.iter().all(Option::is_none) {
         return top;
     }
+    let largest = (values.iter().flatten())
+        .map(|v| v - base)
+        .fold(0.0, f64::max);
     let room = WIDTH - LEFT - 80.0;
-    let _ = writeln!(
-        out,
-        "<text x=\"10\" y=\"{}\" font-size=\"13\">{title}</text>",
-        top + 14.0
-    );
-    for (i, (label, value)) in labels.iter().zip(values).enumerate() {
-        let y = top + 22.0 + ROW * i as f64;
-        let _ = writeln!(out, "<text x=\"10\" y=\"{}\">{label}</text>", y + 13.0);
-        let Some(value) = value else {
-            continue;
+    panel(out, top, title, labels, |out, i, y| {
+        let Some(value) = values[i] else {
+            return;
         };
         let length = match largest > 0.0 {
             true => (value - base).max(0.0) / largest * room,
@@ -153,10 +167,9 @@ fn bars(
             COLOURS[0],
             LEFT + length + 4.0,
             y + 12.0,
-            text(*value)
+            text(value)
         );
-    }
-    top + 30.0 + ROW * labels.len() as f64
+    })
 }
 
 /// Each row's spines' shares as one bar split in turn.
@@ -165,16 +178,10 @@ fn stacked(out: &mut String, top: f64, labels: &[String], shares: &[Option<Vec<f
         return top;
     }
     let room = WIDTH - LEFT - 20.0;
-    let _ = writeln!(
-        out,
-        "<text x=\"10\" y=\"{}\" font-size=\"13\">each spine's share of the traffic, spine 1 first</text>",
-        top + 14.0
-    );
-    for (i, (label, shares)) in labels.iter().zip(shares).enumerate() {
-        let y = top + 22.0 + ROW * i as f64;
-        let _ = writeln!(out, "<text x=\"10\" y=\"{}\">{label}</text>", y + 13.0);
+    let title = "each spine's share of the traffic, spine 1 first";
+    panel(out, top, title, labels, |out, i, y| {
         let mut x = LEFT;
-        for (j, share) in shares.iter().flatten().enumerate() {
+        for (j, share) in shares[i].iter().flatten().enumerate() {
             let width = share * room;
             let _ = writeln!(
                 out,
@@ -183,8 +190,7 @@ fn stacked(out: &mut String, top: f64, labels: &[String], shares: &[Option<Vec<f
             );
             x += width;
         }
-    }
-    top + 30.0 + ROW * labels.len() as f64
+    })
 }
 
 /// The slowed spine's share in each window, a line a row, over the
