@@ -564,14 +564,27 @@ impl Tables {
     /// over memory. An IPv6 table that does not fit leaves its routes to
     /// the trie, as that write does.
     pub fn route_layout(&self, family: Family) -> Result<Layout, route_table::PoolFull> {
+        let room = match family {
+            Family::V4 => ROUTE4_POOL_BLOCKS,
+            Family::V6 => ROUTE6_POOL_BLOCKS,
+        };
+        match self.compile_routes(family, None, room) {
+            Err(_) if family == Family::V6 => Ok(Layout::in_trie()),
+            compiled => compiled,
+        }
+    }
+
+    /// `family`'s routes compiled into a pool of `room` blocks, keeping
+    /// `previous`'s blocks where their paths stay.
+    fn compile_routes(
+        &self,
+        family: Family,
+        previous: Option<&Layout>,
+        room: u32,
+    ) -> Result<Layout, route_table::PoolFull> {
         match family {
-            Family::V4 => Layout::compile(&self.family_routes::<4>(), None, ROUTE4_POOL_BLOCKS),
-            Family::V6 => {
-                Ok(
-                    Layout::compile(&self.family_routes::<16>(), None, ROUTE6_POOL_BLOCKS)
-                        .unwrap_or_else(|_| Layout::in_trie()),
-                )
-            }
+            Family::V4 => Layout::compile(&self.family_routes::<4>(), previous, room),
+            Family::V6 => Layout::compile(&self.family_routes::<16>(), previous, room),
         }
     }
 
@@ -598,11 +611,7 @@ impl Tables {
             Some(layout) => layout.clone(),
             None => {
                 let room = dp.route_pool_blocks(family)?;
-                let compiled = match family {
-                    Family::V4 => Layout::compile(&self.family_routes::<4>(), old, room),
-                    Family::V6 => Layout::compile(&self.family_routes::<16>(), old, room),
-                };
-                let layout = match compiled {
+                let layout = match self.compile_routes(family, old, room) {
                     Ok(layout) => layout,
                     Err(full) if family == Family::V6 => {
                         if !old.is_some_and(Layout::is_in_trie) {

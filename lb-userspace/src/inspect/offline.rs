@@ -40,9 +40,8 @@ pub struct Offline {
     tables: Tables,
     route4: Layout,
     route6: Layout,
-    /// The config's interfaces, in its order; interface `i` has ifindex
-    /// `i + 1`.
-    interfaces: Vec<String>,
+    /// The config's interfaces, numbered from 1 in its order.
+    interfaces: Interfaces,
     /// Ingress ports whose MACs were given ([`Self::with_port`]).
     ports: Vec<PortMacs>,
     flowlet_capacity: u32,
@@ -55,10 +54,8 @@ impl Offline {
     /// configured MAC, or an unresolved one (all zeros) for an address.
     pub fn build(config: &Config) -> std::result::Result<Self, OfflineError> {
         let interfaces = interfaces(config);
-        let ifindex =
-            |name: &str| (interfaces.iter().position(|i| i == name)).map(|i| i as u32 + 1);
-        Self::with_nexthops(config, |spec| NextHop {
-            ifindex: ifindex(&spec.interface).unwrap_or(0),
+        let up = |spec: &NextHopSpec| NextHop {
+            ifindex: interfaces.index(&spec.interface).unwrap_or(0),
             vlan: spec.vlan.unwrap_or(0),
             flags: NEXTHOP_USABLE,
             dst_mac: match spec.addr {
@@ -66,7 +63,9 @@ impl Offline {
                 NextHopAddr::Ip(_) => [0; 6],
             },
             src_mac: [0; 6],
-        })
+        };
+        let tables = Tables::build(config, None, up)?;
+        Self::of(config, tables, interfaces)
     }
 
     /// The tables `config` makes, each next hop as `resolve` makes it (as
@@ -77,6 +76,15 @@ impl Offline {
         resolve: impl FnMut(&NextHopSpec) -> NextHop,
     ) -> std::result::Result<Self, OfflineError> {
         let tables = Tables::build(config, None, resolve)?;
+        Self::of(config, tables, interfaces(config))
+    }
+
+    /// `config`'s `tables`, its interfaces numbered as `interfaces`.
+    fn of(
+        config: &Config,
+        tables: Tables,
+        interfaces: Interfaces,
+    ) -> std::result::Result<Self, OfflineError> {
         let learning = (config.groups.iter())
             .filter(|g| g.learns_routes())
             .map(|g| {
@@ -88,11 +96,12 @@ impl Offline {
         let skipped = (tables.override_skips.iter())
             .map(|(name, why)| format!("override {name:?} takes no effect: {why}"));
         let unknown = learning.chain(skipped).collect();
+        let (route4, route6) = layouts(&tables)?;
         Ok(Self {
-            route4: tables.route_layout(Family::V4)?,
-            route6: tables.route_layout(Family::V6)?,
+            route4,
+            route6,
             tables,
-            interfaces: interfaces(config),
+            interfaces,
             ports: Vec::new(),
             flowlet_capacity: config.switch.flowlet_table_size,
             unknown,
@@ -103,8 +112,7 @@ impl Offline {
     /// config does not say (the daemon takes them from the kernel).
     pub fn with_local(mut self, addrs: &BTreeSet<IpAddr>) -> std::result::Result<Self, PoolFull> {
         self.tables.set_local(addrs);
-        self.route4 = self.tables.route_layout(Family::V4)?;
-        self.route6 = self.tables.route_layout(Family::V6)?;
+        (self.route4, self.route6) = layouts(&self.tables)?;
         Ok(self)
     }
 
@@ -118,12 +126,12 @@ impl Offline {
 
     /// The ifindex these tables give interface `name`.
     pub fn ifindex(&self, name: &str) -> Option<u32> {
-        (self.interfaces.iter().position(|i| i == name)).map(|i| i as u32 + 1)
+        self.interfaces.index(name)
     }
 
     /// The interfaces by the ifindexes these tables give them.
     pub fn interfaces(&self) -> Interfaces {
-        Interfaces::numbered(self.interfaces.iter().cloned())
+        self.interfaces.clone()
     }
 
     /// What these tables assume of the state only a running box has, and
@@ -156,16 +164,24 @@ impl Offline {
     }
 }
 
-/// The config's interfaces in its order: the ingress ports, then the
-/// next hops' egress ports not among them.
-fn interfaces(config: &Config) -> Vec<String> {
-    let mut interfaces = config.switch.interfaces.clone();
+/// The config's interfaces numbered from 1 in its order: the ingress
+/// ports, then the next hops' egress ports not among them.
+fn interfaces(config: &Config) -> Interfaces {
+    let mut names = config.switch.interfaces.clone();
     for spec in config.groups.iter().flat_map(|g| &g.next_hops) {
-        if !interfaces.contains(&spec.interface) {
-            interfaces.push(spec.interface.clone());
+        if !names.contains(&spec.interface) {
+            names.push(spec.interface.clone());
         }
     }
-    interfaces
+    Interfaces::numbered(names)
+}
+
+/// The IPv4 and IPv6 route tables `tables` place in fresh maps.
+fn layouts(tables: &Tables) -> std::result::Result<(Layout, Layout), PoolFull> {
+    Ok((
+        tables.route_layout(Family::V4)?,
+        tables.route_layout(Family::V6)?,
+    ))
 }
 
 /// An entry of an array map of `size` entries: what fresh maps hold
