@@ -377,21 +377,31 @@ fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
     }
 }
 
-/// A next hop's labels, the same on each of its metrics: its group, its
-/// egress `interface` (as the transmit errors' and node_exporter's
-/// `device` name it) and `address` (an IP address, or a MAC where the
-/// config gives one), and `vlan` where it is tagged. No id: ids follow the
-/// config's order, and a series must not change name when the file is
-/// edited around the next hop.
+/// A next hop's labels, the same on each of its metrics: its group, then
+/// its [`nexthop_identity`].
 fn nexthop_labels(n: &NextHopSample<'_>) -> String {
-    let mut labels = format!(
-        "group=\"{}\",interface=\"{}\",address=\"{}\"",
+    let vlan = n.spec.vlan.map(|v| v.to_string());
+    format!(
+        "group=\"{}\",{}",
         escape(n.group),
-        escape(&n.spec.interface),
-        n.spec.addr
+        nexthop_identity(&n.spec.interface, &n.spec.addr.to_string(), vlan.as_deref())
+    )
+}
+
+/// The labels that name a next hop within its group: its egress
+/// `interface` (as the transmit errors' and node_exporter's `device` name
+/// it) and `address` (an IP address, or a MAC where the config gives
+/// one), and `vlan` where it is tagged. No id: ids follow the config's
+/// order, and a series must not change name when the file is edited
+/// around the next hop.
+pub fn nexthop_identity(interface: &str, address: &str, vlan: Option<&str>) -> String {
+    let mut labels = format!(
+        "interface=\"{}\",address=\"{}\"",
+        escape(interface),
+        escape(address)
     );
-    if let Some(vlan) = n.spec.vlan {
-        let _ = write!(labels, ",vlan=\"{vlan}\"");
+    if let Some(vlan) = vlan {
+        let _ = write!(labels, ",vlan=\"{}\"", escape(vlan));
     }
     labels
 }

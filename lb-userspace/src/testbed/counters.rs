@@ -62,11 +62,11 @@ pub fn nexthop_labels(label: &str) -> String {
     let mut words = label.split(' ');
     let interface = words.next().unwrap_or_default();
     let address = words.next().unwrap_or_default();
-    let mut labels = format!("interface=\"{interface}\",address=\"{address}\"");
-    if let (Some("vlan"), Some(vlan)) = (words.next(), words.next()) {
-        labels.push_str(&format!(",vlan=\"{vlan}\""));
-    }
-    labels
+    let vlan = match (words.next(), words.next()) {
+        (Some("vlan"), vlan) => vlan,
+        _ => None,
+    };
+    metrics::nexthop_identity(interface, address, vlan)
 }
 
 impl LeafCounters {
