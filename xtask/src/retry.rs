@@ -122,16 +122,16 @@ impl Outcome {
             self.current = target_of(running);
         } else if trimmed.starts_with("Doc-tests ") {
             self.current = None;
-        } else if let Some(name) = line
+        } else if let Some((name, verdict)) = line
             .strip_prefix("test ")
-            .and_then(|rest| rest.strip_suffix(" ... FAILED"))
+            .and_then(|rest| rest.rsplit_once(" ... "))
         {
-            self.failed.push((self.current.clone(), name.to_owned()));
-        } else if let Some(name) = line
-            .strip_prefix("test ")
-            .and_then(|rest| rest.strip_suffix(" ... ok"))
-        {
-            self.ok.push((self.current.clone(), name.to_owned()));
+            let test = (self.current.clone(), name.to_owned());
+            match verdict {
+                "FAILED" => self.failed.push(test),
+                "ok" => self.ok.push(test),
+                _ => {}
+            }
         } else if line.starts_with("test result: ")
             && let Some(target) = &self.current
         {
