@@ -15,18 +15,23 @@
 //! Bands change asymmetrically, so paths do not flap: a path gets worse at
 //! once (the next flowlet must not pile onto a queue that is building), but
 //! better only one band per sample, and only once its level is below its
-//! band's lower edge by a hysteresis margin. The daemon samples at a fixed
-//! interval, which is what rate-limits the improvements.
+//! band's lower edge by a hysteresis margin.
+//!
+//! Every smoothing counts in time, not in samples: a sample moves an EWMA
+//! by `dt / (tau + dt)` of the way, `dt` the time since the previous one,
+//! so a profile means the same at any sampling interval, and a source that
+//! skips a sample (a counter its writer did not update, see [`rate`])
+//! weighs as one long interval, not as a missing step.
 //!
 //! The band maps to the data plane's path quality, the divisor of a path's
 //! recent load in the flowlet choice and the weight of a path in the spray
 //! sequence: a band-`b` path is worth `(16 - b) / 16` of an idle one, and
-//! an eighth once its level has been in the worst band for
-//! [`WORST_HELD`] samples in a row; scaled by what it drains against its
+//! an eighth once its level has stayed in the worst band for the
+//! profile's `worst_hold_us`; scaled by what it drains against its
 //! row's fastest ([`PathQuality::scaled_quality`]), so traffic splits in
 //! proportion to what each path drains, and away from where queues build.
-//! The quality follows the band through the same EWMA as the past load (a
-//! quarter of the way per sample), not at once.
+//! The quality follows the band through the same EWMA as the past load
+//! (time constant `smoothing_us`), not at once.
 //!
 //! Why so gentle, and the eighth only for a queue that stays: in a fabric
 //! every leaf reads the same spines and acts on the same sample. With a
@@ -37,9 +42,11 @@
 //! port lost 0.3-1.1% at the fast ports. What a path drains is the
 //! capacity scaling's to follow, which the leaves' moves do not feed. A
 //! queue that stays in the worst band (10 ms by default, half a shallow
-//! buffer) for three samples is load no leaf moved, such as cross traffic
+//! buffer) for `worst_hold_us` is load no leaf moved, such as cross traffic
 //! on the spine, which leaves the drain rate as it was: only the band can
 //! move traffic off it, and then it cuts to an eighth.
+
+pub mod rate;
 
 use crate::select::flowlet::PATH_QUALITY_DEFAULT;
 
@@ -76,13 +83,13 @@ impl Scale {
     }
 }
 
-/// Samples the worst band must hold before it cuts a path to an eighth.
-pub const WORST_HELD: u32 = 3;
+/// The drain rate's time constant: half of the way to a busy interval's
+/// rate per 40 ms, so a spine that slows shows slow within two or three
+/// samples, which is most of how fast every leaf moves off it together.
+const DRAIN_TIME_CONSTANT_US: u64 = 40_000;
 
-/// The drain rate moves half of the way to each busy interval's rate: a
-/// spine that slows shows slow within two or three samples, which is most
-/// of how fast every leaf moves off it together.
-const DRAIN_EWMA_SHIFT: u32 = 1;
+/// An EWMA's weights count in 1/`WEIGHT_UNIT`.
+const WEIGHT_UNIT: u64 = 1 << 16;
 
 /// How a path's measures become a band: `ARS_PROFILE`'s fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,8 +100,13 @@ pub struct Profile {
     pub current_load: Scale,
     /// Microseconds the bytes queued toward the path take to drain.
     pub future_load: Scale,
-    /// The EWMA gives the newest sample a weight of `1 / 2^ewma_shift`.
-    pub ewma_shift: u32,
+    /// The time constant of the past load's EWMA and of the quality's,
+    /// microseconds: a sample `dt` after the previous one moves them
+    /// `dt / (smoothing_us + dt)` of the way.
+    pub smoothing_us: u32,
+    /// How long a path's level must stay in the worst band before its
+    /// quality is cut to an eighth, microseconds.
+    pub worst_hold_us: u32,
     /// How far (in 1/[`LEVEL_UNIT`] of a band) a path's level must be
     /// below its band's lower edge before the band improves.
     pub hysteresis: u32,
@@ -103,6 +115,8 @@ pub struct Profile {
 /// One sample of one path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Measures {
+    /// When it was read, microseconds on any clock that only goes forward.
+    pub at_us: u64,
     /// Egress rate since the previous sample, bytes per second; `None`
     /// when the source has no transmit counter (or no previous sample).
     pub load: Option<u64>,
@@ -145,8 +159,12 @@ pub struct PathQuality {
     pub queued: u64,
     /// `0..BANDS`.
     pub band: u32,
-    /// Samples in a row whose level was in the worst band.
-    pub worst_run: u32,
+    /// When the samples in a row whose level was in the worst band began.
+    pub worst_since_us: Option<u64>,
+    /// Whether the worst band has held for the profile's `worst_hold_us`.
+    pub worst_held: bool,
+    /// When the previous sample was taken.
+    pub sampled_at_us: Option<u64>,
     /// The band's quality through the EWMA (`None` before a sample): what
     /// [`Self::quality`] gives the data plane.
     pub smoothed: Option<u32>,
@@ -155,19 +173,20 @@ pub struct PathQuality {
 impl PathQuality {
     /// Takes one sample and returns the band it leaves the path in.
     pub fn sample(&mut self, profile: &Profile, measures: Measures) -> u32 {
-        let shift = profile.ewma_shift;
+        let at = measures.at_us;
+        let since = self.sampled_at_us.map(|then| at.saturating_sub(then));
+        self.sampled_at_us = Some(at);
+        let smoothing = u64::from(profile.smoothing_us);
         let load = measures.load.unwrap_or(0);
         if let Some(rate) = measures.load {
-            self.past_load = Some(self.past_load.map_or(rate, |p| ewma(p, rate, shift)));
+            self.past_load = Some(follow(self.past_load, rate, since, smoothing));
             self.peak_rate = self.peak_rate.max(rate);
             // Through an EWMA both ways: a busy interval whose queue
             // emptied and refilled between samples reads low, and taking
             // such a reading at once made fast paths look slow by turns
             // and herded flowlets (fast spines' queues to their limit).
             if self.queued > 0 && measures.queued > 0 {
-                let drain = self
-                    .drain_rate
-                    .map_or(rate, |d| ewma(d, rate, DRAIN_EWMA_SHIFT));
+                let drain = follow(self.drain_rate, rate, since, DRAIN_TIME_CONSTANT_US);
                 self.drain_rate = Some(drain);
             }
         }
@@ -183,14 +202,17 @@ impl PathQuality {
         } else if target < self.band && level + profile.hysteresis < self.band * LEVEL_UNIT {
             self.band -= 1;
         }
-        self.worst_run = if target == BANDS - 1 {
-            self.worst_run.saturating_add(1)
+        self.worst_since_us = if target == BANDS - 1 {
+            Some(self.worst_since_us.unwrap_or(at))
         } else {
-            0
+            None
         };
-        let now = u64::from(band_quality(self.band, self.worst_run));
-        let smoothed = self.smoothed.map_or(now, |q| ewma(q.into(), now, shift));
-        self.smoothed = Some(smoothed as u32);
+        self.worst_held = self
+            .worst_since_us
+            .is_some_and(|from| at.saturating_sub(from) >= u64::from(profile.worst_hold_us));
+        let now = u64::from(band_quality(self.band, self.worst_held));
+        let smoothed = self.smoothed.map(u64::from);
+        self.smoothed = Some(follow(smoothed, now, since, smoothing) as u32);
         self.band
     }
 
@@ -219,7 +241,7 @@ impl PathQuality {
     /// The data plane's path quality before scaling: the band's, smoothed.
     pub fn quality(&self) -> u32 {
         self.smoothed
-            .unwrap_or(band_quality(self.band, self.worst_run))
+            .unwrap_or(band_quality(self.band, self.worst_held))
     }
 
     /// The path's quality within a row whose fastest path carries
@@ -243,25 +265,32 @@ impl PathQuality {
     }
 }
 
-/// The path quality of `band`, whose level has been in the worst band for
-/// `worst_run` samples in a row: [`PATH_QUALITY_DEFAULT`] for band 0, a
-/// sixteenth less per band, an eighth of it once the worst band has held
-/// for [`WORST_HELD`] samples.
-pub const fn band_quality(band: u32, worst_run: u32) -> u32 {
-    if worst_run >= WORST_HELD {
+/// The path quality of `band`: [`PATH_QUALITY_DEFAULT`] for band 0, a
+/// sixteenth less per band, an eighth of it once the worst band has
+/// `held` for the profile's `worst_hold_us`.
+pub const fn band_quality(band: u32, held: bool) -> u32 {
+    if held {
         return PATH_QUALITY_DEFAULT / 8;
     }
     let band = if band >= BANDS { BANDS - 1 } else { band };
     PATH_QUALITY_DEFAULT * (2 * BANDS - band) / (2 * BANDS)
 }
 
-/// `past` moved `1 / 2^shift` of the way to `now`.
-fn ewma(past: u64, now: u64, shift: u32) -> u64 {
-    let shift = shift.min(63);
+/// An EWMA with time constant `tau_us` at `past` (`None` before its first
+/// value, which it takes whole), moved toward `now` by a sample
+/// `since_us` after the previous one (`None`: the first).
+fn follow(past: Option<u64>, now: u64, since_us: Option<u64>, tau_us: u64) -> u64 {
+    let (Some(past), Some(dt)) = (past, since_us) else {
+        return now;
+    };
+    let weight = (u128::from(dt) * u128::from(WEIGHT_UNIT))
+        .checked_div(u128::from(tau_us) + u128::from(dt))
+        .unwrap_or(u128::from(WEIGHT_UNIT));
+    let step = |gap: u64| (u128::from(gap) * weight / u128::from(WEIGHT_UNIT)) as u64;
     if now >= past {
-        past + ((now - past) >> shift)
+        past + step(now - past)
     } else {
-        past - ((past - now) >> shift)
+        past - step(past - now)
     }
 }
 

@@ -118,6 +118,8 @@ pub(super) struct RawNextHop {
 pub(super) struct RawArsProfile {
     pub(super) algorithm: Option<Spanned<String>>,
     pub(super) sampling_interval: Option<Spanned<i64>>,
+    pub(super) ewma_time_constant: Option<Spanned<i64>>,
+    pub(super) worst_band_hold: Option<Spanned<i64>>,
     pub(super) past_load_min_value: Option<Spanned<i64>>,
     pub(super) past_load_max_value: Option<Spanned<i64>>,
     pub(super) past_load_weight: Option<Spanned<i64>>,

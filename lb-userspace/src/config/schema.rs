@@ -547,7 +547,8 @@ impl Default for ArsProfile {
                     max: 10_000,
                     weight: 1,
                 },
-                ewma_shift: EWMA_SHIFT,
+                smoothing_us: EWMA_TIME_CONSTANT_DEFAULT_US,
+                worst_hold_us: WORST_BAND_HOLD_DEFAULT_US,
                 hysteresis: HYSTERESIS,
             },
         }
@@ -557,8 +558,15 @@ impl Default for ArsProfile {
 /// The largest weight a measure of `[ars_profile]` may have.
 pub const ARS_WEIGHT_MAX: u32 = 100;
 
-/// The past load's EWMA gives the newest sample a quarter.
-pub const EWMA_SHIFT: u32 = 2;
+/// The EWMAs' time constant by default: a quarter of the way per sample
+/// at the default 10 ms interval.
+pub const EWMA_TIME_CONSTANT_DEFAULT_US: u32 = 30_000;
+/// How long the worst band holds before it cuts a path to an eighth, by
+/// default: three samples in a row at the default interval.
+pub const WORST_BAND_HOLD_DEFAULT_US: u32 = 20_000;
+/// The longest either may be: beyond 10 s a path's quality would outlive
+/// any congestion it followed.
+pub const QUALITY_TIME_MAX_US: u32 = 10_000_000;
 /// A band improves once the level is a quarter band below it.
 pub const HYSTERESIS: u32 = LEVEL_UNIT / 4;
 

@@ -18,22 +18,53 @@ const QUEUE_ONLY: Profile = Profile {
         max: 73728,
         weight: 1,
     },
-    ewma_shift: 2,
+    smoothing_us: 30_000,
+    worst_hold_us: 20_000,
     hysteresis: 64,
 };
+
+/// Samples [`STEP_US`] apart: with [`QUEUE_ONLY`]'s 30 ms, an EWMA moves a
+/// quarter of the way per sample.
+const STEP_US: u64 = 10_000;
+
+/// A path sampled at a fixed interval.
+struct Sampled {
+    path: PathQuality,
+    at_us: u64,
+    step_us: u64,
+}
+
+impl Sampled {
+    fn every(step_us: u64, path: PathQuality) -> Self {
+        Self {
+            path,
+            at_us: 0,
+            step_us,
+        }
+    }
+
+    fn take(&mut self, profile: &Profile, load: Option<u64>, queued: u64) -> u32 {
+        self.at_us += self.step_us;
+        self.path.sample(
+            profile,
+            Measures {
+                at_us: self.at_us,
+                load,
+                queued,
+            },
+        )
+    }
+
+    fn queued(&mut self, queued: u64) -> u32 {
+        self.take(&QUEUE_ONLY, None, queued)
+    }
+}
 
 /// A path that drains at 1 MB/s: a byte queued is a microsecond.
 fn draining() -> PathQuality {
     PathQuality {
         drain_rate: Some(1_000_000),
         ..PathQuality::default()
-    }
-}
-
-fn queued(bytes: u64) -> Measures {
-    Measures {
-        load: None,
-        queued: bytes,
     }
 }
 
@@ -74,7 +105,8 @@ fn the_level_is_the_weighted_mean_of_the_three_measures() {
             max: 800,
             weight: 3,
         },
-        ewma_shift: 0,
+        smoothing_us: 0,
+        worst_hold_us: 0,
         hysteresis: 0,
     };
     // past 100 -> level 256; delay 700 -> level 1792; (256 + 3 * 1792) / 4.
@@ -91,10 +123,9 @@ fn the_level_is_the_weighted_mean_of_the_three_measures() {
 /// worst band has held; full before a sample.
 #[test]
 fn bands_map_to_sixteenths_and_a_held_worst_band_to_an_eighth() {
-    let qualities: Vec<u32> = (0..=BANDS).map(|b| band_quality(b, 0)).collect();
+    let qualities: Vec<u32> = (0..=BANDS).map(|b| band_quality(b, false)).collect();
     assert_eq!(qualities, [1024, 960, 896, 832, 768, 704, 640, 576, 576]);
-    assert_eq!(band_quality(7, WORST_HELD - 1), 576);
-    assert_eq!(band_quality(7, WORST_HELD), 128);
+    assert_eq!(band_quality(7, true), 128);
     assert_eq!(PathQuality::default().quality(), PATH_QUALITY_DEFAULT);
     assert_eq!(PathQuality::default().capacity(), None);
     // A queue that sent nothing between two samples says nothing of the
@@ -110,46 +141,77 @@ fn bands_map_to_sixteenths_and_a_held_worst_band_to_an_eighth() {
 
 #[test]
 fn a_path_gets_worse_at_once_and_better_one_band_per_sample() {
-    let mut path = draining();
+    let mut path = Sampled::every(STEP_US, draining());
     let mut bands = Vec::new();
     for bytes in [0, 8192 + 5 * 8192 + 100, 1 << 30, 0, 0, 0, 0, 0, 0, 0, 0] {
-        bands.push(path.sample(&QUEUE_ONLY, queued(bytes)));
+        bands.push(path.queued(bytes));
     }
     assert_eq!(bands, [0, 5, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
 }
 
-/// The quality follows the band a quarter of the way per sample, both
-/// ways, from the first sample's band's quality.
+/// The quality follows the band a quarter of the way per 10 ms sample
+/// (30 ms time constant), both ways, from the first sample's band's
+/// quality.
 #[test]
 fn the_quality_follows_the_band_through_the_ewma() {
-    let mut path = draining();
+    let mut path = Sampled::every(STEP_US, draining());
     let mut qualities = Vec::new();
     for bytes in [0, 1 << 30, 1 << 30, 1 << 30, 0] {
-        path.sample(&QUEUE_ONLY, queued(bytes));
-        qualities.push(path.quality());
+        path.queued(bytes);
+        qualities.push(path.path.quality());
     }
-    // Band 7 is worth 576 for two samples: 1024 - 448/4, 912 - 336/4;
-    // held for a third, 128: 828 - 700/4; empty again, band 6 (640)
-    // pulls it down a little.
+    // Band 7 is worth 576 until it has held 20 ms: 1024 - 448/4,
+    // 912 - 336/4; then 128: 828 - 700/4; empty again, band 6 (640) pulls
+    // it down a little.
     assert_eq!(qualities, [1024, 912, 828, 653, 650]);
-    assert_eq!(path.worst_run, 0);
-    let mut first = draining();
-    first.sample(&QUEUE_ONLY, queued(1 << 30));
-    assert_eq!(first.quality(), band_quality(7, 1));
+    assert_eq!(
+        (path.path.worst_since_us, path.path.worst_held),
+        (None, false)
+    );
+    let mut first = Sampled::every(STEP_US, draining());
+    first.queued(1 << 30);
+    assert_eq!(first.path.quality(), band_quality(7, false));
+}
+
+/// The same time constant at four times the interval moves the EWMA
+/// 40 / (30 + 40) of the way per sample, and the worst band held 20 ms
+/// cuts at its second sample: the profile means the same in time.
+#[test]
+fn the_smoothing_counts_in_time_not_in_samples() {
+    let mut path = Sampled::every(4 * STEP_US, draining());
+    let mut qualities = Vec::new();
+    for bytes in [0, 1 << 30, 1 << 30] {
+        path.queued(bytes);
+        qualities.push(path.path.quality());
+    }
+    // 1024 - 448 * 4/7 (rounded down); then 769 - 641 * 4/7 (held 40 ms:
+    // an eighth).
+    assert_eq!(qualities, [1024, 769, 403]);
+    // A sample at the same instant as the previous moves nothing.
+    let mut same = path.path;
+    same.sample(
+        &QUEUE_ONLY,
+        Measures {
+            at_us: path.at_us,
+            load: None,
+            queued: 0,
+        },
+    );
+    assert_eq!(same.quality(), 403);
 }
 
 /// A level hovering just under a band edge does not flap the band: it
 /// must fall a quarter band below the edge first.
 #[test]
 fn hysteresis_holds_a_band_until_the_level_is_clearly_below_it() {
-    let mut path = draining();
+    let mut path = Sampled::every(STEP_US, draining());
     let band_edge = |band: u64| 8192 + band * 8192;
-    assert_eq!(path.sample(&QUEUE_ONLY, queued(band_edge(3) + 10)), 3);
+    assert_eq!(path.queued(band_edge(3) + 10), 3);
     // Level 3 * 256 - 32: below the edge, inside the margin.
-    assert_eq!(path.sample(&QUEUE_ONLY, queued(band_edge(3) - 1024)), 3);
-    assert_eq!(path.sample(&QUEUE_ONLY, queued(band_edge(3) + 10)), 3);
+    assert_eq!(path.queued(band_edge(3) - 1024), 3);
+    assert_eq!(path.queued(band_edge(3) + 10), 3);
     // Level 3 * 256 - 65: past the margin, one band better.
-    assert_eq!(path.sample(&QUEUE_ONLY, queued(band_edge(3) - 2100)), 2);
+    assert_eq!(path.queued(band_edge(3) - 2100), 2);
 }
 
 #[test]
@@ -163,61 +225,59 @@ fn past_load_is_an_ewma_seeded_by_the_first_sample() {
         future_load: Scale::default(),
         ..QUEUE_ONLY
     };
-    let load = |load| Measures {
-        load: Some(load),
-        queued: 0,
-    };
-    let mut path = PathQuality::default();
-    path.sample(&profile, load(4000));
-    assert_eq!(path.past_load, Some(4000));
-    path.sample(&profile, load(8000));
-    assert_eq!(path.past_load, Some(5000), "a quarter of the way up");
-    path.sample(&profile, load(0));
-    assert_eq!(path.past_load, Some(3750), "a quarter of the way down");
-    assert_eq!(path.band, 4, "band 5 at 5000 of 8000, one better at 3750");
+    let mut path = Sampled::every(STEP_US, PathQuality::default());
+    path.take(&profile, Some(4000), 0);
+    assert_eq!(path.path.past_load, Some(4000));
+    path.take(&profile, Some(8000), 0);
+    assert_eq!(path.path.past_load, Some(5000), "a quarter of the way up");
+    path.take(&profile, Some(0), 0);
+    assert_eq!(path.path.past_load, Some(3750), "a quarter of the way down");
+    assert_eq!(
+        path.path.band, 4,
+        "band 5 at 5000 of 8000, one better at 3750"
+    );
 }
 
 /// The drain rate is the egress rate of intervals that began and ended
 /// with a queue; until there is one, the highest rate seen stands in;
-/// with no rate at all, a queue is endless.
+/// with no rate at all, a queue is endless. Samples 40 ms apart: the drain
+/// rate's time constant, half of the way per sample.
 #[test]
 fn delay_is_the_queue_over_the_measured_drain_rate() {
-    let mut path = PathQuality::default();
-    assert_eq!(path.delay_us(1), u64::MAX, "no rate known");
-    assert_eq!(path.delay_us(0), 0);
-    let sample = |path: &mut PathQuality, load, queued| {
-        path.sample(
-            &QUEUE_ONLY,
-            Measures {
-                load: Some(load),
-                queued,
-            },
-        )
+    let mut sampled = Sampled::every(4 * STEP_US, PathQuality::default());
+    assert_eq!(sampled.path.delay_us(1), u64::MAX, "no rate known");
+    assert_eq!(sampled.path.delay_us(0), 0);
+    let sample = |sampled: &mut Sampled, load, queued| {
+        sampled.take(&QUEUE_ONLY, Some(load), queued);
     };
     // Idle at 2 MB/s, then a queue builds: no busy interval yet; the peak
     // stands in for the capacity.
-    sample(&mut path, 2_000_000, 0);
-    sample(&mut path, 3_000_000, 30_000);
-    assert_eq!(path.drain_rate, None);
-    assert_eq!(path.capacity(), Some(3_000_000));
-    assert_eq!(path.delay_us(30_000), 10_000, "against the 3 MB/s peak");
+    sample(&mut sampled, 2_000_000, 0);
+    sample(&mut sampled, 3_000_000, 30_000);
+    assert_eq!(sampled.path.drain_rate, None);
+    assert_eq!(sampled.path.capacity(), Some(3_000_000));
+    assert_eq!(
+        sampled.path.delay_us(30_000),
+        10_000,
+        "against the 3 MB/s peak"
+    );
     // Queued at both ends: the port drained at its rate, 1 MB/s.
-    sample(&mut path, 1_000_000, 40_000);
-    assert_eq!(path.drain_rate, Some(1_000_000));
-    assert_eq!(path.delay_us(40_000), 40_000);
+    sample(&mut sampled, 1_000_000, 40_000);
+    assert_eq!(sampled.path.drain_rate, Some(1_000_000));
+    assert_eq!(sampled.path.delay_us(40_000), 40_000);
     // The EWMA moves half way toward the next busy interval's rate.
-    sample(&mut path, 2_000_000, 10_000);
-    assert_eq!(path.drain_rate, Some(1_500_000));
+    sample(&mut sampled, 2_000_000, 10_000);
+    assert_eq!(sampled.path.drain_rate, Some(1_500_000));
     // An interval that ended empty says nothing about the drain rate.
-    sample(&mut path, 500_000, 0);
-    assert_eq!(path.drain_rate, Some(1_500_000));
+    sample(&mut sampled, 500_000, 0);
+    assert_eq!(sampled.path.drain_rate, Some(1_500_000));
     // A slower busy interval moves it half way down (of the two, the
     // first began empty).
-    sample(&mut path, 500_000, 20_000);
-    sample(&mut path, 500_000, 20_000);
-    assert_eq!(path.drain_rate, Some(1_000_000));
-    assert_eq!(path.peak_rate, 3_000_000);
-    assert_eq!(path.capacity(), Some(1_000_000));
+    sample(&mut sampled, 500_000, 20_000);
+    sample(&mut sampled, 500_000, 20_000);
+    assert_eq!(sampled.path.drain_rate, Some(1_000_000));
+    assert_eq!(sampled.path.peak_rate, 3_000_000);
+    assert_eq!(sampled.path.capacity(), Some(1_000_000));
 }
 
 /// A 50 Mbit/s path and a 200 Mbit/s one with the same bytes queued are
@@ -234,17 +294,11 @@ fn equal_queues_on_unequal_paths_rate_differently() {
     };
     let band = |rate_mbit: u64| {
         let rate = rate_mbit * 125_000;
-        let mut path = PathQuality::default();
+        let mut path = Sampled::every(STEP_US, PathQuality::default());
         for _ in 0..2 {
-            path.sample(
-                &profile,
-                Measures {
-                    load: Some(rate),
-                    queued: 60_000,
-                },
-            );
+            path.take(&profile, Some(rate), 60_000);
         }
-        path.band
+        path.path.band
     };
     // 60 KB: 2.4 ms at 200 Mbit/s, 9.6 ms at 50.
     assert_eq!((band(200), band(50)), (1, 7));

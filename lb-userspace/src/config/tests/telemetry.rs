@@ -18,6 +18,7 @@ fn defaults_weigh_the_queue_alone() {
     assert_eq!(config.ars_profile.sampling_interval_us, 10_000);
     let q = config.ars_profile.quality;
     assert_eq!((q.past_load.weight, q.current_load.weight), (0, 0));
+    assert_eq!((q.smoothing_us, q.worst_hold_us), (30_000, 20_000));
     assert_eq!(
         q.future_load,
         Scale {
@@ -40,6 +41,7 @@ fn defaults_weigh_the_queue_alone() {
 fn ars_profile_keys() {
     let text = format!(
         "{SWITCH}[ars_profile]\nalgorithm = \"ewma\"\nsampling_interval = 5000\n\
+         ewma_time_constant = 120000\nworst_band_hold = 0\n\
          past_load_min_value = 100\npast_load_max_value = 900\n\
          future_load_min_value = 0\nfuture_load_max_value = 16384\nfuture_load_weight = 3\n\
          [telemetry]\nstale_after_ms = 30\ntimeout_ms = 5\n{}",
@@ -48,6 +50,10 @@ fn ars_profile_keys() {
     let config = ok(&text);
     let p = config.ars_profile;
     assert_eq!(p.sampling_interval_us, 5000);
+    assert_eq!(
+        (p.quality.smoothing_us, p.quality.worst_hold_us),
+        (120_000, 0)
+    );
     assert_eq!(
         p.quality.past_load,
         Scale {
@@ -84,6 +90,16 @@ fn ars_profile_refusals() {
         err(&profile("sampling_interval = 16")),
         "configs/x.toml:4:21: ars_profile sampling_interval (microseconds) 16 is out of \
          range 1000..=1000000"
+    );
+    assert_eq!(
+        err(&profile("ewma_time_constant = 20000000")),
+        "configs/x.toml:4:22: ars_profile ewma_time_constant (microseconds) 20000000 is out \
+         of range 0..=10000000"
+    );
+    assert_eq!(
+        err(&profile("worst_band_hold = -1")),
+        "configs/x.toml:4:19: ars_profile worst_band_hold (microseconds) -1 is out of range \
+         0..=10000000"
     );
     assert_eq!(
         err(&profile(

@@ -11,9 +11,9 @@ use crate::config::diagnostics::{ConfigError, Ctx};
 use crate::config::raw::{RawArsProfile, RawNextHop, RawTelemetry};
 use crate::config::schema::{
     ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Group, GroupTelemetry, NAME_MAX_LEN,
-    NextHopSpec, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US, STALE_AFTER_MAX_MS,
-    STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS, TelemetrySettings,
-    TelemetrySource,
+    NextHopSpec, QUALITY_TIME_MAX_US, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US,
+    STALE_AFTER_MAX_MS, STALE_AFTER_MIN_MS, TELEMETRY_TIMEOUT_MAX_MS, TELEMETRY_TIMEOUT_MIN_MS,
+    TelemetrySettings, TelemetrySource,
 };
 use crate::telemetry::template::{
     INTERFACE as TEMPLATE_INTERFACE, IP as TEMPLATE_IP, SWITCH as TEMPLATE_SWITCH, TargetTemplate,
@@ -126,6 +126,22 @@ impl Ctx<'_> {
             )?;
         }
         let q = &mut profile.quality;
+        if let Some(tau) = &raw.ewma_time_constant {
+            q.smoothing_us = self.in_range(
+                tau,
+                0..=QUALITY_TIME_MAX_US,
+                "ars_profile ewma_time_constant (microseconds)",
+                "",
+            )?;
+        }
+        if let Some(hold) = &raw.worst_band_hold {
+            q.worst_hold_us = self.in_range(
+                hold,
+                0..=QUALITY_TIME_MAX_US,
+                "ars_profile worst_band_hold (microseconds)",
+                "",
+            )?;
+        }
         q.past_load = self.scale(
             "past_load",
             q.past_load,

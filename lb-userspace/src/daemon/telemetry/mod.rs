@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use lb_common::route::{quality_index, quality_path};
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
+use lb_common::select::quality::rate::{CounterRate, Poll};
 use lb_common::select::quality::{Measures, PathQuality, Profile};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -44,8 +45,8 @@ pub(super) struct PathState {
     pub(super) quality: PathQuality,
     pub(super) queued_bytes: u64,
     pub(super) last_good: Option<Instant>,
-    /// The last transmit counter and when it was read, for the rate.
-    last_tx: Option<(Instant, u64)>,
+    /// The transmit counter's changes, for the rate.
+    tx: CounterRate,
     pub(super) errors: u64,
     /// Whether its reads are failing (logged once per spell).
     failing: bool,
@@ -59,40 +60,67 @@ impl PathState {
             quality: PathQuality::default(),
             queued_bytes: 0,
             last_good: None,
-            last_tx: None,
+            tx: CounterRate::default(),
             errors: 0,
             failing: false,
             stale: true,
         }
     }
 
-    fn take(&mut self, reading: Reading, at: Instant, profile: &Profile) {
-        let load = match (self.last_tx, reading.tx_bytes) {
-            (Some((then, before)), Some(now)) if at > then => {
-                let bytes = now.saturating_sub(before) as f64;
-                Some((bytes / (at - then).as_secs_f64()) as u64)
-            }
-            _ => None,
-        };
-        let primed = self.last_tx.is_some();
-        self.last_tx = reading.tx_bytes.map(|tx| (at, tx));
-        self.queued_bytes = reading.queued_bytes;
-        // A path's first reading (at start, or after it went stale) only
-        // primes its transmit counter: with no rate yet its queue could
-        // not be told from an endless one, and a band 7 that takes seven
-        // samples to recover from would herd every new flowlet onto the
-        // paths that happened to read empty.
-        if primed || reading.tx_bytes.is_none() {
-            self.quality.sample(
-                profile,
-                Measures {
-                    load,
-                    queued: reading.queued_bytes,
-                },
-            );
-        }
+    /// Takes a good reading made at `at`, `at_us` on the samples' clock.
+    fn take(&mut self, reading: Reading, at: Instant, at_us: u64, judge: &Judge) {
         self.last_good = Some(at);
         self.stale = false;
+        let polled = reading
+            .tx_bytes
+            .map(|tx| self.tx.poll(at_us, tx, judge.poll_interval_us));
+        let load = match polled {
+            None => None,
+            // A path's first reading (at start, or after it went stale)
+            // only primes its transmit counter: with no rate yet its queue
+            // could not be told from an endless one, and a band 7 that
+            // takes seven samples to recover from would herd every new
+            // flowlet onto the paths that happened to read empty.
+            Some(Poll::Primed) => {
+                self.queued_bytes = reading.queued_bytes;
+                return;
+            }
+            // Neither counter moved: the writer has not written since, and
+            // the same write read twice is no second sample.
+            Some(Poll::NoWrite) if reading.queued_bytes == self.queued_bytes => return,
+            Some(Poll::NoWrite) => None,
+            Some(Poll::Rate(rate)) => Some(rate),
+        };
+        self.queued_bytes = reading.queued_bytes;
+        self.quality.sample(
+            &judge.profile,
+            Measures {
+                at_us,
+                load,
+                queued: reading.queued_bytes,
+            },
+        );
+    }
+}
+
+/// What a path's state is judged by.
+#[derive(Clone, Copy, Debug)]
+struct Judge {
+    profile: Profile,
+    /// A path with no good reading for this long is stale.
+    stale_after: Duration,
+    /// How often the sources are polled: the least time a transmit counter
+    /// must stand still to read as idle.
+    poll_interval_us: u64,
+}
+
+impl Judge {
+    fn of(config: &Config) -> Self {
+        Self {
+            profile: config.ars_profile.quality,
+            stale_after: Duration::from_millis(config.telemetry.stale_after_ms.into()),
+            poll_interval_us: config.ars_profile.sampling_interval_us.into(),
+        }
     }
 }
 
@@ -100,8 +128,7 @@ impl PathState {
 pub(super) struct Telemetry {
     pollers: Pollers,
     batches: mpsc::Receiver<Batch>,
-    profile: Profile,
-    stale_after: Duration,
+    judge: Judge,
     pub(super) paths: HashMap<u32, PathState>,
     started: Instant,
 }
@@ -111,12 +138,10 @@ impl Telemetry {
     /// gives the groups' next-hop ids.
     pub(super) fn start(config: &Config, tables: &Tables) -> Self {
         let (sender, batches) = mpsc::channel(CHANNEL_DEPTH);
-        let (profile, stale_after) = settings(config);
         let mut telemetry = Self {
             pollers: Pollers::new(sender),
             batches,
-            profile,
-            stale_after,
+            judge: Judge::of(config),
             paths: HashMap::new(),
             started: Instant::now(),
         };
@@ -137,7 +162,7 @@ impl Telemetry {
     }
 
     fn move_to(&mut self, config: &Config, tables: &Tables, all: bool) {
-        (self.profile, self.stale_after) = settings(config);
+        self.judge = Judge::of(config);
         self.pollers.follow(Spec::of(config, tables), all);
         let mut old = std::mem::take(&mut self.paths);
         self.paths = (self.pollers.paths())
@@ -167,6 +192,7 @@ impl Telemetry {
         let Some(name) = tables.groups.get(spec.group).map(|g| &g.name) else {
             return Vec::new();
         };
+        let at_us = batch.at.saturating_duration_since(self.started).as_micros() as u64;
         for (&index, reading) in spec.paths.iter().zip(batch.readings) {
             let Some(path) = self.paths.get_mut(&index) else {
                 continue;
@@ -177,7 +203,7 @@ impl Telemetry {
                     if std::mem::take(&mut path.failing) {
                         info!(group = %name, next_hop = %label(), "telemetry recovered");
                     }
-                    path.take(reading, batch.at, &self.profile);
+                    path.take(reading, batch.at, at_us, &self.judge);
                 }
                 Err(e) => {
                     path.errors += 1;
@@ -199,16 +225,16 @@ impl Telemetry {
     pub(super) fn expire(&mut self, now: Instant, tables: &Tables) -> Vec<(u32, u32)> {
         for (&index, path) in &mut self.paths {
             let since = path.last_good.unwrap_or(self.started);
-            if !path.stale && now.saturating_duration_since(since) > self.stale_after {
+            if !path.stale && now.saturating_duration_since(since) > self.judge.stale_after {
                 warn!(
                     next_hop = %index_label(tables, index),
                     source = path.source,
                     "telemetry stale for {:?}: default quality until it answers",
-                    self.stale_after
+                    self.judge.stale_after
                 );
                 path.stale = true;
                 path.quality = PathQuality::default();
-                path.last_tx = None;
+                path.tx = CounterRate::default();
             }
         }
         self.changes(tables)
@@ -250,13 +276,6 @@ impl Telemetry {
     }
 }
 
-/// What a path's state is judged by: the quality profile and how long a
-/// reading stays good.
-fn settings(config: &Config) -> (Profile, Duration) {
-    let stale_after = Duration::from_millis(config.telemetry.stale_after_ms.into());
-    (config.ars_profile.quality, stale_after)
-}
-
 /// Path `index` of group `group`: its next hop as configured, and the
 /// destination toward which it is rated if any (`s1 198.18.1.2 toward
 /// leaf3`).
@@ -279,4 +298,48 @@ fn index_label(tables: &Tables, index: u32) -> String {
         .enumerate()
         .find(|(_, g)| g.members.contains(&id))
         .map_or_else(|| index.to_string(), |(i, _)| path_label(tables, i, index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ArsProfile;
+
+    fn judge() -> Judge {
+        Judge {
+            profile: ArsProfile::default().quality,
+            stale_after: Duration::from_millis(100),
+            poll_interval_us: 10_000,
+        }
+    }
+
+    fn reading(queued_bytes: u64, tx: u64) -> Reading {
+        Reading {
+            queued_bytes,
+            tx_bytes: Some(tx),
+        }
+    }
+
+    /// A switch's counters written every 20 ms, read every 10: a read that
+    /// finds the previous write is no sample; one whose queue moved on a
+    /// source whose queue is live (the box's own qdisc) is, without a
+    /// rate; the counter's move is rated over the time since it last moved.
+    #[test]
+    fn a_reading_of_the_same_write_is_no_second_sample() {
+        let (judge, now) = (judge(), Instant::now());
+        let mut path = PathState::new("counters-db");
+        path.take(reading(0, 1_000), now, 0, &judge);
+        assert_eq!(path.quality.sampled_at_us, None, "primed only");
+        path.take(reading(5_000, 3_000), now, 20_000, &judge);
+        assert_eq!(path.quality.sampled_at_us, Some(20_000));
+        assert_eq!(path.quality.past_load, Some(100_000));
+        path.take(reading(5_000, 3_000), now, 30_000, &judge);
+        assert_eq!(path.quality.sampled_at_us, Some(20_000), "no write");
+        path.take(reading(6_000, 3_000), now, 35_000, &judge);
+        assert_eq!(path.quality.sampled_at_us, Some(35_000), "queue moved");
+        assert_eq!(path.quality.past_load, Some(100_000));
+        path.take(reading(6_000, 7_000), now, 40_000, &judge);
+        assert_eq!(path.quality.peak_rate, 200_000, "4000 B over 20 ms");
+        assert_eq!(path.quality.sampled_at_us, Some(40_000));
+    }
 }
