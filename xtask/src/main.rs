@@ -35,6 +35,10 @@ struct Cli {
 enum Cmd {
     /// Install the pinned eBPF nightly, bpf-linker and the tools the tests need (idempotent)
     Setup,
+    /// The checks `test` runs before the suite, in seconds and without root:
+    /// the layout (file length, no test tooling in the product), rustfmt and
+    /// clippy (the product alone and the eBPF crate too)
+    Lint,
     /// Set up the build's tools (the pinned nightly, bpf-linker), then build the release
     /// `fabriclb` binary, testbed included, with the eBPF object embedded
     Build,
@@ -85,6 +89,7 @@ fn run_command(command: Cmd) -> Result<()> {
     let root = workspace_root();
     match command {
         Cmd::Setup => setup::setup(&root),
+        Cmd::Lint => setup::build_tools(&root).and_then(|()| lint(&root)),
         Cmd::Build => build(&root),
         Cmd::Test { args } => test(&root, &args),
         Cmd::Bench => bench(&root),
@@ -116,7 +121,36 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         );
     }
     setup::setup(root)?;
+    lint(root)?;
+    retry::test_step(root, harness_args).context("step `test` failed")?;
+    // After the tests, which built the development binary, and before the
+    // bench, which builds the release one with the tooling again.
+    println!("xtask test: package: cargo xtask dist, then installed into an empty root");
+    let package = dist::dist(root).context("step `package` failed")?;
+    product::check(
+        root,
+        &package.binary,
+        &target_dir(root).join("debug/fabriclb"),
+    )
+    .context("step `product` failed")?;
+    install::check(root, &package.deb).context("step `package` failed")?;
+    targets::cross_check(root).context("step `cross-build` failed")?;
+    step(
+        "parser campaign",
+        cargo(root)
+            .env("PARSER_CAMPAIGN_SECONDS", PARSER_CAMPAIGN_SECONDS)
+            .args(["test", "-p", "lb-userspace", "--test", "parser"])
+            .args(["--", "--ignored", "--exact", "campaign"]),
+    )?;
+    step(
+        "bench (quick)",
+        cargo(root).env("FABRICLB_BENCH_QUICK", "1").args(BENCH),
+    )
+}
 
+/// What `test` checks before the suite, and needs no root: the layout,
+/// rustfmt and clippy (the product alone and the eBPF crate too).
+fn lint(root: &Path) -> Result<()> {
     println!(
         "xtask test: layout: at most {} lines a file; the product imports no test tooling",
         layout::MAX_LINES
@@ -172,30 +206,7 @@ fn test(root: &Path, harness_args: &[String]) -> Result<()> {
         "clippy (lb-ebpf, bpfel-unknown-none)",
         &mut ebpf_clippy(root),
     )?;
-    retry::test_step(root, harness_args).context("step `test` failed")?;
-    // After the tests, which built the development binary, and before the
-    // bench, which builds the release one with the tooling again.
-    println!("xtask test: package: cargo xtask dist, then installed into an empty root");
-    let package = dist::dist(root).context("step `package` failed")?;
-    product::check(
-        root,
-        &package.binary,
-        &target_dir(root).join("debug/fabriclb"),
-    )
-    .context("step `product` failed")?;
-    install::check(root, &package.deb).context("step `package` failed")?;
-    targets::cross_check(root).context("step `cross-build` failed")?;
-    step(
-        "parser campaign",
-        cargo(root)
-            .env("PARSER_CAMPAIGN_SECONDS", PARSER_CAMPAIGN_SECONDS)
-            .args(["test", "-p", "lb-userspace", "--test", "parser"])
-            .args(["--", "--ignored", "--exact", "campaign"]),
-    )?;
-    step(
-        "bench (quick)",
-        cargo(root).env("FABRICLB_BENCH_QUICK", "1").args(BENCH),
-    )
+    Ok(())
 }
 
 /// How long the test run's parser campaign runs on random seeds: a
