@@ -19,9 +19,9 @@
 //!
 //! Every smoothing counts in time, not in samples: a sample moves an EWMA
 //! by `dt / (tau + dt)` of the way, `dt` the time since the previous one,
-//! so a profile means the same at any sampling interval, and a source that
-//! skips a sample (a counter its writer did not update, see [`rate`])
-//! weighs as one long interval, not as a missing step.
+//! so a profile means the same at any sampling interval, and a value read
+//! twice (a counter its writer did not update between polls, see
+//! [`rate`]) moves it about as far as one read once.
 //!
 //! The band maps to the data plane's path quality, the divisor of a path's
 //! recent load in the flowlet choice and the weight of a path in the spray

@@ -6,10 +6,9 @@
 //! interval read as 0, then twice the rate.
 //!
 //! So the rate is taken over the times the counter was *seen to change*:
-//! a poll that finds it as it was sees no write and gives no rate (its
-//! queue reading is the same old write's, too); the next one that finds
-//! it moved gives the bytes since the previous change over the time since
-//! then. Each end lags its write by less than one poll, so the error is a
+//! a poll that finds it as it was sees no write and gives no rate; the
+//! next one that finds it moved gives the bytes since the previous change
+//! over the time since then. Each end lags its write by less than one poll, so the error is a
 //! poll over the interval rated, not a whole write.
 //!
 //! A counter can also stand still because nothing is sent. Once it has
