@@ -71,6 +71,7 @@ impl PathState {
     fn take(&mut self, reading: Reading, at: Instant, at_us: u64, judge: &Judge) {
         self.last_good = Some(at);
         self.stale = false;
+        self.queued_bytes = reading.queued_bytes;
         let polled = reading
             .tx_bytes
             .map(|tx| self.tx.poll(at_us, tx, judge.poll_interval_us));
@@ -81,10 +82,7 @@ impl PathState {
             // could not be told from an endless one, and a band 7 that
             // takes seven samples to recover from would herd every new
             // flowlet onto the paths that happened to read empty.
-            Some(Poll::Primed) => {
-                self.queued_bytes = reading.queued_bytes;
-                return;
-            }
+            Some(Poll::Primed) => return,
             // No write since the counter last moved: no rate, but the queue
             // is still the best reading there is. Skipping such readings
             // held a path that went idle at its last band until the counter
@@ -93,7 +91,6 @@ impl PathState {
             Some(Poll::NoWrite) => None,
             Some(Poll::Rate(rate)) => Some(rate),
         };
-        self.queued_bytes = reading.queued_bytes;
         self.quality.sample(
             &judge.profile,
             Measures {
