@@ -329,12 +329,11 @@ fn sent_between(from: &Sample, to: &Sample, steering: usize) -> (u64, u64) {
 /// [`UNSETTLED_FROM_MS`]).
 fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
     let within = |share: f64| (share - target).abs() <= SETTLE_BAND * target;
-    let settled = spans
-        .iter()
-        .rposition(|&(_, share)| !within(share))
-        .map_or(Some(0), |last_out| {
-            (last_out + 1 < spans.len()).then_some(last_out + 1)
-        });
+    let settled = match spans.iter().rposition(|&(_, share)| !within(share)) {
+        // No span at all (nothing sent after the change) never settled.
+        None => (!spans.is_empty()).then_some(0),
+        Some(last_out) => (last_out + 1 < spans.len()).then_some(last_out + 1),
+    };
     let settle_ms = settled.map(|i| spans[i].0);
     let from = settle_ms.unwrap_or(UNSETTLED_FROM_MS);
     let after: Vec<f64> = (spans.iter())
@@ -526,6 +525,8 @@ mod tests {
         assert_eq!(settle, None);
         // In the band throughout: settled at the first span.
         assert_eq!(settling(&[(10.0, 0.1), (20.0, 0.1)], target).0, Some(10.0));
+        // Nothing sent after the change: neither.
+        assert_eq!(settling(&[], target), (None, None));
     }
 
     #[test]
