@@ -1,5 +1,5 @@
-//! Stage 5: what the daemon reads back: packets per verdict, and per next
-//! hop its packets, bytes and recent load.
+//! Stage 5: what the daemon reads back: packets and bytes per verdict,
+//! and per next hop its packets, bytes and recent load.
 
 use lb_common::verdict::Reason;
 
@@ -10,14 +10,17 @@ use crate::{
     select::{Choice, pin},
 };
 
-/// Counts the verdict `process` returns.
+/// Counts the verdict `process` returns for a frame of `len` bytes.
 // By reference: passed by value, the enum's known range has LLVM lay out
 // `process` differently, 13 instructions longer.
 #[inline(always)]
-pub fn verdict(reason: &Reason) {
+pub fn verdict(reason: &Reason, len: u64) {
     if let Some(count) = FL_VERDICTS.get_ptr_mut(*reason as u32) {
         // SAFETY: per-CPU slot, no concurrent writer.
-        unsafe { *count += 1 };
+        unsafe {
+            (*count).packets += 1;
+            (*count).bytes += len;
+        }
     }
 }
 

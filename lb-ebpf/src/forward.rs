@@ -50,7 +50,7 @@ pub fn run<const UNTIL: u8>(ctx: &XdpContext) -> u32 {
         Err(reason) => reason,
     };
     if UNTIL == stage::ALL {
-        count::verdict(&reason);
+        count::verdict(&reason, (ctx.data_end() - ctx.data()) as u64);
     }
     reason.xdp_action()
 }

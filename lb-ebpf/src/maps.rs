@@ -8,7 +8,7 @@ use aya_ebpf::{
 use lb_common::{
     abi::{
         GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
-        PORT_SLOT_COUNT, PortMacs,
+        PORT_SLOT_COUNT, PortMacs, VerdictCount,
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
@@ -69,9 +69,9 @@ pub static FL_NEXTHOPS: Array<NextHop> = Array::with_max_entries(MAX_NEXTHOPS, 0
 /// Egress ports, the redirect targets.
 #[map]
 pub static FL_DEVMAP: DevMapHash = DevMapHash::with_max_entries(MAX_EGRESS_PORTS, 0);
-/// Packets per verdict reason.
+/// Packets and bytes per verdict reason.
 #[map]
-pub static FL_VERDICTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Reason::COUNT, 0);
+pub static FL_VERDICTS: PerCpuArray<VerdictCount> = PerCpuArray::with_max_entries(Reason::COUNT, 0);
 /// Next-hop id -> packets, bytes, sprayed packets and recent load.
 #[map]
 pub static FL_NH_STATS: PerCpuArray<NextHopStats> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);

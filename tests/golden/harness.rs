@@ -263,11 +263,12 @@ impl Harness {
     }
 
     /// Runs a fixture and checks verdict, bytes and counters: its verdict
-    /// counted once and no other, its next hop (if forwarded) counting one
-    /// packet of its length and every other next hop nothing.
+    /// counted once, with the bytes of the frame the program left, and no
+    /// other; its next hop (if forwarded) counting one packet of its length
+    /// and every other next hop nothing.
     pub fn check(&mut self, fixture: &Fixture) {
         let name = &fixture.name;
-        let before = self.dp.verdict_counts().expect("verdicts");
+        let before = self.dp.verdict_totals().expect("verdicts");
         let nh_before = self.all_nexthop_stats();
 
         let (verdict, out) = self.run(&fixture.input);
@@ -282,11 +283,21 @@ impl Harness {
             None => (&fixture.input, None),
         };
         assert_eq!(hex(&out), hex(expected), "{name}: output bytes");
-        let after = self.dp.verdict_counts().expect("verdicts");
+        let after = self.dp.verdict_totals().expect("verdicts");
         for reason in Reason::ALL {
-            let delta = after[reason as usize] - before[reason as usize];
-            let want = u64::from(reason == fixture.reason);
-            assert_eq!(delta, want, "{name}: counter {}", reason.name());
+            let (after, before) = (after[reason as usize], before[reason as usize]);
+            let delta = (after.packets - before.packets, after.bytes - before.bytes);
+            let want = if reason == fixture.reason {
+                (1, expected.len() as u64)
+            } else {
+                (0, 0)
+            };
+            assert_eq!(
+                delta,
+                want,
+                "{name}: packets and bytes of {}",
+                reason.name()
+            );
         }
         for ((nexthop, before), (_, after)) in nh_before.iter().zip(self.all_nexthop_stats()) {
             let want = if to == Some(*nexthop) {

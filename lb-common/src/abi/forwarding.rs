@@ -33,7 +33,7 @@ pub const BUCKETS: &str = "FL_BUCKETS";
 pub const NEXTHOPS: &str = "FL_NEXTHOPS";
 /// Device hash map: egress ifindex -> itself, the redirect target.
 pub const DEVMAP: &str = "FL_DEVMAP";
-/// Per-CPU array: [`crate::verdict::Reason`] -> packets.
+/// Per-CPU array: [`crate::verdict::Reason`] -> [`VerdictCount`].
 pub const VERDICTS: &str = "FL_VERDICTS";
 /// Per-CPU array: next-hop id -> [`NextHopStats`].
 pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
@@ -236,6 +236,18 @@ pub struct NextHop {
     pub src_mac: [u8; 6],
 }
 
+/// What one verdict reason counted on one CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictCount {
+    pub packets: u64,
+    /// Their frames' bytes as the program left them: a forwarded frame's
+    /// after its rewrite (which may push or pop a VLAN tag). Taken before
+    /// the program runs, the length stayed live across the whole path and
+    /// nearly tripled the verifier's work (72,519 to 207,921 instructions).
+    pub bytes: u64,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NextHopStats {
@@ -269,6 +281,7 @@ mod pod {
     unsafe impl aya::Pod for super::GroupEntry {}
     unsafe impl aya::Pod for super::NextHop {}
     unsafe impl aya::Pod for super::NextHopStats {}
+    unsafe impl aya::Pod for super::VerdictCount {}
     unsafe impl aya::Pod for super::GroupStats {}
     unsafe impl aya::Pod for super::OverrideEntry {}
     unsafe impl aya::Pod for super::OverrideStats {}

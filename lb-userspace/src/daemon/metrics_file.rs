@@ -98,7 +98,7 @@ fn render_with(
                 .collect::<Vec<_>>(),
         )?,
     };
-    let verdicts = dp.verdict_counts()?;
+    let verdicts = dp.verdict_totals()?;
     let mut groups = Vec::new();
     for group in &tables.groups {
         groups.push(GroupSample {

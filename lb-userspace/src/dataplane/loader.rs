@@ -8,7 +8,7 @@ use aya::{
     maps::{Array, MapData, MapError, xdp::XdpMapError},
     programs::{ProgramError, Xdp, XdpMode, xdp::XdpLinkId},
 };
-use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats};
+use lb_common::abi::{self as names, GroupEntry, GroupStats, NextHop, NextHopStats, VerdictCount};
 use lb_common::limits::BUCKETS_PER_GROUP;
 use lb_common::verdict::Reason;
 
@@ -329,16 +329,12 @@ impl Dataplane {
 
     /// Packets per verdict reason, summed over CPUs.
     pub fn verdict_counts(&self) -> Result<[u64; Reason::COUNT as usize]> {
-        let mut counts = [0; Reason::COUNT as usize];
-        for reason in Reason::ALL {
-            let per_cpu = self
-                .maps
-                .verdicts
-                .get(&(reason as u32), 0)
-                .map_err(map_err(names::VERDICTS))?;
-            counts[reason as usize] = per_cpu.iter().sum();
-        }
-        Ok(counts)
+        Ok(self.verdict_totals()?.map(|count| count.packets))
+    }
+
+    /// Packets and bytes per verdict reason, summed over CPUs.
+    pub fn verdict_totals(&self) -> Result<[VerdictCount; Reason::COUNT as usize]> {
+        self.maps.verdict_totals().map_err(map_err(names::VERDICTS))
     }
 
     /// One next hop's counters, summed over CPUs (its recent load is

@@ -7,9 +7,10 @@ use aya::maps::{
 };
 use lb_common::abi::{
     self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
-    PortMacs,
+    PortMacs, VerdictCount,
 };
 use lb_common::select::flowlet::FlowletState;
+use lb_common::verdict::Reason;
 
 pub struct Maps {
     pub routes_v4: LpmTrie<MapData, [u8; 4], u32>,
@@ -26,7 +27,7 @@ pub struct Maps {
     pub devmap: DevMapHash<MapData>,
     pub path_quality: Array<MapData, u32>,
     pub spray: Array<MapData, u32>,
-    pub verdicts: PerCpuArray<MapData, u64>,
+    pub verdicts: PerCpuArray<MapData, VerdictCount>,
     pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
     pub peer_load: PerCpuArray<MapData, u64>,
     pub group_stats: PerCpuArray<MapData, GroupStats>,
@@ -89,5 +90,19 @@ impl Maps {
     /// The flowlet table's size, fixed when the program was loaded.
     pub fn flowlet_capacity(&self) -> Result<u32, MapError> {
         Ok(IterableMap::map(&self.flowlets).info()?.max_entries())
+    }
+
+    /// Packets and bytes per verdict reason, summed over CPUs, indexed by
+    /// reason.
+    pub fn verdict_totals(&self) -> Result<[VerdictCount; Reason::COUNT as usize], MapError> {
+        let mut totals = [VerdictCount::default(); Reason::COUNT as usize];
+        for reason in Reason::ALL {
+            let total = &mut totals[reason as usize];
+            for count in self.verdicts.get(&(reason as u32), 0)?.iter() {
+                total.packets += count.packets;
+                total.bytes += count.bytes;
+            }
+        }
+        Ok(totals)
     }
 }

@@ -11,11 +11,12 @@ use aya::maps::{Array, Map, MapData, MapError, PerCpuValues, lpm_trie::Key};
 use aya::programs::{ProgramError, ProgramInfo};
 use lb_common::abi::{
     self as names, GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, PortMacs,
-    port_slot,
+    VerdictCount, port_slot,
 };
 use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
 use lb_common::select::load::load_epoch;
+use lb_common::verdict::Reason;
 
 use super::view::MapView;
 use crate::dataplane::tables::route_table::Family;
@@ -115,19 +116,12 @@ impl MapSet {
             .map_err(map_err(names::GROUP_STATS))
     }
 
-    /// Packets per verdict reason, summed over CPUs, in `Reason::ALL` order.
-    pub fn verdicts(&self) -> Result<Vec<u64>> {
-        lb_common::verdict::Reason::ALL
-            .iter()
-            .map(|&reason| {
-                let per_cpu = self
-                    .typed
-                    .verdicts
-                    .get(&(reason as u32), 0)
-                    .map_err(map_err(names::VERDICTS))?;
-                Ok(per_cpu.iter().sum())
-            })
-            .collect()
+    /// Packets and bytes per verdict reason, summed over CPUs, indexed by
+    /// reason.
+    pub fn verdicts(&self) -> Result<[VerdictCount; Reason::COUNT as usize]> {
+        self.typed
+            .verdict_totals()
+            .map_err(map_err(names::VERDICTS))
     }
 }
 

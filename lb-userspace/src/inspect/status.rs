@@ -34,6 +34,8 @@ pub struct Status {
 pub struct Verdict {
     pub reason: &'static str,
     pub packets: u64,
+    /// Their frames' bytes as the program left them.
+    pub bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,9 +125,10 @@ impl Status {
         let verdicts = Reason::ALL
             .iter()
             .zip(maps.verdicts()?)
-            .map(|(r, packets)| Verdict {
+            .map(|(r, count)| Verdict {
                 reason: r.name(),
-                packets,
+                packets: count.packets,
+                bytes: count.bytes,
             })
             .collect();
         let generations: Vec<(u32, u32)> = (0..MAX_GROUPS)

@@ -9,7 +9,7 @@ pub use textfile::write_atomically;
 use std::fmt::Write as _;
 
 use lb_common::abi::tx_errors::TxErrors;
-use lb_common::abi::{GroupStats, NextHopStats, OverrideStats};
+use lb_common::abi::{GroupStats, NextHopStats, OverrideStats, VerdictCount};
 use lb_common::verdict::Reason;
 
 use crate::config::{Mode, NextHopSpec};
@@ -96,7 +96,7 @@ pub struct DaemonSample {
 /// shown as zeros.
 pub fn render(
     daemon: &DaemonSample,
-    verdicts: &[u64; Reason::COUNT as usize],
+    verdicts: &[VerdictCount; Reason::COUNT as usize],
     groups: &[GroupSample<'_>],
     nexthops: &[NextHopSample<'_>],
     overrides: &[OverrideSample<'_>],
@@ -104,17 +104,29 @@ pub fn render(
 ) -> String {
     let mut out = String::new();
     render_daemon(&mut out, daemon);
-    out.push_str(
-        "# HELP fabriclb_packets_total Packets seen by the XDP program, by verdict reason.\n",
-    );
-    out.push_str("# TYPE fabriclb_packets_total counter\n");
-    for reason in Reason::ALL {
-        let _ = writeln!(
-            out,
-            "fabriclb_packets_total{{reason=\"{}\"}} {}",
-            reason.name(),
-            verdicts[reason as usize]
-        );
+    type VerdictValue = fn(&VerdictCount) -> u64;
+    let per_verdict: [(&str, &str, VerdictValue); 2] = [
+        (
+            "fabriclb_packets_total",
+            "Packets seen by the XDP program, by verdict reason.",
+            |c| c.packets,
+        ),
+        (
+            "fabriclb_bytes_total",
+            "Bytes of the frames seen by the XDP program as it left them, by verdict reason.",
+            |c| c.bytes,
+        ),
+    ];
+    for (family, help, value) in per_verdict {
+        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
+        for reason in Reason::ALL {
+            let _ = writeln!(
+                out,
+                "{family}{{reason=\"{}\"}} {}",
+                reason.name(),
+                value(&verdicts[reason as usize])
+            );
+        }
     }
     out.push_str("# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).\n");
     out.push_str("# TYPE fabriclb_group_mode gauge\n");

@@ -11,9 +11,15 @@ const DAEMON: DaemonSample = DaemonSample {
 
 /// One group of two next hops, with counters.
 fn rendered() -> String {
-    let mut verdicts = [0; Reason::COUNT as usize];
-    verdicts[Reason::Forwarded as usize] = 7;
-    verdicts[Reason::NoNextHop as usize] = 1;
+    let mut verdicts = [VerdictCount::default(); Reason::COUNT as usize];
+    verdicts[Reason::Forwarded as usize] = VerdictCount {
+        packets: 7,
+        bytes: 7 * 1082,
+    };
+    verdicts[Reason::NoNextHop as usize] = VerdictCount {
+        packets: 1,
+        bytes: 64,
+    };
     let groups = [GroupSample {
         name: "spines",
         mode: Mode::Flowlet.code(),
@@ -158,6 +164,20 @@ fabriclb_packets_total{reason="l2_truncated"} 0
 fabriclb_packets_total{reason="l3_malformed"} 0
 fabriclb_packets_total{reason="local"} 0
 fabriclb_packets_total{reason="other_host"} 0
+# HELP fabriclb_bytes_total Bytes of the frames seen by the XDP program as it left them, by verdict reason.
+# TYPE fabriclb_bytes_total counter
+fabriclb_bytes_total{reason="forwarded"} 7574
+fabriclb_bytes_total{reason="not_ip"} 0
+fabriclb_bytes_total{reason="not_unicast"} 0
+fabriclb_bytes_total{reason="no_route"} 0
+fabriclb_bytes_total{reason="ttl_expired"} 0
+fabriclb_bytes_total{reason="no_nexthop"} 64
+fabriclb_bytes_total{reason="unsupported"} 0
+fabriclb_bytes_total{reason="l4_truncated"} 0
+fabriclb_bytes_total{reason="l2_truncated"} 0
+fabriclb_bytes_total{reason="l3_malformed"} 0
+fabriclb_bytes_total{reason="local"} 0
+fabriclb_bytes_total{reason="other_host"} 0
 # HELP fabriclb_group_mode The mode a group runs in (1 for the current one).
 # TYPE fabriclb_group_mode gauge
 fabriclb_group_mode{group="spines",mode="ecmp"} 0
@@ -315,7 +335,7 @@ fn a_planted_symlink_is_not_written_through() {
 
 #[test]
 fn label_values_are_escaped() {
-    let verdicts = [0; Reason::COUNT as usize];
+    let verdicts = [VerdictCount::default(); Reason::COUNT as usize];
     let groups = [GroupSample {
         name: "a\"b\\c\nd",
         mode: Mode::Ecmp.code(),
@@ -331,7 +351,7 @@ fn label_values_are_escaped() {
 /// Uncounted is not zero: without the tracepoints the family is absent.
 #[test]
 fn tx_errors_not_counted_leave_the_family_out() {
-    let verdicts = [0; Reason::COUNT as usize];
+    let verdicts = [VerdictCount::default(); Reason::COUNT as usize];
     let text = render(&DAEMON, &verdicts, &[], &[], &[], None);
     assert!(!text.contains("fabriclb_egress_tx_errors_total"), "{text}");
     let text = render(&DAEMON, &verdicts, &[], &[], &[], Some(&[]));

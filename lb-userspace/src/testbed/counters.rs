@@ -212,7 +212,7 @@ pub fn mmr(values: impl Iterator<Item = u64> + Clone) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use lb_common::abi::{GroupStats, NextHopStats, tx_errors::TxErrors};
+    use lb_common::abi::{GroupStats, NextHopStats, VerdictCount, tx_errors::TxErrors};
 
     use super::*;
     use crate::config::{NextHopAddr, NextHopSpec};
@@ -226,7 +226,10 @@ mod tests {
     }
 
     fn text() -> String {
-        let verdicts = [3; Reason::COUNT as usize];
+        let verdicts = [VerdictCount {
+            packets: 3,
+            bytes: 192,
+        }; Reason::COUNT as usize];
         let groups = [GroupSample {
             name: "spines",
             mode: Mode::Flowlet.code(),
