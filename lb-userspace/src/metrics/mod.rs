@@ -104,8 +104,7 @@ pub fn render(
 ) -> String {
     let mut out = String::new();
     render_daemon(&mut out, daemon);
-    type VerdictValue = fn(&VerdictCount) -> u64;
-    let per_verdict: [(&str, &str, VerdictValue); 2] = [
+    let per_verdict: [Counter<VerdictCount>; 2] = [
         (
             "fabriclb_packets_total",
             "Packets seen by the XDP program, by verdict reason.",
@@ -117,17 +116,8 @@ pub fn render(
             |c| c.bytes,
         ),
     ];
-    for (family, help, value) in per_verdict {
-        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
-        for reason in Reason::ALL {
-            let _ = writeln!(
-                out,
-                "{family}{{reason=\"{}\"}} {}",
-                reason.name(),
-                value(&verdicts[reason as usize])
-            );
-        }
-    }
+    let rows = Reason::ALL.map(|r| (format!("reason=\"{}\"", r.name()), &verdicts[r as usize]));
+    counter_families(&mut out, &per_verdict, &rows);
     out.push_str("# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).\n");
     out.push_str("# TYPE fabriclb_group_mode gauge\n");
     for g in groups {
@@ -140,8 +130,7 @@ pub fn render(
             );
         }
     }
-    type GroupValue = fn(&GroupStats) -> u64;
-    let per_group: [(&str, &str, GroupValue); 4] = [
+    let per_group: [Counter<GroupStats>; 4] = [
         (
             "fabriclb_group_new_flowlets_total",
             "Flowlets started (a flow's first included).",
@@ -163,19 +152,11 @@ pub fn render(
             |s| s.pinned,
         ),
     ];
-    for (metric, help, value) in per_group {
-        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
-        for g in groups {
-            let _ = writeln!(
-                out,
-                "{metric}{{group=\"{}\"}} {}",
-                escape(g.name),
-                value(&g.stats)
-            );
-        }
-    }
-    type OverrideValue = fn(&OverrideStats) -> u64;
-    let per_override: [(&str, &str, OverrideValue); 3] = [
+    let rows: Vec<_> = (groups.iter())
+        .map(|g| (format!("group=\"{}\"", escape(g.name)), &g.stats))
+        .collect();
+    counter_families(&mut out, &per_group, &rows);
+    let per_override: [Counter<OverrideStats>; 3] = [
         (
             "fabriclb_override_packets_total",
             "Packets an override matched and sent to its next hop.",
@@ -193,18 +174,17 @@ pub fn render(
             |s| s.fallbacks,
         ),
     ];
-    for (metric, help, value) in per_override {
-        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
-        for o in overrides {
-            let _ = writeln!(
-                out,
-                "{metric}{{override=\"{}\",group=\"{}\"}} {}",
+    let rows: Vec<_> = (overrides.iter())
+        .map(|o| {
+            let labels = format!(
+                "override=\"{}\",group=\"{}\"",
                 escape(o.name),
-                escape(o.group),
-                value(&o.stats)
+                escape(o.group)
             );
-        }
-    }
+            (labels, &o.stats)
+        })
+        .collect();
+    counter_families(&mut out, &per_override, &rows);
     type Value = fn(&NextHopSample<'_>) -> u64;
     let per_nexthop: [(&str, &str, &str, Value); 4] = [
         (
@@ -305,6 +285,20 @@ fn render_daemon(out: &mut String, daemon: &DaemonSample) {
             out,
             "# HELP {metric} {help}\n# TYPE {metric} gauge\n{metric} {value}"
         );
+    }
+}
+
+/// A counter family: its name, its help, and its value in a row.
+type Counter<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// Counter `families` over `rows`: each family's HELP
+/// and TYPE, then a sample per row with its labels (`k="v",...`, escaped).
+fn counter_families<T>(out: &mut String, families: &[Counter<T>], rows: &[(String, &T)]) {
+    for (family, help, value) in families {
+        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
+        for (labels, row) in rows {
+            let _ = writeln!(out, "{family}{{{labels}}} {}", value(row));
+        }
     }
 }
 
