@@ -104,7 +104,7 @@ pub fn render(
 ) -> String {
     let mut out = String::new();
     render_daemon(&mut out, daemon);
-    let per_verdict: [Counter<VerdictCount>; 2] = [
+    let per_verdict: [Family<VerdictCount>; 2] = [
         (
             "fabriclb_packets_total",
             "Packets seen by the XDP program, by verdict reason.",
@@ -117,7 +117,7 @@ pub fn render(
         ),
     ];
     let rows = Reason::ALL.map(|r| (format!("reason=\"{}\"", r.name()), &verdicts[r as usize]));
-    counter_families(&mut out, &per_verdict, &rows);
+    families(&mut out, "counter", &per_verdict, &rows);
     out.push_str("# HELP fabriclb_group_mode The mode a group runs in (1 for the current one).\n");
     out.push_str("# TYPE fabriclb_group_mode gauge\n");
     for g in groups {
@@ -130,7 +130,7 @@ pub fn render(
             );
         }
     }
-    let per_group: [Counter<GroupStats>; 4] = [
+    let per_group: [Family<GroupStats>; 4] = [
         (
             "fabriclb_group_new_flowlets_total",
             "Flowlets started (a flow's first included).",
@@ -155,8 +155,8 @@ pub fn render(
     let rows: Vec<_> = (groups.iter())
         .map(|g| (format!("group=\"{}\"", escape(g.name)), &g.stats))
         .collect();
-    counter_families(&mut out, &per_group, &rows);
-    let per_override: [Counter<OverrideStats>; 3] = [
+    families(&mut out, "counter", &per_group, &rows);
+    let per_override: [Family<OverrideStats>; 3] = [
         (
             "fabriclb_override_packets_total",
             "Packets an override matched and sent to its next hop.",
@@ -184,40 +184,32 @@ pub fn render(
             (labels, &o.stats)
         })
         .collect();
-    counter_families(&mut out, &per_override, &rows);
-    type Value = fn(&NextHopSample<'_>) -> u64;
-    let per_nexthop: [(&str, &str, &str, Value); 4] = [
+    families(&mut out, "counter", &per_override, &rows);
+    let per_nexthop: [Family<NextHopSample<'_>>; 3] = [
         (
             "fabriclb_nexthop_packets_total",
             "Packets forwarded to the next hop.",
-            "counter",
             |n| n.stats.packets,
         ),
         (
             "fabriclb_nexthop_bytes_total",
             "Bytes forwarded to the next hop (as received).",
-            "counter",
             |n| n.stats.bytes,
         ),
         (
             "fabriclb_nexthop_sprayed_packets_total",
             "Of the packets forwarded to the next hop, those sprayed there.",
-            "counter",
             |n| n.stats.sprayed,
         ),
-        (
-            "fabriclb_nexthop_usable",
-            "1 when the next hop is selectable (link up, MAC known).",
-            "gauge",
-            |n| u64::from(n.usable),
-        ),
     ];
-    for (metric, help, kind, value) in per_nexthop {
-        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
-        for n in nexthops {
-            let _ = writeln!(out, "{metric}{{{}}} {}", nexthop_labels(n), value(n));
-        }
-    }
+    let rows: Vec<_> = nexthops.iter().map(|n| (nexthop_labels(n), n)).collect();
+    families(&mut out, "counter", &per_nexthop, &rows);
+    let usable: Family<NextHopSample<'_>> = (
+        "fabriclb_nexthop_usable",
+        "1 when the next hop is selectable (link up, MAC known).",
+        |n| u64::from(n.usable),
+    );
+    families(&mut out, "gauge", &[usable], &rows);
     let metric = "fabriclb_nexthop_quality";
     let _ = writeln!(
         out,
@@ -225,8 +217,7 @@ pub fn render(
          higher is better); with a destination label, toward that destination of its group.\n\
          # TYPE {metric} gauge"
     );
-    for n in nexthops {
-        let labels = nexthop_labels(n);
+    for (labels, n) in &rows {
         let _ = writeln!(out, "{metric}{{{labels}}} {}", n.quality);
         for d in &n.destinations {
             let _ = writeln!(
@@ -288,14 +279,15 @@ fn render_daemon(out: &mut String, daemon: &DaemonSample) {
     }
 }
 
-/// A counter family: its name, its help, and its value in a row.
-type Counter<T> = (&'static str, &'static str, fn(&T) -> u64);
+/// A metric family: its name, its help, and its value in a row.
+type Family<T> = (&'static str, &'static str, fn(&T) -> u64);
 
-/// Counter `families` over `rows`: each family's HELP
-/// and TYPE, then a sample per row with its labels (`k="v",...`, escaped).
-fn counter_families<T>(out: &mut String, families: &[Counter<T>], rows: &[(String, &T)]) {
+/// `families` of type `kind` (counter or gauge) over `rows`: each family's
+/// HELP and TYPE, then a sample per row with its labels (`k="v",...`,
+/// escaped).
+fn families<T>(out: &mut String, kind: &str, families: &[Family<T>], rows: &[(String, &T)]) {
     for (family, help, value) in families {
-        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} counter");
+        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
         for (labels, row) in rows {
             let _ = writeln!(out, "{family}{{{labels}}} {}", value(row));
         }
