@@ -50,6 +50,9 @@ pub fn run<const UNTIL: u8>(ctx: &XdpContext) -> u32 {
         Err(reason) => reason,
     };
     if UNTIL == stage::ALL {
+        // The length as the program leaves the frame: taken before the
+        // program ran, it stayed live across the whole path and nearly
+        // tripled the verifier's work (72,519 to 207,921 instructions).
         count::verdict(&reason, (ctx.data_end() - ctx.data()) as u64);
     }
     reason.xdp_action()

@@ -8,8 +8,9 @@
 //! So the rate is taken over the times the counter was *seen to change*:
 //! a poll that finds it as it was sees no write and gives no rate; the
 //! next one that finds it moved gives the bytes since the previous change
-//! over the time since then. Each end lags its write by less than one poll, so the error is a
-//! poll over the interval rated, not a whole write.
+//! over the time since then. Each end lags its write by less than one
+//! poll, so the error is a poll over the interval rated, not a whole
+//! write.
 //!
 //! A counter can also stand still because nothing is sent. Once it has
 //! not moved for [`IDLE_PERIODS`] of the writer's period as seen (the
