@@ -8,6 +8,7 @@ use crate::{
     maps::{FL_DEVMAP, FL_GROUPS, FL_NEXTHOPS, FL_SCRATCH},
     parse::parse_frame,
     ports::addressed_to_us,
+    report,
     rewrite::rewrite,
     route::route,
     select::{self, Choice},
@@ -54,6 +55,7 @@ pub fn run<const UNTIL: u8>(ctx: &XdpContext) -> u32 {
         // program ran, it stayed live across the whole path and nearly
         // tripled the verifier's work (72,519 to 207,921 instructions).
         count::verdict(&reason, (ctx.data_end() - ctx.data()) as u64);
+        report::flush();
     }
     reason.xdp_action()
 }

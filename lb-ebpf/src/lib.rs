@@ -15,6 +15,7 @@ pub mod forward;
 pub mod maps;
 pub mod parse;
 pub mod ports;
+pub mod report;
 pub mod rewrite;
 pub mod route;
 pub mod select;

@@ -3,12 +3,13 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, DevMapHash, HashMap, LpmTrie, PerCpuArray, PerCpuHashMap},
+    maps::{Array, DevMapHash, HashMap, LpmTrie, PerCpuArray, PerCpuHashMap, RingBuf},
 };
 use lb_common::{
     abi::{
         GroupEntry, GroupStats, NextHop, NextHopStats, OverrideEntry, OverrideStats,
         PORT_SLOT_COUNT, PortMacs, VerdictCount,
+        events::{EventBudget, EventConfig, FLOW_EVENTS_BYTES, PendingEvent},
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
@@ -114,6 +115,20 @@ pub static FL_SCRATCH: PerCpuArray<Parsed> = PerCpuArray::with_max_entries(1, 0)
 /// recent loads age by.
 #[map]
 pub static FL_LOAD_CLOCK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// Flow events (`lb_common::abi::events::FlowEvent`) for the daemon.
+#[map]
+pub static FL_FLOW_EVENTS: RingBuf = RingBuf::with_byte_size(FLOW_EVENTS_BYTES, 0);
+/// Slot 0: how many events each CPU may send, of which flows; from the
+/// daemon.
+#[map]
+pub static FL_EVENT_CONFIG: Array<EventConfig> = Array::with_max_entries(1, 0);
+/// Slot 0: this CPU's event budget and what became of its events.
+#[map]
+pub static FL_EVENT_BUDGET: PerCpuArray<EventBudget> = PerCpuArray::with_max_entries(1, 0);
+/// Slot 0: what the packet in hand reports at its verdict.
+#[map]
+pub static FL_EVENT_PENDING: PerCpuArray<PendingEvent> = PerCpuArray::with_max_entries(1, 0);
 
 /// Egress ifindex -> frames redirected there that never left (the
 /// transmit-error tracepoints'). As many as the devmap has ports.

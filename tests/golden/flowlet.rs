@@ -6,8 +6,11 @@
 use std::time::Duration;
 
 use lb_common::{
+    abi::events::{CAUSE_FAILOVER, EVENT_MOVE, EventConfig, PathSeen},
+    limits::NO_NEXTHOP,
     packet::craft::{Ipv4, tcp, udp},
-    packet::parse::{IPPROTO_TCP, IPPROTO_UDP},
+    packet::parse::{FlowFields, IPPROTO_TCP, IPPROTO_UDP},
+    select::flowlet::PATH_QUALITY_DEFAULT,
     verdict::Reason,
 };
 
@@ -310,6 +313,84 @@ fn next_hops_whose_usable_flag_is_cleared_are_never_chosen() {
         "ECMP to a next hop that is down"
     );
     assert_eq!(out, frame, "ECMP to a next hop that is down");
+}
+
+/// The failover above, reported: one event whose every field is what the
+/// packet, the tables and the loads say; a first flowlet and the packets
+/// after the move report nothing; with a budget of one event a window, a
+/// second move in the window is counted, not sent.
+#[test]
+fn a_flow_failing_over_reports_one_event_with_what_the_choice_saw() {
+    let mut h = Harness::on_one_cpu();
+    let mut ring = h.flow_events(EventConfig::new(10, 1));
+    let group = "flowlet-sticky";
+    let (dst, port, first) = GOES_DOWN;
+    let packet = udp_packet(dst, port);
+    assert_eq!(h.forward(group, "first", &packet), first, "first");
+    assert_eq!(
+        Harness::events_in(&mut ring),
+        [],
+        "a first flowlet moves nothing"
+    );
+    h.clear_usable(group, first);
+    let moved = h.forward(group, "after its next hop went down", &packet);
+    h.forward(group, "next", &packet);
+    let events = Harness::events_in(&mut ring);
+    let [event] = events.as_slice() else {
+        panic!("one event: {events:#?}")
+    };
+    let frame_bytes = packet.0.frame(LB_MAC, PEER_MAC, &[], &packet.1).len() as u64;
+    let mut flow = FlowFields {
+        src_port: port,
+        dst_port: 9000,
+        protocol: IPPROTO_UDP,
+        ..FlowFields::default()
+    };
+    flow.src[..4].copy_from_slice(&packet.0.src);
+    flow.dst[..4].copy_from_slice(&dst);
+    assert_eq!(
+        (
+            event.kind,
+            event.cause,
+            event.group,
+            event.class,
+            event.override_index
+        ),
+        (EVENT_MOVE, CAUSE_FAILOVER, h.group_id(group), 0, NO_NEXTHOP)
+    );
+    assert_eq!(event.flow, flow);
+    // Read at the verdict: the flow's own load has moved with it, and the
+    // moving packet counted where it went.
+    assert_eq!(
+        (event.from, event.to),
+        (
+            PathSeen {
+                nh_id: h.id(group, first),
+                quality: PATH_QUALITY_DEFAULT,
+                load: 0,
+            },
+            PathSeen {
+                nh_id: h.id(group, moved),
+                quality: PATH_QUALITY_DEFAULT,
+                load: 2 * frame_bytes,
+            }
+        )
+    );
+    assert!(event.gap_ns < 1_000_000_000, "{event:#?}");
+
+    h.restore_usable(group, first);
+    h.clear_usable(group, moved);
+    assert_eq!(h.forward(group, "back", &packet), first, "back");
+    assert_eq!(
+        Harness::events_in(&mut ring),
+        [],
+        "over the window's budget"
+    );
+    let totals = h.dp.event_totals().expect("budgets");
+    assert_eq!(
+        (totals.sent, totals.over_budget, totals.ring_full),
+        (1, 1, 0)
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! tables only program the maps and say which map slot holds which group
 //! member; what a frame must become comes from `expected` and `switch`.
 
+use aya::maps::{MapData, RingBuf};
 use aya::programs::{TestRun, TestRunOptions};
 use fabriclb::{
     config,
@@ -11,7 +12,10 @@ use fabriclb::{
     dataplane::{Dataplane, DataplaneError},
 };
 use lb_common::{
-    abi::{GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats, PortMacs},
+    abi::{
+        GroupEntry, GroupStats, NEXTHOP_USABLE, NextHop, NextHopStats, PortMacs,
+        events::{EventConfig, FlowEvent},
+    },
     limits::FLOWLET_TABLE_DEFAULT,
     packet::{craft::Ipv4, parse::parse},
     select::{
@@ -118,7 +122,7 @@ impl Harness {
     }
 
     /// The map id of the next hop in `slot` of `group`.
-    fn id(&self, group: &str, slot: usize) -> u32 {
+    pub fn id(&self, group: &str, slot: usize) -> u32 {
         self.group_table(group).members[slot]
     }
 
@@ -129,6 +133,29 @@ impl Harness {
             .nexthops
             .get(&self.id(group, slot), 0)
             .expect("next hop entry")
+    }
+
+    /// The data plane's flow events from now on, each CPU sending as
+    /// `config` says.
+    pub fn flow_events(&mut self, config: EventConfig) -> RingBuf<MapData> {
+        self.dp.configure_events(config).expect("events configured");
+        self.dp.take_flow_events().expect("the ring")
+    }
+
+    /// The events in `ring` now.
+    pub fn events_in(ring: &mut RingBuf<MapData>) -> Vec<FlowEvent> {
+        let mut events = Vec::new();
+        while let Some(item) = ring.next() {
+            assert_eq!(item.len(), size_of::<FlowEvent>(), "an event's size");
+            // SAFETY: the program writes whole `FlowEvent`s, plain integers.
+            events.push(unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) });
+        }
+        events
+    }
+
+    /// The group id of `group`.
+    pub fn group_id(&self, group: &str) -> u32 {
+        self.group_table(group).id
     }
 
     /// Clears the usable flag of the next hop in `slot` of `group` and

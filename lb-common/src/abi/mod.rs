@@ -4,6 +4,7 @@
 //! selection state, nothing below imports from here.
 
 pub mod bench;
+pub mod events;
 mod forwarding;
 pub mod generator;
 pub mod sink;

@@ -3,7 +3,10 @@
 //! to their end.
 
 use lb_common::{
-    abi::GroupEntry,
+    abi::{
+        GroupEntry,
+        events::{EVENT_MOVE, PendingEvent, move_cause},
+    },
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     route::Destination,
     select::{
@@ -24,6 +27,7 @@ use super::{
 use crate::maps::{
     FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_SPRAY, FL_SPRAY_CURSOR, flowlet_table_size,
 };
+use crate::report;
 
 /// What [`dynamic`] needs to know of a packet.
 pub(super) struct Packet {
@@ -182,9 +186,22 @@ pub(super) fn dynamic(packet: &Packet, group: &GroupEntry, out: &mut Choice) -> 
     }
     if let Some(from) = from.filter(|&from| from != slot) {
         stats.flowlet_moves += 1;
+        let from_id = member(group, from);
+        report::note(&PendingEvent {
+            gap_ns: now.wrapping_sub(previous.last_seen_ns),
+            epoch,
+            kind: EVENT_MOVE,
+            cause: move_cause(usable(from_id), is_pinned, draining),
+            group: group_id,
+            class: destination.class,
+            from: from_id,
+            to: chosen.nh_id,
+            hash,
+            override_index: NO_NEXTHOP,
+        });
         // The flow's recent bytes go with it, so the next flowlet to
         // choose sees where the load is now, not where it was.
-        move_load(member(group, from), member(group, slot), epoch, own);
+        move_load(from_id, chosen.nh_id, epoch, own);
     }
     let mut load = match next {
         FlowletStep::Start => Default::default(),

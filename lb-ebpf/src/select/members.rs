@@ -37,11 +37,24 @@ pub(super) fn usable(nh_id: u32) -> bool {
 /// Next hop `nh_id`'s path quality toward `destination`'s class; 0
 /// (avoid) for an id past the map.
 #[inline(always)]
-pub(super) fn quality(destination: Destination, nh_id: u32) -> u32 {
+pub(crate) fn quality(destination: Destination, nh_id: u32) -> u32 {
     FL_PATH_QUALITY
         .get(destination.quality_index(nh_id))
         .copied()
         .unwrap_or(0)
+}
+
+/// Next hop `nh_id`'s recent load as a choice weighs it: this CPU's at
+/// `epoch` and what the other CPUs' flows put there.
+#[inline(always)]
+pub(crate) fn load(nh_id: u32, epoch: u64) -> u64 {
+    member_load(
+        &FL_NH_STATS
+            .get(nh_id)
+            .map_or_else(Default::default, |s| s.load),
+        epoch,
+        FL_NH_PEER_LOAD.get(nh_id).copied().unwrap_or(0),
+    )
 }
 
 /// Calls `step` with each slot index and `state`, from 0, until it
@@ -154,13 +167,7 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     }
     let candidate = Candidate {
         slot,
-        load: member_load(
-            &FL_NH_STATS
-                .get(nh_id)
-                .map_or_else(Default::default, |s| s.load),
-            walk.epoch,
-            FL_NH_PEER_LOAD.get(nh_id).copied().unwrap_or(0),
-        ),
+        load: load(nh_id, walk.epoch),
         quality: quality(walk.destination, nh_id),
     };
     if drawn {

@@ -8,7 +8,10 @@ pub mod pin;
 
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use lb_common::{
-    abi::GroupEntry,
+    abi::{
+        GroupEntry,
+        events::{CAUSE_FAILOVER, EVENT_OVERRIDE_FALLBACK, PendingEvent},
+    },
     limits::{BUCKETS_PER_GROUP, NO_NEXTHOP},
     packet::parse::Parsed,
     route::Destination,
@@ -21,6 +24,7 @@ use lb_common::{
 
 use crate::maps::FL_BUCKETS;
 use dynamic::{Packet, dynamic};
+pub(crate) use members::{load, quality};
 use members::{member, usable};
 use pin::Pin;
 
@@ -94,15 +98,35 @@ pub fn next_hop(
     pin: Pin,
     choice: &mut Choice,
 ) -> Result<(), Reason> {
+    let rules = flowlet_rules(group.mode, group.draining);
     let mut pinned = NO_NEXTHOP;
     if pin.is_some() {
         if usable(member(group, pin.slot)) {
             pinned = pin.slot;
         } else {
             pin::count(pin.index, len, true);
+            // Noted here, not once the choice is made: a flag live across
+            // `dynamic` had the verifier check it twice (30k instructions
+            // more). So only ECMP's next hop, which `choice` holds now, is
+            // known to be where the packet goes.
+            crate::report::note(&PendingEvent {
+                gap_ns: 0,
+                epoch: 0,
+                kind: EVENT_OVERRIDE_FALLBACK,
+                cause: CAUSE_FAILOVER,
+                group: destination.group,
+                class: destination.class,
+                from: member(group, pin.slot),
+                to: if rules == MODE_ECMP {
+                    choice.nh_id
+                } else {
+                    NO_NEXTHOP
+                },
+                hash,
+                override_index: pin.index,
+            });
         }
     }
-    let rules = flowlet_rules(group.mode, group.draining);
     if rules != MODE_ECMP {
         let packet = Packet {
             destination,

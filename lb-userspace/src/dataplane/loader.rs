@@ -17,6 +17,7 @@ use super::kernel_floor;
 use super::tables::route_table::PoolFull;
 use super::tx_errors::TxCounting;
 
+mod events;
 mod overrides;
 mod peer_load;
 mod pinning;
@@ -538,6 +539,10 @@ mod tests {
             names::tx_errors::TX_ERRORS,
             names::tx_errors::TX_WATCH,
             names::tx_errors::INGRESS_PORTS,
+            names::events::FLOW_EVENTS,
+            names::events::EVENT_CONFIG,
+            names::events::EVENT_BUDGET,
+            names::events::EVENT_PENDING,
         ];
         assert_eq!(maps, BTreeSet::from(forwarding.map(String::from)));
         // The kernel keeps 15 bytes of a map's name; `explain` finds the
