@@ -48,6 +48,9 @@ pub fn changes(old: &Config, new: &Config) -> Vec<String> {
             old.telemetry, new.telemetry
         ));
     }
+    if old.events != new.events {
+        out.push(format!("events {:?} -> {:?}", old.events, new.events));
+    }
     for group in &new.groups {
         let Some(was) = old.groups.iter().find(|g| g.name == group.name) else {
             out.push(format!(

@@ -66,7 +66,7 @@ pub use diagnostics::{ConfigError, PROBLEMS_LISTED, Problem, Warning};
 pub use diff::changes;
 pub use prefix::PrefixError;
 pub use schema::{
-    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, Destination,
+    ARS_WEIGHT_MAX, ArsProfile, BYTES_PER_SEC_PER_MBIT, Config, Destination, EventLog, Events,
     FLOWLET_GAP_DEFAULT_US, FLOWLET_GAP_MAX_US, FLOWLET_GAP_MIN_US, FLOWLET_TABLE_MAX,
     FLOWLET_TABLE_MIN, FlowletChoice, Group, GroupTelemetry, IFNAME_MAX_LEN, KernelRoutes,
     MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Override, Prefix, QP_MAX,

@@ -16,6 +16,7 @@ pub(super) struct RawConfig {
     pub(super) switch: RawSwitch,
     pub(super) ars_profile: Option<Spanned<RawArsProfile>>,
     pub(super) telemetry: Option<Spanned<RawTelemetry>>,
+    pub(super) events: Option<RawEvents>,
     #[serde(default)]
     pub(super) group: Vec<Spanned<RawGroup>>,
     #[serde(default)]
@@ -137,6 +138,14 @@ pub(super) struct RawTelemetry {
     pub(super) stale_after_ms: Option<Spanned<i64>>,
     pub(super) timeout_ms: Option<Spanned<i64>>,
     pub(super) counters_db: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEvents {
+    pub(super) rate: Option<Spanned<i64>>,
+    pub(super) sample: Option<Spanned<i64>>,
+    pub(super) log: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -47,6 +47,7 @@ pub struct Config {
     pub switch: Switch,
     pub ars_profile: ArsProfile,
     pub telemetry: TelemetrySettings,
+    pub events: Events,
     /// In file order; [`Route::group`] indexes this.
     pub groups: Vec<Group>,
     /// In file order.
@@ -109,6 +110,47 @@ macro_rules! named_enum {
             }
         }
     };
+}
+
+/// Flow events each CPU may send per second: a failover moves every flow
+/// of a next hop at once, and a collective has thousands; 100,000 a
+/// second is past what a reader renders.
+pub const EVENT_RATE_MAX: u32 = 100_000;
+pub const EVENT_RATE_DEFAULT: u32 = 1_000;
+/// Largest `[events] sample`: one flow in a million.
+pub const EVENT_SAMPLE_MAX: u32 = 1 << 20;
+
+/// The `[events]` table: the data plane's flow events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Events {
+    /// Per CPU per second; 0 sends none.
+    pub rate: u32,
+    /// One flow in `sample`, by flow hash.
+    pub sample: u32,
+    /// The level the daemon logs each event at.
+    pub log: EventLog,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Self {
+            rate: EVENT_RATE_DEFAULT,
+            sample: 1,
+            log: EventLog::Off,
+        }
+    }
+}
+
+named_enum! {
+    /// `[events] log`.
+    pub enum EventLog {
+        #[default]
+        Off => "off",
+        Error => "error",
+        Warn => "warn",
+        Info => "info",
+        Debug => "debug",
+    }
 }
 
 named_enum! {

@@ -2,6 +2,8 @@
 //! running daemon to reload and hears back whether the config went live or
 //! was refused, and why, which a SIGHUP cannot tell its sender. One
 //! request a connection, a line; one answer, the connection's rest.
+//! `fabriclb watch` asks for the flow events instead: its answer is `ok`
+//! and then a JSON line per event until it hangs up.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
@@ -10,8 +12,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
+
+use super::flow_events::{WatchLine, Watchers};
 
 /// Where `run` listens and `reload` connects unless told otherwise; the
 /// packaged unit has systemd create it (`RuntimeDirectory=fabriclb`).
@@ -26,7 +31,10 @@ pub fn socket_path(run_dir: &Path, instance: &str) -> PathBuf {
     run_dir.join(format!("{instance}.sock"))
 }
 
-/// What a client asks.
+/// The line `fabriclb watch` sends.
+pub const WATCH: &str = "watch\n";
+
+/// What a client asks of the event loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
     /// Read the config file again and move to it, or refuse it.
@@ -85,13 +93,13 @@ struct Listening {
 }
 
 impl Control {
-    pub(super) fn listen(run_dir: &Path, instance: &str) -> Self {
+    pub(super) fn listen(run_dir: &Path, instance: &str, watchers: Watchers) -> Self {
         let path = socket_path(run_dir, instance);
         match bind(&path) {
             Ok(listener) => {
                 info!(socket = %path.display(), "control socket listening (fabriclb reload)");
                 let (tx, requests) = mpsc::channel(1);
-                tokio::spawn(accept(listener, tx));
+                tokio::spawn(accept(listener, tx, watchers));
                 Self(Some(Listening { requests, path }))
             }
             Err(e) => {
@@ -139,11 +147,11 @@ fn bind(path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-async fn accept(listener: UnixListener, requests: mpsc::Sender<Asked>) {
+async fn accept(listener: UnixListener, requests: mpsc::Sender<Asked>, watchers: Watchers) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(serve(stream, requests.clone()));
+                tokio::spawn(serve(stream, requests.clone(), watchers.clone()));
             }
             Err(e) => {
                 debug!("accepting a control connection: {e}");
@@ -154,11 +162,19 @@ async fn accept(listener: UnixListener, requests: mpsc::Sender<Asked>) {
 }
 
 /// One connection: its request line, the event loop's answer back.
-async fn serve(stream: UnixStream, requests: mpsc::Sender<Asked>) {
+async fn serve(stream: UnixStream, requests: mpsc::Sender<Asked>, watchers: Watchers) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = tokio::io::AsyncReadExt::take(BufReader::new(read), REQUEST_BYTES);
     let read = tokio::time::timeout(REQUEST_TIMEOUT, reader.read_line(&mut line)).await;
+    if matches!(read, Ok(Ok(_))) && line == WATCH {
+        // Subscribed before the answer: the client misses nothing after it.
+        let events = watchers.subscribe();
+        if let Err(e) = watch(&mut write, events).await {
+            debug!("a watch client left: {e}");
+        }
+        return;
+    }
     let answer = match (read, Request::parse(&line)) {
         (Ok(Ok(_)), Some(request)) => {
             let (tx, rx) = oneshot::channel();
@@ -169,12 +185,37 @@ async fn serve(stream: UnixStream, requests: mpsc::Sender<Asked>) {
                 Err(_) => Err("the daemon is exiting".into()),
             }
         }
-        (Ok(Ok(_)), None) => Err(format!("unknown request {:?}; try \"reload\"", line.trim())),
+        (Ok(Ok(_)), None) => Err(format!(
+            "unknown request {:?}; try \"reload\" or \"watch\"",
+            line.trim()
+        )),
         (Ok(Err(e)), _) => Err(format!("reading the request: {e}")),
         (Err(_), _) => Err(format!("no request within {REQUEST_TIMEOUT:?}")),
     };
     if let Err(e) = write.write_all(encode(&answer).as_bytes()).await {
         debug!("answering a control request: {e}");
+    }
+}
+
+/// Streams the flow events to a `watch` client until it hangs up: `ok`,
+/// then a line each; a client that fell behind is told how many it lost.
+async fn watch(
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+    mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<str>>,
+) -> std::io::Result<()> {
+    write
+        .write_all(encode(&Ok("watching".into())).as_bytes())
+        .await?;
+    loop {
+        let line = match events.recv().await {
+            Ok(line) => line,
+            Err(RecvError::Lagged(lost)) => {
+                serde_json::to_string(&WatchLine::Lost { lost })?.into()
+            }
+            Err(RecvError::Closed) => return Ok(()),
+        };
+        write.write_all(line.as_bytes()).await?;
+        write.write_all(b"\n").await?;
     }
 }
 

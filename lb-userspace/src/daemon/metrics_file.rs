@@ -11,12 +11,13 @@ use lb_common::route::quality_index;
 use lb_common::select::overrides::override_index;
 use tracing::{info, warn};
 
+use super::flow_events::Counts;
 use super::loads::Loads;
 use super::telemetry::Telemetry;
 use crate::dataplane::Dataplane;
 use crate::dataplane::tables::Tables;
 use crate::metrics::{
-    self, DaemonSample, DestinationSample, EgressSample, GroupSample, NextHopSample,
+    self, DaemonSample, DestinationSample, EgressSample, EventsSample, GroupSample, NextHopSample,
     OverrideSample, PathSample,
 };
 
@@ -35,6 +36,7 @@ pub(super) struct Sources<'a> {
     pub(super) tables: &'a Tables,
     pub(super) telemetry: &'a Telemetry,
     pub(super) loads: &'a Loads,
+    pub(super) flow_events: &'a Counts,
 }
 
 impl MetricsTick {
@@ -122,8 +124,13 @@ fn render_with(
         Some(counted) => Some(egress(tables, &counted?)),
         None => None,
     };
+    let events = EventsSample {
+        published: sources.flow_events,
+        unsent: dp.event_totals()?,
+    };
     Ok(metrics::render(
         &daemon,
+        &events,
         &verdicts,
         &groups,
         nexthops,

@@ -19,6 +19,7 @@
 mod adopt;
 mod config_file;
 pub mod control;
+pub mod flow_events;
 mod http;
 mod ingress;
 mod kernel_routes;

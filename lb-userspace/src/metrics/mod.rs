@@ -8,6 +8,9 @@ pub use textfile::write_atomically;
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+
+use lb_common::abi::events::EventBudget;
 use lb_common::abi::tx_errors::TxErrors;
 use lb_common::abi::{GroupStats, NextHopStats, OverrideStats, VerdictCount};
 use lb_common::verdict::Reason;
@@ -91,11 +94,33 @@ pub struct DaemonSample {
     pub flowlet_entries: u64,
 }
 
+/// The flow events (`fabriclb watch`'s): those the daemon read from the
+/// data plane or made itself, and those the data plane did not send.
+pub struct EventsSample<'a> {
+    /// By group, event and cause (words of a few each, so the series
+    /// stay few: groups times about ten).
+    pub published: &'a BTreeMap<(String, String, String), u64>,
+    pub unsent: EventBudget,
+}
+
+#[cfg(test)]
+impl EventsSample<'static> {
+    /// No flow events, none unsent.
+    pub fn none() -> Self {
+        static NONE: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        Self {
+            published: &NONE,
+            unsent: EventBudget::default(),
+        }
+    }
+}
+
 /// `egress` is `None` when transmit errors are not counted (the kernel's
 /// tracepoints could not be used): their family is left out rather than
 /// shown as zeros.
 pub fn render(
     daemon: &DaemonSample,
+    events: &EventsSample<'_>,
     verdicts: &[VerdictCount; Reason::COUNT as usize],
     groups: &[GroupSample<'_>],
     nexthops: &[NextHopSample<'_>],
@@ -229,10 +254,46 @@ pub fn render(
         }
     }
     render_telemetry(&mut out, nexthops);
+    render_events(&mut out, events);
     if let Some(egress) = egress {
         render_tx_errors(&mut out, egress);
     }
     out
+}
+
+fn render_events(out: &mut String, events: &EventsSample<'_>) {
+    let published: Family<u64> = (
+        "fabriclb_flow_events_total",
+        "Flow events (fabriclb watch's) the daemon read from the data plane or made itself, \
+         by group, event and cause.",
+        |n| *n,
+    );
+    let rows: Vec<_> = (events.published.iter())
+        .map(|((group, event, cause), n)| {
+            let labels = format!(
+                "group=\"{}\",event=\"{}\",cause=\"{}\"",
+                escape(group),
+                escape(event),
+                escape(cause)
+            );
+            (labels, n)
+        })
+        .collect();
+    families(out, "counter", &[published], &rows);
+    let unsent: Family<u64> = (
+        "fabriclb_flow_events_unsent_total",
+        "Flow events the data plane did not send: over its CPU's [events] rate, or with the \
+         ring full (the daemon behind).",
+        |n| *n,
+    );
+    let rows = [
+        (
+            "reason=\"over_budget\"".to_owned(),
+            &events.unsent.over_budget,
+        ),
+        ("reason=\"ring_full\"".to_owned(), &events.unsent.ring_full),
+    ];
+    families(out, "counter", &[unsent], &rows);
 }
 
 /// The build, the config's loads and the table sizes: one series each.

@@ -115,8 +115,27 @@ fn rendered() -> String {
             fallbacks: 1,
         },
     }];
+    let published = BTreeMap::from([
+        (
+            ("spines".into(), "flowlet_move".into(), "failover".into()),
+            12,
+        ),
+        (
+            ("spines".into(), "next_hop_down".into(), "unusable".into()),
+            1,
+        ),
+    ]);
+    let events = EventsSample {
+        published: &published,
+        unsent: EventBudget {
+            over_budget: 40,
+            ring_full: 2,
+            ..EventBudget::default()
+        },
+    };
     render(
         &DAEMON,
+        &events,
         &verdicts,
         &groups,
         &nexthops,
@@ -245,6 +264,14 @@ fabriclb_telemetry_errors_total{group="spines",interface="eth1",address="10.0.2.
 # TYPE fabriclb_telemetry_stale gauge
 fabriclb_telemetry_stale{group="spines",interface="eth1",address="10.0.2.2",source="remote"} 0
 fabriclb_telemetry_stale{group="spines",interface="eth1",address="10.0.2.2",destination="leaf3",source="remote"} 0
+# HELP fabriclb_flow_events_total Flow events (fabriclb watch's) the daemon read from the data plane or made itself, by group, event and cause.
+# TYPE fabriclb_flow_events_total counter
+fabriclb_flow_events_total{group="spines",event="flowlet_move",cause="failover"} 12
+fabriclb_flow_events_total{group="spines",event="next_hop_down",cause="unusable"} 1
+# HELP fabriclb_flow_events_unsent_total Flow events the data plane did not send: over its CPU's [events] rate, or with the ring full (the daemon behind).
+# TYPE fabriclb_flow_events_unsent_total counter
+fabriclb_flow_events_unsent_total{reason="over_budget"} 40
+fabriclb_flow_events_unsent_total{reason="ring_full"} 2
 # HELP fabriclb_egress_tx_errors_total Frames redirected to the interface that never left (also counted as forwarded and in the next hop's packets), by cause: refused (the kernel refused the redirect, e.g. the interface down) or dropped (the driver's transmit dropped them, e.g. its queue full or its peer down).
 # TYPE fabriclb_egress_tx_errors_total counter
 fabriclb_egress_tx_errors_total{interface="eth1",cause="refused"} 4
@@ -341,7 +368,15 @@ fn label_values_are_escaped() {
         mode: Mode::Ecmp.code(),
         stats: GroupStats::default(),
     }];
-    let text = render(&DAEMON, &verdicts, &groups, &[], &[], None);
+    let text = render(
+        &DAEMON,
+        &EventsSample::none(),
+        &verdicts,
+        &groups,
+        &[],
+        &[],
+        None,
+    );
     assert!(
         text.contains("fabriclb_group_pinned_packets_total{group=\"a\\\"b\\\\c\\nd\"} 0\n"),
         "{text}"
@@ -352,9 +387,25 @@ fn label_values_are_escaped() {
 #[test]
 fn tx_errors_not_counted_leave_the_family_out() {
     let verdicts = [VerdictCount::default(); Reason::COUNT as usize];
-    let text = render(&DAEMON, &verdicts, &[], &[], &[], None);
+    let text = render(
+        &DAEMON,
+        &EventsSample::none(),
+        &verdicts,
+        &[],
+        &[],
+        &[],
+        None,
+    );
     assert!(!text.contains("fabriclb_egress_tx_errors_total"), "{text}");
-    let text = render(&DAEMON, &verdicts, &[], &[], &[], Some(&[]));
+    let text = render(
+        &DAEMON,
+        &EventsSample::none(),
+        &verdicts,
+        &[],
+        &[],
+        &[],
+        Some(&[]),
+    );
     assert!(
         text.contains("# TYPE fabriclb_egress_tx_errors_total counter\n"),
         "{text}"

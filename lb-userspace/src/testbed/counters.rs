@@ -268,7 +268,15 @@ mod tests {
             flowlet_capacity: 1024,
             flowlet_entries: 0,
         };
-        render(&daemon, &verdicts, &groups, &nexthops, &[], Some(&egress))
+        render(
+            &daemon,
+            &crate::metrics::EventsSample::none(),
+            &verdicts,
+            &groups,
+            &nexthops,
+            &[],
+            Some(&egress),
+        )
     }
 
     #[test]

@@ -185,7 +185,7 @@ fn unknown_key() {
     );
     assert_eq!(
         err(&format!("{}[routes]\n", with_route(""))),
-        "configs/x.toml:6:2: unknown field `routes`, expected one of `switch`, `ars_profile`, `telemetry`, `group`, `route`, `override`"
+        "configs/x.toml:6:2: unknown field `routes`, expected one of `switch`, `ars_profile`, `telemetry`, `events`, `group`, `route`, `override`"
     );
 }
 

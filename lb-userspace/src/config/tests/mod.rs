@@ -5,6 +5,7 @@
 mod destinations;
 mod diagnostics;
 mod diff;
+mod events;
 mod group;
 mod kernel_routes;
 mod limits;

@@ -9,9 +9,9 @@ use lb_common::select::hash::HashFields;
 
 use super::{FILE, ok, route_prefix};
 use crate::config::{
-    ArsProfile, Config, ConfigError, FLOWLET_GAP_DEFAULT_US, FlowletChoice, Group, GroupTelemetry,
-    Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch, TelemetrySettings, Warning,
-    XdpModeSetting, load,
+    ArsProfile, Config, ConfigError, Events, FLOWLET_GAP_DEFAULT_US, FlowletChoice, Group,
+    GroupTelemetry, Mode, NextHopAddr, NextHopSpec, Prefix, Route, Spray, Switch,
+    TelemetrySettings, Warning, XdpModeSetting, load,
 };
 
 #[test]
@@ -69,6 +69,7 @@ group = "spines"
             dlb_mac: None,
         },
         ars_profile: ArsProfile::default(),
+        events: Events::default(),
         telemetry: TelemetrySettings::default(),
         groups: vec![
             Group {

@@ -4,6 +4,7 @@
 //! table's own rules live in its module.
 
 mod destinations;
+mod events;
 mod group;
 mod next_hop;
 mod overrides;
@@ -41,6 +42,7 @@ impl Ctx<'_> {
             raw.telemetry.as_ref().map(|t| ("[telemetry]", t.span())),
         ];
         let ars_profile = self.recover(self.ars_profile(raw.ars_profile));
+        let events = self.recover(self.events(raw.events));
         let telemetry = ars_profile
             .as_ref()
             .and_then(|profile| self.recover(self.telemetry_settings(raw.telemetry, profile)));
@@ -66,11 +68,19 @@ impl Ctx<'_> {
                 routes,
             }),
         );
-        let checked = (switch, ars_profile, telemetry, groups, routes, overrides);
-        let (switch, ars_profile, telemetry, groups, routes, overrides) =
+        let checked = (
+            switch,
+            ars_profile,
+            telemetry,
+            events,
+            groups,
+            routes,
+            overrides,
+        );
+        let (switch, ars_profile, telemetry, events, groups, routes, overrides) =
             match (self.refusal(), checked) {
-                (None, (Some(s), Some(a), Some(t), Some(g), Some(r), Some(o))) => {
-                    (s, a, t, g, r, o)
+                (None, (Some(s), Some(a), Some(t), Some(e), Some(g), Some(r), Some(o))) => {
+                    (s, a, t, e, g, r, o)
                 }
                 (refusal, _) => return Err(refusal.expect("whatever was refused recorded why")),
             };
@@ -82,6 +92,7 @@ impl Ctx<'_> {
             switch,
             ars_profile,
             telemetry,
+            events,
             groups: groups.valid,
             routes,
             overrides,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::broadcast;
 use tracing::{info, warn};
 
 use super::Running;
@@ -15,6 +16,7 @@ use super::reload;
 use crate::daemon::adopt;
 use crate::daemon::config_file;
 use crate::daemon::control::{Control, Request};
+use crate::daemon::flow_events::{FlowEvents, WATCH_BACKLOG};
 use crate::daemon::http::Scrapes;
 use crate::daemon::ingress::IngressPorts;
 use crate::daemon::kernel_routes::{self, KernelWatch};
@@ -87,7 +89,8 @@ pub async fn run(options: Options) -> Result<()> {
     let mut dp = adopt::load(&options.bpffs, &options.instance, flowlets)?;
     // With the instance's lock held: a second daemon of it, refused, never
     // touches the first's socket.
-    let mut control = Control::listen(&options.run_dir, &options.instance);
+    let (watchers, _) = broadcast::channel(WATCH_BACKLOG);
+    let mut control = Control::listen(&options.run_dir, &options.instance, watchers.clone());
     // The kernel's routes before the tables: a restart takes over with
     // the routes the kernel has, not without them.
     let (kernel, config) = KernelWatch::start(&file, appl_routes, &netlink).await?;
@@ -108,6 +111,7 @@ pub async fn run(options: Options) -> Result<()> {
     snapshot.warn_unusable(&config);
 
     let telemetry = Telemetry::start(&config, &tables);
+    let flow_events = FlowEvents::start(&mut dp, &config.events, watchers);
     let ingress = IngressPorts::attach(&mut dp, &config.switch, &mut ongoing)?;
     // After attaching: forwarding does not wait on them.
     dp.count_tx_errors(ingress.attached())?;
@@ -126,6 +130,7 @@ pub async fn run(options: Options) -> Result<()> {
         sonic,
         manager: ServiceManager::from_env(),
         loads: Loads::started(),
+        flow_events,
     };
     dp.commit_pins(&running.config.switch.interfaces)?;
     running.sync_ports(&netlink, &mut dp).await;
@@ -173,6 +178,7 @@ pub async fn run(options: Options) -> Result<()> {
                 running.watch_config(&options.config, &netlink, &mut dp).await;
             }
             batch = running.telemetry.next() => running.telemetry_batch(batch, &mut dp),
+            events = running.flow_events.next() => running.flow_events(&events),
             rows = sonic::next(&mut running.sonic) => {
                 running.sonic_rows(rows, &netlink, &mut dp).await;
             }

@@ -3,6 +3,7 @@
 
 use super::Running;
 use crate::config;
+use crate::daemon::flow_events::WatchEvent;
 use crate::daemon::links::Snapshot;
 use crate::dataplane::{Dataplane, DataplaneError};
 use crate::netlink::Netlink;
@@ -63,6 +64,19 @@ impl Running {
                 let new = view.resolve(spec);
                 if self.tables.update_nexthop(id, new) {
                     changed = true;
+                    let (usable, was_usable) = (
+                        new.flags & NEXTHOP_USABLE != 0,
+                        old.flags & NEXTHOP_USABLE != 0,
+                    );
+                    if usable != was_usable {
+                        let reason = view.unusable(spec).map(|r| r.to_string());
+                        self.flow_events.publish(WatchEvent::of_next_hop(
+                            &group.name,
+                            spec,
+                            usable,
+                            reason,
+                        ));
+                    }
                     info!(
                         next_hop = %spec,
                         usable = new.flags & NEXTHOP_USABLE != 0,

@@ -15,6 +15,7 @@ impl Running {
             tables: &self.tables,
             telemetry: &self.telemetry,
             loads: &self.loads,
+            flow_events: self.flow_events.counts(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! one: the daemon room's imports run one way, from here down.
 
 mod event_loop;
+mod flow_events;
 mod kernel_routes;
 mod link_events;
 mod links;
@@ -22,6 +23,7 @@ pub use event_loop::{Options, run};
 
 use crate::config::Config;
 use crate::daemon::config_file::ConfigWatch;
+use crate::daemon::flow_events::FlowEvents;
 use crate::daemon::ingress::IngressPorts;
 use crate::daemon::kernel_routes::KernelWatch;
 use crate::daemon::link_events::LinkWatch;
@@ -68,4 +70,7 @@ struct Running {
     /// Whether the last load took the config, and when the one in force
     /// was: for the metrics.
     loads: Loads,
+    /// The data plane's flow events and the daemon's own, to the log and
+    /// `fabriclb watch`.
+    flow_events: FlowEvents,
 }

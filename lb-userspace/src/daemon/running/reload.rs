@@ -11,6 +11,7 @@ use super::Running;
 use crate::config::{self, Config};
 use crate::daemon::config_file::{self, FileVersion};
 use crate::daemon::control::Answer;
+use crate::daemon::flow_events::{DRAIN_ENDED, WatchEvent};
 use crate::daemon::links::Snapshot;
 use crate::daemon::local;
 use crate::dataplane::Dataplane;
@@ -169,6 +170,7 @@ impl Running {
         self.file = file;
         self.sync_ports(netlink, dp).await;
         self.telemetry_follow(dp);
+        self.flow_events.configure(dp, &self.config.events);
         info!(changes = changes.len(), "config reloaded");
         Ok(changes.len())
     }
@@ -226,6 +228,8 @@ impl Running {
                 self.ongoing.ended("ending a drain");
                 for group in ended {
                     info!(group, "drained: flows left their flowlets for ecmp");
+                    self.flow_events
+                        .publish(WatchEvent::of_group(DRAIN_ENDED, "ecmp", group));
                 }
             }
             Err(e) => self.ongoing.started("ending a drain".into(), || {
