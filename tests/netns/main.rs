@@ -35,3 +35,4 @@ mod teardown;
 mod telemetry;
 mod traffic;
 mod tx_errors;
+mod watch;

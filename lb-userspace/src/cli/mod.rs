@@ -14,6 +14,7 @@ mod status;
 mod stop;
 #[cfg(feature = "tooling")]
 mod testbed;
+mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -42,6 +43,10 @@ enum Command {
     /// Per group: mode, next hops, their loads and counters, flowlet
     /// table occupancy, verdict counters; read from the pinned maps.
     Status(status::StatusArgs),
+    /// The running daemon's flow events, live: flowlets that moved (and
+    /// why: the choice, a failover, an override, a drain), overrides
+    /// that fell back, next hops leaving and coming back, drains ending.
+    Watch(watch::WatchArgs),
     /// What the data plane does with a packet (described, or each frame
     /// of a pcap file): verdict, route, group, hash, bucket, flowlet
     /// state, next hop.
@@ -74,6 +79,7 @@ impl Cli {
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
             Command::Explain(args) => explain::run(args),
+            Command::Watch(args) => watch::run(args),
             Command::Completions { shell } => docs::completions(shell),
             Command::Man { dir } => docs::man(&dir),
             #[cfg(feature = "tooling")]

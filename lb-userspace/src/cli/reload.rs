@@ -40,20 +40,24 @@ const ANSWER_WAIT: Duration = Duration::from_secs(60);
 #[error("the daemon refused the config and keeps the running one: {0}")]
 pub struct Refused(String);
 
-pub fn run(args: ReloadArgs) -> Result<()> {
-    let socket = control::socket_path(&args.control.run_dir, &args.instance);
-    let mut stream = match UnixStream::connect(&socket) {
-        Ok(stream) => stream,
+/// A connection to `instance`'s daemon's control socket under `control`.
+pub fn connect(control: &ControlArgs, instance: &str) -> Result<(UnixStream, PathBuf)> {
+    let socket = control::socket_path(&control.run_dir, instance);
+    match UnixStream::connect(&socket) {
+        Ok(stream) => Ok((stream, socket)),
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {
             bail!(
-                "no fabriclb daemon answers at {} (is `fabriclb run --instance {}` running, \
-                 with this --run-dir?)",
+                "no fabriclb daemon answers at {} (is `fabriclb run --instance {instance}` \
+                 running, with this --run-dir?)",
                 socket.display(),
-                args.instance
             )
         }
-        Err(e) => return Err(e).with_context(|| format!("connecting to {}", socket.display())),
-    };
+        Err(e) => Err(e).with_context(|| format!("connecting to {}", socket.display())),
+    }
+}
+
+pub fn run(args: ReloadArgs) -> Result<()> {
+    let (mut stream, socket) = connect(&args.control, &args.instance)?;
     stream.set_read_timeout(Some(ANSWER_WAIT))?;
     stream.write_all(Request::Reload.line().as_bytes())?;
     let mut text = String::new();
