@@ -180,6 +180,30 @@ fn a_slowed_spine_loses_its_share_with_telemetry_only() {
         "{}",
         report.to_json()
     );
+    // `fabriclb watch` saw every move the data plane counted, each for
+    // the choice, and flowlets leaving spine 4 rated far below where
+    // they went.
+    let watched =
+        |row: &fabriclb::testbed::scenario::ModeReport| row.flow_events.clone().expect("watched");
+    assert_eq!(watched(ecmp).total, 0, "{ecmp:?}");
+    let seen = watched(steered);
+    assert_eq!(
+        (seen.total, seen.by_cause.get("flowlet_move/choice")),
+        (steered.flowlet_moves, Some(&steered.flowlet_moves)),
+        "{seen:?}"
+    );
+    let example = seen.example.expect("a move off spine 4");
+    let quality = |side: &str| -> u32 {
+        let after = example.split(side).nth(1).expect("both sides");
+        let quality = after.split("(quality ").nth(1).expect("a quality");
+        quality
+            .split(',')
+            .next()
+            .and_then(|q| q.parse().ok())
+            .expect("a number")
+    };
+    assert!(example.contains(": s4 198.18.4.2 (quality "), "{example}");
+    assert!(quality(": s4") * 2 < quality(" -> s"), "{example}");
 }
 
 /// Traffic the leaf cannot see fills spine 2: ECMP loses the collective's

@@ -12,7 +12,8 @@ use super::netns::{in_netns, pin_to_cpu};
 use super::queues::{QueueWatch, SpineQueue};
 use super::sink::{Sink, SinkTotals};
 use super::udp::RECEIVE_GRACE;
-use super::{Daemon, LeafCounters, LinkDrops, Testbed, receiver_addr};
+use super::{Daemon, EventWatch, LeafCounters, LinkDrops, Testbed, receiver_addr};
+use crate::daemon::flow_events::WatchEvent;
 use crate::traffic;
 
 /// Group keys for hashing on the five-tuple alone (no BTH destination QP).
@@ -64,6 +65,9 @@ pub struct CollectiveReport {
     pub spine_queues: Vec<SpineQueue>,
     /// CLOCK_MONOTONIC nanoseconds when the first sender began.
     pub started_ns: u64,
+    /// What `fabriclb watch` showed of the leaf's flow events, from
+    /// before the first packet to the daemon's end.
+    pub flow_events: Vec<WatchEvent>,
 }
 
 impl CollectiveReport {
@@ -129,6 +133,9 @@ pub fn run_collective_with<T>(
         )?),
         Leaf::Started | Leaf::Kernel => None,
     };
+    let watch = (daemon.as_ref())
+        .map(|daemon| EventWatch::start(fabriclb, daemon))
+        .transpose()?;
     let sinks = (1..=hosts)
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
         .collect::<Result<Vec<_>>>()?;
@@ -164,6 +171,7 @@ pub fn run_collective_with<T>(
         elapsed: sent.elapsed,
         spine_queues: Vec::new(),
         started_ns: sent.started_ns,
+        flow_events: Vec::new(),
     };
     until_accounted(sent.packets, || {
         report.received = received(&sinks)?;
@@ -175,6 +183,7 @@ pub fn run_collective_with<T>(
     if let Some(daemon) = daemon {
         report.leaf = LeafCounters::from_metrics(bed, &daemon.stop()?)?;
     }
+    report.flow_events = watch.map(EventWatch::stop).unwrap_or_default();
     Ok((report, during?))
 }
 

@@ -21,6 +21,7 @@ pub mod scenario;
 pub mod sink;
 mod topology;
 mod udp;
+mod watch;
 
 pub use collective::{
     Collective, CollectiveReport, FIVE_TUPLE, Leaf, run_collective, run_collective_with,
@@ -39,3 +40,4 @@ pub use topology::{
     host_addr, namespaces, receiver_addr, remove_namespaces, spine_addr, tear_down_on_signal,
 };
 pub use udp::{LoadReport, TrafficReport, UdpLoad, run_traffic};
+pub use watch::EventWatch;

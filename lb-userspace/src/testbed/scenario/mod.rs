@@ -38,7 +38,7 @@ use super::{
 pub use bgp_drain::{Drain, DrainPlan, Drains, How, MESSAGES as BGP_DRAIN_MESSAGES, bgp_drain};
 pub use link_down::{Failover, LinkFlap, link_down};
 pub use reaction::{RateChange, Reaction};
-pub use report::{Event, ModeReport, Report};
+pub use report::{Event, ModeReport, Report, WatchedEvents};
 pub use slow_spine::{
     RATES_MBIT as SLOW_SPINE_RATES_MBIT, bgp_slow_spine, cross_traffic, slow_spine, spine_slowdown,
 };
@@ -472,6 +472,8 @@ pub fn measure(
         let (run, (reaction, failover, drains)) =
             run_collective_with(bed, fabriclb, workdir, &collective, &args, during)
                 .with_context(|| format!("mode {}", mode.name))?;
+        let spines = scenario.shape.spines;
+        let watched = WatchedEvents::of(&run.flow_events, spines, slowest(scenario));
         let cross = cross.map(CrossTraffic::stop).transpose()?;
         if let Some(change) = &scenario.change {
             // The next mode starts from the scenario's shape again.
@@ -482,10 +484,25 @@ pub fn measure(
             ModeReport::new(mode, &run, capacity, reaction)
                 .with_cross(cross)
                 .with_failover(failover, &run)
-                .with_drains(drains, &run),
+                .with_drains(drains, &run)
+                .with_flow_events(Some(watched)),
         );
     }
     Ok(report)
+}
+
+/// The spine a scenario leaves slowest (1-based): the one its change
+/// slows, or the one of least rate where rates differ.
+fn slowest(scenario: &Scenario) -> Option<usize> {
+    if let Some(change) = &scenario.change {
+        return Some(change.spine);
+    }
+    let shape = &scenario.shape;
+    let rates: Vec<(usize, u32)> = (1..=shape.spines)
+        .filter_map(|j| Some((j, shape.spine_rate_mbit(j)?)))
+        .collect();
+    let least = rates.iter().min_by_key(|(_, r)| *r)?;
+    rates.iter().any(|(_, r)| r != &least.1).then_some(least.0)
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::{Drains, Failover, Mode, Reaction};
+use crate::daemon::flow_events::{FLOWLET_MOVE, PathEnd, WatchEvent};
 use crate::testbed::CollectiveReport;
 use crate::testbed::CrossReport;
 use crate::testbed::drops::unaccounted;
@@ -71,6 +74,65 @@ pub struct ModeReport {
     /// fields beside the others.
     #[serde(flatten, skip_serializing_if = "Option::is_none", default)]
     pub event: Option<Event>,
+    /// What `fabriclb watch` showed of the leaf's flow events.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub flow_events: Option<WatchedEvents>,
+}
+
+/// What `fabriclb watch` showed during a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchedEvents {
+    pub total: u64,
+    /// By `event/cause`: `flowlet_move/choice` and so on.
+    pub by_cause: BTreeMap<String, u64>,
+    /// Flowlet moves off each spine (`s1` first).
+    pub moves_off_spine: Vec<u64>,
+    /// The move off the slowest spine by the choice to the path rated
+    /// most above it, as `watch` prints it.
+    pub example: Option<String>,
+}
+
+/// How much better the path a move took was rated than the one it left.
+fn quality_gap(event: &WatchEvent) -> i64 {
+    let quality = |end: &Option<PathEnd>| end.as_ref().and_then(|p| p.quality).map(i64::from);
+    quality(&event.to)
+        .zip(quality(&event.from))
+        .map_or(0, |(to, from)| to - from)
+}
+
+impl WatchedEvents {
+    /// `events` on a leaf of `spines` spines (its next hops `s1`, `s2`,
+    /// ...), `slowest` (1-based) the one the example moves off.
+    pub fn of(events: &[WatchEvent], spines: usize, slowest: Option<usize>) -> Self {
+        let mut watched = Self {
+            total: events.len() as u64,
+            moves_off_spine: vec![0; spines],
+            ..Self::default()
+        };
+        let spine = |event: &WatchEvent| {
+            let from = event.from.as_ref()?;
+            from.interface.strip_prefix('s')?.parse::<usize>().ok()
+        };
+        let mut best_gap = 0;
+        for event in events {
+            *(watched.by_cause)
+                .entry(format!("{}/{}", event.event, event.cause))
+                .or_default() += 1;
+            if event.event != FLOWLET_MOVE {
+                continue;
+            }
+            let Some(j) = spine(event) else { continue };
+            if let Some(count) = watched.moves_off_spine.get_mut(j.wrapping_sub(1)) {
+                *count += 1;
+            }
+            let gap = quality_gap(event);
+            if event.cause == "choice" && Some(j) == slowest && gap > best_gap {
+                best_gap = gap;
+                watched.example = Some(event.to_string());
+            }
+        }
+        watched
+    }
 }
 
 /// What the leaf did about a scenario's event. One field of the report
@@ -133,6 +195,7 @@ impl ModeReport {
             reaction,
             cross: None,
             event: None,
+            flow_events: None,
         }
     }
 
@@ -164,6 +227,12 @@ impl ModeReport {
                 ..d
             }));
         }
+        self
+    }
+
+    /// With what `fabriclb watch` showed during the run.
+    pub fn with_flow_events(mut self, watched: Option<WatchedEvents>) -> Self {
+        self.flow_events = watched;
         self
     }
 
@@ -258,6 +327,7 @@ mod tests {
                 },
             ],
             started_ns: 1_000_000_000,
+            flow_events: Vec::new(),
         };
         let mode = &super::super::modes()[1];
         let row = ModeReport::new(mode, &run, 650, None);

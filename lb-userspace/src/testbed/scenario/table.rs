@@ -60,6 +60,18 @@ pub fn print(scenario: &Scenario, report: &Report) {
             mode.in_message_reorders
         );
     }
+    let examples: Vec<_> = (report.modes.iter())
+        .filter_map(|m| Some((m, m.flow_events.as_ref()?.example.as_ref()?)))
+        .collect();
+    if !examples.is_empty() {
+        println!(
+            "\nfabriclb watch: each row's flowlet moved by the choice off the slowest spine to the path rated most above it"
+        );
+        for (mode, line) in examples {
+            let telemetry = if mode.telemetry { ", telemetry" } else { "" };
+            println!("  {} ({}{telemetry}): {line}", mode.mode, mode.choice);
+        }
+    }
     if let Some(change) = &scenario.change {
         println!(
             "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
