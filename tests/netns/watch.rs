@@ -90,7 +90,7 @@ fn is_s2(end: &Option<fabriclb::daemon::flow_events::PathEnd>) -> bool {
 /// events; one filtered to another group shows none of them.
 #[test]
 fn watch_shows_flows_failing_over_off_a_downed_spine_and_why() {
-    let bed = Bed::up("E", 1);
+    let bed = Bed::up("wt", 1);
     let daemon = bed
         .daemon(
             &bed.config("mode = \"flowlet\""),
