@@ -130,14 +130,7 @@ impl WatchEvent {
         usable: bool,
         reason: Option<String>,
     ) -> Self {
-        let end = PathEnd {
-            interface: spec.interface.clone(),
-            address: spec.addr.to_string(),
-            vlan: spec.vlan,
-            quality: None,
-            band: None,
-            load_bytes: None,
-        };
+        let end = PathEnd::of(spec);
         let (event, cause, from, to) = if usable {
             (NEXT_HOP_UP, "usable", None, Some(end))
         } else {
@@ -148,6 +141,20 @@ impl WatchEvent {
             to,
             reason,
             ..Self::of_group(event, cause, group)
+        }
+    }
+}
+
+impl PathEnd {
+    /// Next hop `spec`, named as the metrics label it; nothing seen of it.
+    pub fn of(spec: &NextHopSpec) -> Self {
+        Self {
+            interface: spec.interface.clone(),
+            address: spec.addr.to_string(),
+            vlan: spec.vlan,
+            quality: None,
+            band: None,
+            load_bytes: None,
         }
     }
 }

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aya::maps::{MapData, RingBuf};
-use lb_common::abi::events::{EventConfig, FlowEvent};
+use lb_common::abi::events::{EVENT_MOVE, EventConfig, FlowEvent, PathSeen};
 use lb_common::limits::NO_NEXTHOP;
 use lb_common::route::quality_index;
+use lb_common::select::flowlet::{MODE_ECMP, flowlet_rules};
 use lb_common::select::overrides::override_index;
 use nix::time::{ClockId, clock_gettime};
 use tokio::io::Interest;
@@ -186,18 +187,15 @@ pub fn describe(
     offset: i128,
 ) -> Option<WatchEvent> {
     let group = tables.groups.iter().find(|g| g.id == raw.group)?;
-    let end = |seen: &lb_common::abi::events::PathSeen| {
+    // Loads are what a choice weighs: an ECMP group's are not kept.
+    let weighs_load = flowlet_rules(group.entry.mode, group.entry.draining) != MODE_ECMP;
+    let end = |seen: &PathSeen| {
         let slot = group.members.iter().position(|&id| id == seen.nh_id)?;
-        let spec = &group.specs[slot];
-        let dynamic =
-            group.entry.mode != lb_common::select::flowlet::MODE_ECMP || group.entry.draining != 0;
         Some(PathEnd {
-            interface: spec.interface.clone(),
-            address: spec.addr.to_string(),
-            vlan: spec.vlan,
             quality: Some(seen.quality),
             band: band(quality_index(raw.class, seen.nh_id)),
-            load_bytes: dynamic.then_some(seen.load),
+            load_bytes: weighs_load.then_some(seen.load),
+            ..PathEnd::of(&group.specs[slot])
         })
     };
     let destination = (raw.class != 0)
@@ -222,7 +220,7 @@ pub fn describe(
         flow: Some(Flow::of(&raw.flow)),
         from: end(&raw.from),
         to: end(&raw.to),
-        gap_us: (raw.kind == lb_common::abi::events::EVENT_MOVE).then_some(raw.gap_ns / 1000),
+        gap_us: (raw.kind == EVENT_MOVE).then_some(raw.gap_ns / 1000),
         override_name,
         cpu: Some(raw.cpu),
     })
