@@ -1,12 +1,9 @@
 //! `fabriclb watch`: the flow events of a running daemon, live.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use fabriclb::daemon::flow_events::{WatchEvent, WatchLine};
-use fabriclb::testbed::{Daemon, UdpLoad};
+use fabriclb::daemon::flow_events::{PathEnd, WatchEvent};
+use fabriclb::testbed::{Daemon, EventWatch, UdpLoad};
 
 use crate::bed::{Bed, fabriclb};
 use crate::failover::{every_spine_carrying, s2_out_and_idle};
@@ -14,70 +11,26 @@ use crate::failover::{every_spine_carrying, s2_out_and_idle};
 /// How long a watch may take to show what the test waits for.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// `fabriclb watch` of `daemon` with `args`, its events read on a thread
-/// (killed when dropped, so a test that fails leaves no watch behind).
-struct Watch {
-    child: Child,
-    events: mpsc::Receiver<WatchEvent>,
+fn watch(daemon: &Daemon, args: &[&str]) -> EventWatch {
+    EventWatch::start(fabriclb(), daemon, args).expect("fabriclb watch")
 }
 
-impl Watch {
-    fn start(daemon: &Daemon, args: &[&str]) -> Self {
-        let mut child = Command::new(fabriclb())
-            .arg("watch")
-            .args(&daemon.reload_args()[1..])
-            .args(["--json"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("fabriclb watch");
-        let stdout = child.stdout.take().expect("piped");
-        // Said once the daemon subscribed it: every event after is seen.
-        let mut said = String::new();
-        let stderr = child.stderr.take().expect("piped");
-        BufReader::new(stderr).read_line(&mut said).expect("stderr");
-        assert!(said.starts_with("watching "), "{said}");
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                match serde_json::from_str(&line) {
-                    Ok(WatchLine::Event(event)) => {
-                        if tx.send(*event).is_err() {
-                            return;
-                        }
-                    }
-                    other => panic!("watch printed {line:?}: {other:?}"),
-                }
-            }
-        });
-        Self { child, events }
-    }
-
-    /// Events until `done` holds for the ones so far; panics after
-    /// [`PATIENCE`] with what came.
-    fn until(&self, what: &str, done: impl Fn(&[WatchEvent]) -> bool) -> Vec<WatchEvent> {
-        let mut seen = Vec::new();
-        let deadline = std::time::Instant::now() + PATIENCE;
-        while !done(&seen) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(event) => seen.push(event),
-                Err(_) => panic!("no {what} within {PATIENCE:?}; watched:\n{seen:#?}"),
-            }
+/// `watch`'s events until `done` holds for the ones so far; panics after
+/// [`PATIENCE`] with what came, or at a line that is no event.
+fn until(watch: &EventWatch, what: &str, done: impl Fn(&[WatchEvent]) -> bool) -> Vec<WatchEvent> {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + PATIENCE;
+    while !done(&seen) {
+        match watch.next_within(deadline.saturating_duration_since(Instant::now())) {
+            Some(Ok(event)) => seen.push(event),
+            Some(Err(line)) => panic!("watch printed {line:?}"),
+            None => panic!("no {what} within {PATIENCE:?}; watched:\n{seen:#?}"),
         }
-        seen
     }
+    seen
 }
 
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn is_s2(end: &Option<fabriclb::daemon::flow_events::PathEnd>) -> bool {
+fn is_s2(end: &Option<PathEnd>) -> bool {
     end.as_ref()
         .is_some_and(|e| e.interface == "s2" && e.address == "198.18.2.2")
 }
@@ -99,12 +52,12 @@ fn watch_shows_flows_failing_over_off_a_downed_spine_and_why() {
         .expect("fabriclb");
     let load = UdpLoad::start(&bed.testbed, 64).expect("traffic");
     every_spine_carrying(&bed, &daemon);
-    let watch = Watch::start(&daemon, &[]);
-    let other_group = Watch::start(&daemon, &["--group", "elsewhere"]);
+    let all = watch(&daemon, &[]);
+    let other_group = watch(&daemon, &["--group", "elsewhere"]);
 
     bed.ip("s2", &["link", "set", "leaf", "down"])
         .expect("down");
-    let seen = watch.until("s2 leaving and 4 of its flows failing over", |seen| {
+    let seen = until(&all, "s2 leaving and 4 of its flows failing over", |seen| {
         seen.iter().any(|e| e.event == "next_hop_down")
             && seen.iter().filter(|e| e.cause == "failover").count() >= 4
     });
@@ -140,20 +93,20 @@ fn watch_shows_flows_failing_over_off_a_downed_spine_and_why() {
         "udp src {}:{} dst {}:{}",
         flow.src, flow.src_port, flow.dst, flow.dst_port
     );
-    let one_flow = Watch::start(&daemon, &["--flow", &filter]);
+    let one_flow = watch(&daemon, &["--flow", &filter]);
     bed.ip("s2", &["link", "set", "leaf", "up"]).expect("up");
-    watch.until("s2 back", |seen| {
+    until(&all, "s2 back", |seen| {
         seen.iter().any(|e| e.event == "next_hop_up")
     });
     // Back up, s2 takes back its own buckets: flowlets move onto it for
-    // the choice, not a failover; the filtered watch may see its flow's
-    // move, and nothing of any other flow.
-    std::thread::sleep(Duration::from_millis(500));
-    drop(watch);
-    for event in one_flow.events.try_iter() {
+    // the choice, not a failover. With the daemon stopped the watches end
+    // with everything it sent them: the filtered one may hold its flow's
+    // moves and nothing of any other flow; the other group's, nothing.
+    let report = load.stop(&bed.testbed).expect("traffic");
+    daemon.stop().expect("the daemon stops");
+    for event in one_flow.stop() {
         assert_eq!(event.flow.as_ref(), Some(flow), "{event:#?}");
     }
-    assert_eq!(other_group.events.try_iter().count(), 0);
-    let report = load.stop(&bed.testbed).expect("traffic");
+    assert_eq!(other_group.stop(), []);
     eprintln!("{report:?}");
 }

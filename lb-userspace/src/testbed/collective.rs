@@ -134,7 +134,7 @@ pub fn run_collective_with<T>(
         Leaf::Started | Leaf::Kernel => None,
     };
     let watch = (daemon.as_ref())
-        .map(|daemon| EventWatch::start(fabriclb, daemon))
+        .map(|daemon| EventWatch::start(fabriclb, daemon, &[]))
         .transpose()?;
     let sinks = (1..=hosts)
         .map(|i| in_netns(&bed.ns(&format!("r{i}")), || Sink::attach("eth0"))?)
