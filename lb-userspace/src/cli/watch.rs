@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 
 use anyhow::{Context, Result, bail};
+use fabriclb::config;
 use fabriclb::daemon::control::{self, WATCH};
 use fabriclb::daemon::flow_events::{Flow, WatchEvent, WatchLine};
 use fabriclb::dataplane::pins::DEFAULT_INSTANCE;
@@ -58,11 +59,8 @@ impl FlowFilter {
                 "dst" => filter.dst = Some(endpoint(value()?)?),
                 "qp" => {
                     let qp = value()?;
-                    let parsed = match qp.strip_prefix("0x") {
-                        Some(hex) => u32::from_str_radix(hex, 16),
-                        None => qp.parse(),
-                    };
-                    filter.qp = Some(parsed.map_err(|_| format!("qp {qp:?} is not a number"))?);
+                    let parsed = config::parse_number(qp);
+                    filter.qp = Some(parsed.ok_or(format!("qp {qp:?} is not a number"))?);
                 }
                 _ => {
                     return Err(format!(

@@ -72,7 +72,7 @@ pub use schema::{
     MAX_INGRESS_INTERFACES, Mode, NAME_MAX_LEN, NextHopAddr, NextHopSpec, Override, Prefix, QP_MAX,
     RT_TABLE_MAIN, Route, RouteSource, SAMPLING_INTERVAL_MAX_US, SAMPLING_INTERVAL_MIN_US,
     SonicRoutes, Spray, Switch, TelemetrySettings, TelemetrySource, VLAN_MAX, VLAN_MIN,
-    XdpModeSetting, format_mac, learned_group_name, parse_mac,
+    XdpModeSetting, format_mac, learned_group_name, parse_mac, parse_number,
 };
 
 /// Reads and validates the config file at `path`.

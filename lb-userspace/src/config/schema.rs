@@ -550,6 +550,14 @@ pub struct Route {
     pub group: usize,
 }
 
+/// A whole number, decimal or `0x`/`0X` hex: how operators write QPs.
+pub fn parse_number(text: &str) -> Option<u32> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
 /// Six two-digit hex octets separated by ':', either case.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let mut mac = [0u8; 6];

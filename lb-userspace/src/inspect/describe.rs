@@ -70,11 +70,7 @@ fn number(
     max: u32,
 ) -> Result<u32, DescribeError> {
     let word = word.ok_or(DescribeError::Missing(what))?;
-    let parsed = match word.strip_prefix("0x") {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => word.parse().ok(),
-    };
-    parsed
+    crate::config::parse_number(word)
         .filter(|n| (min..=max).contains(n))
         .ok_or_else(|| DescribeError::Number {
             what,

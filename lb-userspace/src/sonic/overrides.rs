@@ -186,12 +186,7 @@ fn entry(key: &str, name: &str, fields: &BTreeMap<String, String>) -> Result<Ove
 
 /// A QP number, decimal or `0x` hex.
 fn qp(key: &str, text: &str) -> Result<u32, Refusal> {
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => text.parse::<u32>(),
-    };
-    parsed
-        .ok()
+    crate::config::parse_number(text)
         .filter(|qp| (1..=QP_MAX).contains(qp))
         .ok_or_else(|| {
             refusal(
