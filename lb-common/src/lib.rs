@@ -10,7 +10,10 @@
 //! - [`select`]: flow hash, resilient buckets, recent load, flowlet and
 //!   per-packet decisions;
 //! - [`abi`]: program and map names, map key/value types (`aya::Pod`
-//!   behind feature `user`).
+//!   behind feature `user`);
+//! - [`steer`]: a packet's next hop once its ECMP bucket is read
+//!   (overrides, spraying, flowlets, drains), over the [`steer::Maps`] the
+//!   program keeps in maps and the simulator in memory.
 #![cfg_attr(not(test), no_std)]
 
 #[cfg(any(test, feature = "craft"))]
@@ -21,5 +24,6 @@ pub mod limits;
 pub mod packet;
 pub mod route;
 pub mod select;
+pub mod steer;
 pub mod verdict;
 pub mod words;

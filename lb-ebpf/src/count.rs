@@ -3,11 +3,11 @@
 
 use lb_common::verdict::Reason;
 
-use lb_common::limits::NO_NEXTHOP;
+use lb_common::{limits::NO_NEXTHOP, steer::Choice};
 
 use crate::{
     maps::{FL_NH_STATS, FL_VERDICTS},
-    select::{Choice, pin},
+    select::pin,
 };
 
 /// Counts the verdict `process` returns for a frame of `len` bytes.

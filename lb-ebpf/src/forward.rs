@@ -1,7 +1,12 @@
 //! The forwarding path: the stages in order, one verdict at the end.
 
 use aya_ebpf::{bindings::xdp_action, programs::XdpContext};
-use lb_common::{abi::NEXTHOP_USABLE, limits::NO_NEXTHOP, verdict::Reason};
+use lb_common::{
+    abi::NEXTHOP_USABLE,
+    limits::NO_NEXTHOP,
+    steer::{Choice, Pin},
+    verdict::Reason,
+};
 
 use crate::{
     count,
@@ -11,7 +16,7 @@ use crate::{
     report,
     rewrite::rewrite,
     route::route,
-    select::{self, Choice},
+    select,
 };
 
 /// How far [`run`] goes: production runs every stage; the benchmark's
@@ -97,7 +102,7 @@ fn forward<const UNTIL: u8>(ctx: &XdpContext) -> Result<(), Reason> {
     let pin = if group.override_count != 0 {
         select::pin::pinned(group_id, group, &parsed.flow, ingress)
     } else {
-        select::pin::Pin::NONE
+        Pin::NONE
     };
     let mut choice = Choice::ecmp(ecmp_id);
     select::next_hop(destination, group, hash, len, parsed, pin, &mut choice)?;

@@ -3,35 +3,13 @@
 
 use lb_common::{
     abi::GroupEntry,
-    limits::{MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP},
+    limits::MAX_OVERRIDES_PER_GROUP,
     packet::parse::FlowFields,
     select::overrides::{matches, override_index},
+    steer::Pin,
 };
 
 use crate::maps::{FL_OVERRIDES, FL_OVR_STATS};
-
-/// A matched override: its index (its counters') and the member it pins;
-/// [`Pin::NONE`] for none. Plain integers on every path, not an `Option`:
-/// LLVM may copy an `Option`'s undefined payload before the branch that
-/// makes it unused, which the verifier refuses (see
-/// `lb_common::route::table::lookup_entry`).
-#[derive(Clone, Copy)]
-pub struct Pin {
-    pub index: u32,
-    pub slot: u32,
-}
-
-impl Pin {
-    pub const NONE: Self = Self {
-        index: NO_NEXTHOP,
-        slot: NO_NEXTHOP,
-    };
-
-    #[inline(always)]
-    pub fn is_some(self) -> bool {
-        self.index != NO_NEXTHOP
-    }
-}
 
 /// The first of `group`'s overrides a packet of `flow` from `ingress`
 /// matches; the daemon writes them most specific first.
