@@ -2,8 +2,10 @@
 //!
 //! The product, what runs on a switch: [`config`], [`daemon`],
 //! [`dataplane`], [`inspect`], [`logging`], [`metrics`], [`netlink`],
-//! [`sonic`], [`telemetry`]. Test tooling, apart from it and only with the `tooling` feature (a default, which a switch's build
-//! leaves out): `testbed` (namespace fabrics, scenarios, the receiver
+//! [`simulate`], [`sonic`], [`telemetry`], [`workload`] (a collective's
+//! frames, which `simulate` runs and the testbed sends). Test tooling,
+//! apart from it and only with the `tooling` feature (a default, which a
+//! switch's build leaves out): `testbed` (namespace fabrics, scenarios, the receiver
 //! sink) and `traffic` (the RoCEv2 collective generator). Tooling may use
 //! the product; the product never imports tooling (`cargo xtask test`
 //! checks, and builds the product alone).
@@ -27,9 +29,11 @@ pub mod inspect;
 pub mod logging;
 pub mod metrics;
 pub mod netlink;
+pub mod simulate;
 pub mod sonic;
 pub mod telemetry;
 #[cfg(feature = "tooling")]
 pub mod testbed;
 #[cfg(feature = "tooling")]
 pub mod traffic;
+pub mod workload;

@@ -16,9 +16,10 @@ pub const MAX_LINES: usize = 700;
 const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xtask", "tests"];
 
 /// What ships: the daemon, its config, the data-plane programming, metrics,
-/// netlink, the look into a running instance, and the subcommands that
-/// run, stop, check or inspect them.
-const PRODUCT: [&str; 14] = [
+/// netlink, the look into a running instance, the simulator and the
+/// collectives it runs, and the subcommands that run, stop, check,
+/// inspect, watch or simulate.
+const PRODUCT: [&str; 18] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
@@ -33,6 +34,10 @@ const PRODUCT: [&str; 14] = [
     "lb-userspace/src/cli/status.rs",
     "lb-userspace/src/cli/explain.rs",
     "lb-userspace/src/cli/stop.rs",
+    "lb-userspace/src/cli/watch.rs",
+    "lb-userspace/src/cli/simulate.rs",
+    "lb-userspace/src/simulate",
+    "lb-userspace/src/workload.rs",
 ];
 
 /// Modules of the test tooling, which the product must not name.

@@ -54,7 +54,7 @@ impl PacketView for [u8] {
 // Addresses first and 8-aligned, so that [`FlowFields::clear`] is a few
 // wide stores.
 #[repr(C, align(8))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FlowFields {
     pub src: [u8; 16],
     pub dst: [u8; 16],

@@ -10,6 +10,7 @@ mod names;
 mod pins;
 mod reload;
 mod run;
+mod simulate;
 mod status;
 mod stop;
 #[cfg(feature = "tooling")]
@@ -51,6 +52,10 @@ enum Command {
     /// of a pcap file): verdict, route, group, hash, bucket, flowlet
     /// state, next hop.
     Explain(explain::ExplainArgs),
+    /// A capture or a described collective through a config's choice, in
+    /// memory: per mode, each next hop's share, busiest over mean,
+    /// flowlets and moves, in-message reorders. No switch, no root.
+    Simulate(simulate::SimulateArgs),
     /// Print shell completions for fabriclb: bash, zsh, fish, elvish or
     /// powershell (the package installs bash's, zsh's and fish's).
     Completions { shell: clap_complete::Shell },
@@ -79,6 +84,7 @@ impl Cli {
             Command::CheckConfig(args) => check_config::run(args),
             Command::Status(args) => status::run(args),
             Command::Explain(args) => explain::run(args),
+            Command::Simulate(args) => simulate::run(args),
             Command::Watch(args) => watch::run(args),
             Command::Completions { shell } => docs::completions(shell),
             Command::Man { dir } => docs::man(&dir),

@@ -24,7 +24,7 @@ use super::interfaces::Interfaces;
 use super::view::{MapView, Result};
 use crate::config::{Config, NextHopAddr, NextHopSpec};
 use crate::dataplane::tables::route_table::{Family, Layout, PoolFull};
-use crate::dataplane::tables::{Tables, TablesError};
+use crate::dataplane::tables::{GroupTable, Tables, TablesError};
 
 /// Why a config's tables cannot be built in memory.
 #[derive(Debug, thiserror::Error)]
@@ -155,11 +155,22 @@ impl Offline {
         if self.tables.local().is_empty() {
             notes.push("no address is taken as the box's own".to_owned());
         }
-        notes.extend(self.unknown.iter().cloned());
+        notes.extend(self.config_notes().iter().cloned());
         notes
     }
 
-    fn group(&self, id: u32) -> Option<&crate::dataplane::tables::GroupTable> {
+    /// What the config leaves without effect here: groups that learn
+    /// their routes from the box, overrides that take no effect.
+    pub fn config_notes(&self) -> &[String] {
+        &self.unknown
+    }
+
+    /// The config's groups, as the tables hold them.
+    pub fn groups(&self) -> &[GroupTable] {
+        &self.tables.groups
+    }
+
+    fn group(&self, id: u32) -> Option<&GroupTable> {
         self.tables.groups.iter().find(|g| g.id == id)
     }
 }

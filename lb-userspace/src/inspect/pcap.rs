@@ -18,16 +18,30 @@ pub enum PcapError {
 const LINKTYPE_ETHERNET: u32 = 1;
 const PCAPNG_MAGIC: u32 = 0x0a0d_0d0a;
 
+/// One captured frame and when it was captured, ns since the epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub at_ns: u64,
+    pub frame: Vec<u8>,
+}
+
 /// The frames of a pcap file, in order.
 pub fn frames(file: &[u8]) -> Result<Vec<Vec<u8>>, PcapError> {
+    Ok(records(file)?.into_iter().map(|r| r.frame).collect())
+}
+
+/// The records of a pcap file, in order.
+pub fn records(file: &[u8]) -> Result<Vec<Record>, PcapError> {
     let header = file
         .get(..24)
         .ok_or(PcapError::Truncated("the file header"))?;
     let magic = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    let little = match magic {
-        // Microsecond and nanosecond timestamps, written either way round.
-        0xa1b2_c3d4 | 0xa1b2_3c4d => true,
-        0xd4c3_b2a1 | 0x4d3c_b2a1 => false,
+    // Microsecond and nanosecond timestamps, written either way round.
+    let (little, fraction_ns) = match magic {
+        0xa1b2_c3d4 => (true, 1_000),
+        0xa1b2_3c4d => (true, 1),
+        0xd4c3_b2a1 => (false, 1_000),
+        0x4d3c_b2a1 => (false, 1),
         PCAPNG_MAGIC => return Err(PcapError::Pcapng),
         other => return Err(PcapError::Magic(other)),
     };
@@ -44,7 +58,7 @@ pub fn frames(file: &[u8]) -> Result<Vec<Vec<u8>>, PcapError> {
     if link_type != LINKTYPE_ETHERNET {
         return Err(PcapError::LinkType(link_type));
     }
-    let mut frames = Vec::new();
+    let mut records = Vec::new();
     let mut rest = &file[24..];
     while !rest.is_empty() {
         let record = rest
@@ -54,10 +68,14 @@ pub fn frames(file: &[u8]) -> Result<Vec<Vec<u8>>, PcapError> {
         let data = rest
             .get(16..16 + captured)
             .ok_or(PcapError::Truncated("a record"))?;
-        frames.push(data.to_vec());
+        records.push(Record {
+            at_ns: u64::from(word(&record[..4])) * 1_000_000_000
+                + u64::from(word(&record[4..8])) * fraction_ns,
+            frame: data.to_vec(),
+        });
         rest = &rest[16 + captured..];
     }
-    Ok(frames)
+    Ok(records)
 }
 
 #[cfg(test)]
@@ -90,7 +108,7 @@ mod tests {
         out.extend(word(LINKTYPE_ETHERNET));
         for (i, frame) in frames.iter().enumerate() {
             out.extend(word(1_700_000_000 + i as u32));
-            out.extend(word(0));
+            out.extend(word(250));
             out.extend(word(frame.len() as u32));
             out.extend(word(frame.len() as u32 + 10));
             out.extend_from_slice(frame);
@@ -104,6 +122,14 @@ mod tests {
         for little in [true, false] {
             let read = super::frames(&write(&frames, little)).unwrap();
             assert_eq!(read, frames.map(<[u8]>::to_vec), "little-endian {little}");
+            let times: Vec<u64> = (records(&write(&frames, little)).unwrap().iter())
+                .map(|r| r.at_ns)
+                .collect();
+            let second = 1_700_000_000_000_000_000;
+            assert_eq!(
+                times,
+                [0, 1, 2].map(|i| second + i * 1_000_000_000 + 250_000)
+            );
         }
     }
 

@@ -214,7 +214,7 @@ mod tests {
     use super::*;
     use crate::dataplane::declared;
     use crate::traffic::Pattern;
-    use crate::traffic::generator::tests::{SENDER, workload};
+    use crate::workload::tests::{SENDER, workload};
 
     /// The generator's object carries its own programs and maps, none of
     /// the forwarding path's.

@@ -2,10 +2,9 @@
 //! ring or, for XDP paths at millions of packets per second, as live
 //! frames (`live`). Test tooling: no product module imports it.
 
-mod generator;
 pub mod live;
 mod send;
 pub mod txring;
 
-pub use generator::{Generator, Pattern, Sender, Workload};
+pub use crate::workload::{Generator, Pattern, Sender, Workload};
 pub use send::{Pace, SendReport, resolve_sender, send};

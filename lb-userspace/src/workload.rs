@@ -3,8 +3,10 @@
 //! round-robin, messages cut into MTU-sized RDMA WRITE packets
 //! (FIRST/MIDDLE/LAST, or ONLY), RETH on FIRST and ONLY, payload and ICRC.
 //!
-//! [`Generator`] plans and builds frames; [`super::send`] puts them on
-//! the wire.
+//! [`Generator`] plans and builds frames: `fabriclb simulate` runs them
+//! through the choice in memory ([`crate::simulate`]), and the testbed's
+//! senders put the same frames on the wire (`traffic::send`), so a
+//! simulation and a testbed run of one collective carry the same flows.
 
 use std::net::Ipv4Addr;
 use std::str::FromStr;
@@ -286,14 +288,14 @@ impl Generator {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use lb_common::packet::{
         parse::{Parsed, parse},
         roce,
     };
 
-    pub(in crate::traffic) fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
+    pub(crate) fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
         Workload {
             pattern,
             ranks: (1..=4)
@@ -309,7 +311,7 @@ pub(super) mod tests {
         }
     }
 
-    pub(in crate::traffic) const SENDER: Sender = Sender {
+    pub(crate) const SENDER: Sender = Sender {
         ip: Ipv4Addr::new(198, 18, 101, 1),
         mac: [2, 0, 0, 0, 1, 1],
         gateway_mac: [2, 0, 0, 0, 0, 0xfe],

@@ -1,0 +1,314 @@
+//! A collective described in one line, `--collective SPEC`: comma-
+//! separated `KEY=VALUE`s, e.g.
+//! `pattern=ring,ranks=16,qps=4,message=256KiB,messages=40,rate=40Mbit,gap=30ms`.
+//! Its frames are the testbed's generator's ([`crate::workload`]), each
+//! rank sending its rounds at `rate` with `gap` after each.
+
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use super::Arriving;
+use crate::workload::{Generator, Pattern, Sender, Workload};
+
+/// Every key, with what it means and its default, as errors list them.
+pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), qps (QPs per \
+     connection; 1), message (bytes, or with KiB/MiB/GiB; 1MiB), messages (per connection; \
+     16), mtu (RDMA payload per packet; 4096), small (single-packet messages after each; 0), \
+     port-per-qp (a UDP source port per QP: yes/no; yes), rate (a rank's while it sends, \
+     with bit/Kbit/Mbit/Gbit; 100Gbit), gap (the pause after each round, with ns/us/ms/s; \
+     0), src (rank 0's address; 198.18.101.1), dst (rank 0's receive address; \
+     198.19.101.1), stride (between ranks' addresses; 256)";
+
+/// A collective: who sends what to whom, and how fast.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveSpec {
+    pub pattern: Pattern,
+    pub ranks: usize,
+    pub qps_per_connection: u32,
+    pub message_bytes: u32,
+    pub messages: u32,
+    pub mtu: u32,
+    pub small_messages: u32,
+    pub source_port_per_qp: bool,
+    /// A rank's sending rate, bits per second.
+    pub rate_bits_per_s: u64,
+    pub gap_ns: u64,
+    /// Rank r sends from `src + r * stride` to `dst + p * stride` for
+    /// each of its peers p.
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub stride: u32,
+}
+
+impl Default for CollectiveSpec {
+    fn default() -> Self {
+        Self {
+            pattern: Pattern::Ring,
+            ranks: 8,
+            qps_per_connection: 1,
+            message_bytes: 1 << 20,
+            messages: 16,
+            mtu: 4096,
+            small_messages: 0,
+            source_port_per_qp: true,
+            rate_bits_per_s: 100_000_000_000,
+            gap_ns: 0,
+            src: Ipv4Addr::new(198, 18, 101, 1),
+            dst: Ipv4Addr::new(198, 19, 101, 1),
+            stride: 256,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0:?} is not KEY=VALUE (keys: {KEYS})")]
+    NotKeyValue(String),
+    #[error("unknown key {0:?} (keys: {KEYS})")]
+    UnknownKey(String),
+    #[error("{key}={value:?}: {why}")]
+    Value {
+        key: String,
+        value: String,
+        why: String,
+    },
+}
+
+impl FromStr for CollectiveSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Self, SpecError> {
+        let mut spec = Self::default();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| SpecError::NotKeyValue(item.to_owned()))?;
+            let bad = |why: &str| SpecError::Value {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                why: why.to_owned(),
+            };
+            let count = |min: u32, max: u32| {
+                (value.parse::<u32>().ok())
+                    .filter(|n| (min..=max).contains(n))
+                    .ok_or_else(|| bad(&format!("a whole number in {min}..={max}")))
+            };
+            match key {
+                "pattern" => spec.pattern = value.parse().map_err(|e: String| bad(&e))?,
+                "ranks" => spec.ranks = count(2, 256)? as usize,
+                "qps" => spec.qps_per_connection = count(1, 4096)?,
+                "message" => {
+                    spec.message_bytes = (scaled(value, BYTE_UNITS).filter(|b| *b >= 1))
+                        .and_then(|b| u32::try_from(b).ok())
+                        .ok_or_else(|| bad("bytes, 1 to 4GiB, with KiB, MiB or GiB"))?
+                }
+                "messages" => spec.messages = count(1, 1_000_000)?,
+                "mtu" => spec.mtu = count(256, 9000)?,
+                "small" => spec.small_messages = count(0, 1024)?,
+                "port-per-qp" => {
+                    spec.source_port_per_qp = match value {
+                        "yes" => true,
+                        "no" => false,
+                        _ => return Err(bad("yes or no")),
+                    }
+                }
+                "rate" => spec.rate_bits_per_s = rate(value).map_err(|e| bad(&e.to_string()))?,
+                "gap" => {
+                    spec.gap_ns = scaled(value, TIME_UNITS)
+                        .ok_or_else(|| bad("a time, with ns, us, ms or s"))?
+                }
+                "src" => spec.src = value.parse().map_err(|_| bad("an IPv4 address"))?,
+                "dst" => spec.dst = value.parse().map_err(|_| bad("an IPv4 address"))?,
+                "stride" => spec.stride = count(1, 1 << 16)?,
+                _ => return Err(SpecError::UnknownKey(key.to_owned())),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+const BYTE_UNITS: &[(&str, u64)] = &[
+    ("GiB", 1 << 30),
+    ("MiB", 1 << 20),
+    ("KiB", 1 << 10),
+    ("", 1),
+];
+const RATE_UNITS: &[(&str, u64)] = &[
+    ("Gbit", 1_000_000_000),
+    ("Mbit", 1_000_000),
+    ("Kbit", 1_000),
+    ("bit", 1),
+];
+const TIME_UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+];
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a rate from 1Kbit, with bit, Kbit, Mbit or Gbit")]
+pub struct RateError;
+
+/// A rate, `400Gbit` or `40.5Mbit`, in bits per second.
+pub fn rate(text: &str) -> Result<u64, RateError> {
+    scaled(text, RATE_UNITS)
+        .filter(|r| *r >= 1000)
+        .ok_or(RateError)
+}
+
+/// `text`, a decimal number and one of `units`' suffixes, in the base
+/// unit (rounded down).
+fn scaled(text: &str, units: &[(&str, u64)]) -> Option<u64> {
+    let (number, scale) = units
+        .iter()
+        .find_map(|(suffix, scale)| Some((text.strip_suffix(suffix)?, *scale)))?;
+    let value: f64 = number.trim().parse().ok()?;
+    (value.is_finite() && value >= 0.0 && value * scale as f64 <= u64::MAX as f64)
+        .then_some((value * scale as f64) as u64)
+}
+
+impl CollectiveSpec {
+    /// Rank `rank`'s address plus `base`'s offset.
+    fn address(&self, base: Ipv4Addr, rank: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(base).wrapping_add(self.stride * rank as u32))
+    }
+
+    /// What rank `rank` sends, as the testbed's generator takes it.
+    pub fn workload(&self, rank: usize) -> Workload {
+        Workload {
+            pattern: self.pattern,
+            ranks: (0..self.ranks).map(|r| self.address(self.dst, r)).collect(),
+            rank,
+            qps_per_connection: self.qps_per_connection,
+            message_bytes: self.message_bytes,
+            mtu: self.mtu,
+            messages: self.messages,
+            source_port_per_qp: self.source_port_per_qp,
+            small_messages: self.small_messages,
+        }
+    }
+
+    /// Every rank's frames as they reach the box, in time order: each
+    /// rank from time 0, a round's frames back to back at `rate`, `gap`
+    /// after each round.
+    pub fn frames(&self) -> Vec<Arriving> {
+        let mut all = Vec::new();
+        for rank in 0..self.ranks {
+            let sender = Sender {
+                ip: self.address(self.src, rank),
+                // Locally administered; no MAC is checked offline.
+                mac: [0x02, 0, 0, 0, (rank >> 8) as u8, rank as u8],
+                gateway_mac: [0x02, 0, 0, 0, 0xff, 0xff],
+            };
+            let mut generator = Generator::new(self.workload(rank), sender);
+            let mut at_ns = 0u64;
+            loop {
+                let round = generator.next_round();
+                if round.is_empty() {
+                    break;
+                }
+                for frame in round {
+                    let bits = frame.len() as u128 * 8;
+                    all.push(Arriving { at_ns, frame });
+                    at_ns += (bits * 1_000_000_000 / u128::from(self.rate_bits_per_s)) as u64;
+                }
+                at_ns += self.gap_ns;
+            }
+        }
+        all.sort_by_key(|a| a.at_ns);
+        all
+    }
+
+    /// The spec as it would be written, every key given.
+    pub fn describe(&self) -> String {
+        format!(
+            "pattern={},ranks={},qps={},message={},messages={},mtu={},small={},port-per-qp={},\
+             rate={}bit,gap={}ns,src={},dst={},stride={}",
+            self.pattern.as_str(),
+            self.ranks,
+            self.qps_per_connection,
+            self.message_bytes,
+            self.messages,
+            self.mtu,
+            self.small_messages,
+            if self.source_port_per_qp { "yes" } else { "no" },
+            self.rate_bits_per_s,
+            self.gap_ns,
+            self.src,
+            self.dst,
+            self.stride
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_reads_every_key_with_its_units() {
+        let spec: CollectiveSpec = "pattern=all-to-all, ranks=16,qps=4,message=256KiB,messages=40,\
+             mtu=1024,small=2,port-per-qp=no,rate=40.5Mbit,gap=30ms,src=10.0.0.1,dst=10.1.0.1,\
+             stride=1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            spec,
+            CollectiveSpec {
+                pattern: Pattern::AllToAll,
+                ranks: 16,
+                qps_per_connection: 4,
+                message_bytes: 256 << 10,
+                messages: 40,
+                mtu: 1024,
+                small_messages: 2,
+                source_port_per_qp: false,
+                rate_bits_per_s: 40_500_000,
+                gap_ns: 30_000_000,
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(10, 1, 0, 1),
+                stride: 1,
+            }
+        );
+        assert_eq!(spec.describe().parse::<CollectiveSpec>().unwrap(), spec);
+    }
+
+    #[test]
+    fn a_bad_spec_says_which_key_and_why() {
+        let error = |text: &str| text.parse::<CollectiveSpec>().unwrap_err().to_string();
+        assert_eq!(error("ranks=1"), "ranks=\"1\": a whole number in 2..=256");
+        assert_eq!(
+            error("message=1TiB"),
+            "message=\"1TiB\": bytes, 1 to 4GiB, with KiB, MiB or GiB"
+        );
+        assert_eq!(
+            error("gap=5 minutes"),
+            "gap=\"5 minutes\": a time, with ns, us, ms or s"
+        );
+        assert!(error("ranks").starts_with("\"ranks\" is not KEY=VALUE (keys: pattern"));
+        assert!(error("speed=1").starts_with("unknown key \"speed\" (keys: "));
+        assert_eq!(
+            error("pattern=tree"),
+            "pattern=\"tree\": unknown pattern \"tree\" (valid: \"ring\", \"all-to-all\", \"mixed\")"
+        );
+    }
+
+    /// A ring of 4 ranks, 2 messages of 2 packets each: every rank's
+    /// rounds paced at its rate, the gap after each round.
+    #[test]
+    fn frames_are_paced_per_rank_with_the_gap_after_each_round() {
+        let spec: CollectiveSpec = "ranks=4,message=8KiB,messages=2,rate=1Gbit,gap=1ms"
+            .parse()
+            .unwrap();
+        let frames = spec.frames();
+        assert_eq!(frames.len(), 4 * 2 * 2);
+        // At 1 Gbit/s a byte takes 8 ns; the ranks send alike, so each
+        // instant holds one frame of each, in rank order.
+        let ns = |i: usize| frames[4 * i].frame.len() as u64 * 8;
+        let mut times: Vec<u64> = frames.iter().map(|f| f.at_ns).collect();
+        times.dedup();
+        let second_round = ns(0) + ns(1) + 1_000_000;
+        assert_eq!(times, [0, ns(0), second_round, second_round + ns(2)]);
+    }
+}
