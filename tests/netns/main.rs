@@ -28,6 +28,7 @@ mod rollback;
 mod routing;
 mod scenario;
 mod service;
+mod simulate;
 mod soak;
 mod sonic;
 mod startup;

@@ -40,7 +40,7 @@ pub struct SimulateArgs {
     path_rates: Vec<String>,
     /// One JSON document on stdout instead of the table: `{"simulation",
     /// "modes": [{"mode", "sent", "forwarded", "paths": [{"group",
-    /// "next_hop", "packets", "bytes", "share"}], "busiest_over_mean",
+    /// "interface", "next_hop", "packets", "bytes", "share"}], "busiest_over_mean",
     /// "flowlet_moves", "reorders", ...}]}` (see the README).
     #[arg(long)]
     json: bool,

@@ -11,8 +11,8 @@ use super::Arriving;
 use crate::workload::{Generator, Pattern, Sender, Workload};
 
 /// Every key, with what it means and its default, as errors list them.
-pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), qps (QPs per \
-     connection; 1), message (bytes, or with KiB/MiB/GiB; 1MiB), messages (per connection; \
+pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), senders (ranks \
+     0.. that send; all), qps (QPs per connection; 1), message (bytes, or with KiB/MiB/GiB; 1MiB), messages (per connection; \
      16), mtu (RDMA payload per packet; 4096), small (single-packet messages after each; 0), \
      port-per-qp (a UDP source port per QP: yes/no; yes), rate (a rank's while it sends, \
      with bit/Kbit/Mbit/Gbit; 100Gbit), gap (the pause after each round, with ns/us/ms/s; \
@@ -24,6 +24,8 @@ pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), qps 
 pub struct CollectiveSpec {
     pub pattern: Pattern,
     pub ranks: usize,
+    /// Ranks `0..senders` send; all receive.
+    pub senders: usize,
     pub qps_per_connection: u32,
     pub message_bytes: u32,
     pub messages: u32,
@@ -45,6 +47,7 @@ impl Default for CollectiveSpec {
         Self {
             pattern: Pattern::Ring,
             ranks: 8,
+            senders: 8,
             qps_per_connection: 1,
             message_bytes: 1 << 20,
             messages: 16,
@@ -79,6 +82,7 @@ impl FromStr for CollectiveSpec {
 
     fn from_str(text: &str) -> Result<Self, SpecError> {
         let mut spec = Self::default();
+        let mut senders = None;
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (key, value) = item
                 .split_once('=')
@@ -96,6 +100,7 @@ impl FromStr for CollectiveSpec {
             match key {
                 "pattern" => spec.pattern = value.parse().map_err(|e: String| bad(&e))?,
                 "ranks" => spec.ranks = count(2, 256)? as usize,
+                "senders" => senders = Some(count(1, 256)? as usize),
                 "qps" => spec.qps_per_connection = count(1, 4096)?,
                 "message" => {
                     spec.message_bytes = (scaled(value, BYTE_UNITS).filter(|b| *b >= 1))
@@ -122,6 +127,14 @@ impl FromStr for CollectiveSpec {
                 "stride" => spec.stride = count(1, 1 << 16)?,
                 _ => return Err(SpecError::UnknownKey(key.to_owned())),
             }
+        }
+        spec.senders = senders.unwrap_or(spec.ranks);
+        if spec.senders > spec.ranks {
+            return Err(SpecError::Value {
+                key: "senders".to_owned(),
+                value: spec.senders.to_string(),
+                why: format!("more than the {} ranks", spec.ranks),
+            });
         }
         Ok(spec)
     }
@@ -194,7 +207,7 @@ impl CollectiveSpec {
     /// after each round.
     pub fn frames(&self) -> Vec<Arriving> {
         let mut all = Vec::new();
-        for rank in 0..self.ranks {
+        for rank in 0..self.senders {
             let sender = Sender {
                 ip: self.address(self.src, rank),
                 // Locally administered; no MAC is checked offline.
@@ -223,10 +236,11 @@ impl CollectiveSpec {
     /// The spec as it would be written, every key given.
     pub fn describe(&self) -> String {
         format!(
-            "pattern={},ranks={},qps={},message={},messages={},mtu={},small={},port-per-qp={},\
+            "pattern={},ranks={},senders={},qps={},message={},messages={},mtu={},small={},port-per-qp={},\
              rate={}bit,gap={}ns,src={},dst={},stride={}",
             self.pattern.as_str(),
             self.ranks,
+            self.senders,
             self.qps_per_connection,
             self.message_bytes,
             self.messages,
@@ -258,6 +272,7 @@ mod tests {
             CollectiveSpec {
                 pattern: Pattern::AllToAll,
                 ranks: 16,
+                senders: 16,
                 qps_per_connection: 4,
                 message_bytes: 256 << 10,
                 messages: 40,
@@ -285,6 +300,18 @@ mod tests {
         assert_eq!(
             error("gap=5 minutes"),
             "gap=\"5 minutes\": a time, with ns, us, ms or s"
+        );
+        assert_eq!(
+            error("ranks=4,senders=5"),
+            "senders=\"5\": more than the 4 ranks"
+        );
+        assert_eq!(
+            "ranks=4,senders=2,message=4KiB,messages=1"
+                .parse::<CollectiveSpec>()
+                .unwrap()
+                .frames()
+                .len(),
+            2
         );
         assert!(error("ranks").starts_with("\"ranks\" is not KEY=VALUE (keys: pattern"));
         assert!(error("speed=1").starts_with("unknown key \"speed\" (keys: "));

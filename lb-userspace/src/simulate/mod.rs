@@ -117,6 +117,7 @@ pub struct Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathLoad {
     pub group: String,
+    pub interface: String,
     /// As configured: `eth4 10.0.1.1`.
     pub next_hop: String,
     pub packets: u64,
@@ -254,6 +255,7 @@ pub fn simulate(
             let (packets, bytes) = links.carried(*id);
             outcome.paths.push(PathLoad {
                 group: group.name.clone(),
+                interface: spec.interface.clone(),
                 next_hop: spec.to_string(),
                 packets,
                 bytes,

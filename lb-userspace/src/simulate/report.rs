@@ -106,6 +106,7 @@ pub fn json(
                 .map(|(p, share)| {
                     json!({
                         "group": p.group,
+                        "interface": p.interface,
                         "next_hop": p.next_hop,
                         "packets": p.packets,
                         "bytes": p.bytes,

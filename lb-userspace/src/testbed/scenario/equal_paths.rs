@@ -45,6 +45,33 @@ pub fn equal_paths(name: &'static str, paths: u32, messages: u32) -> Scenario {
     scenario
 }
 
+/// QPs per connection in `simulate-16`: 64 over 16 spines.
+pub const SIMULATE_QPS: u32 = 4;
+/// Single-packet messages after each of `simulate-16`'s messages: what
+/// per-packet mode sprays.
+pub const SIMULATE_SMALL: u32 = 4;
+
+/// `simulate-16`: [`equal_paths`] over 16 spines with
+/// [`SIMULATE_QPS`] QPs per connection (64 flows, four to a spine on
+/// average) and [`SIMULATE_SMALL`] single-packet messages after each
+/// message; each row's spine shares set beside what `fabriclb simulate`
+/// predicts from the leaf's config and the same collective.
+pub fn simulate_16(messages: u32) -> Scenario {
+    let mut scenario = equal_paths("simulate-16", 16, messages);
+    let collective = &mut scenario.collective;
+    collective.qps_per_connection = SIMULATE_QPS;
+    collective.small_messages = SIMULATE_SMALL;
+    scenario.workload = format!(
+        "ring of 16 ranks, {SIMULATE_QPS} QPs per connection: 64 flows over 16 spines at 50 \
+         Mbit/s (lossy queues), each rank {messages} messages of 256 KiB sent at {:.0}% of a \
+         spine's rate, each followed by {SIMULATE_SMALL} single-packet messages and a {} ms \
+         pause; beside each row, fabriclb simulate's prediction",
+        LOAD * 100.0,
+        PAUSE.as_millis()
+    );
+    scenario
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ mod link_down;
 mod reaction;
 mod report;
 pub mod restart;
+pub mod simulated;
 mod slow_spine;
 pub mod soak;
 pub mod sonic;
@@ -89,10 +90,13 @@ pub enum Name {
     EqualPaths8,
     /// The same over 16.
     EqualPaths16,
+    /// 64 QPs over 16 equal spines, the testbed's shares beside
+    /// `fabriclb simulate`'s ([`equal_paths::simulate_16`]).
+    Simulate16,
 }
 
 impl Name {
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::SlowSpine,
         Self::SlowSpineLossless,
         Self::BgpSlowSpine,
@@ -110,6 +114,7 @@ impl Name {
         Self::FabricMatrix,
         Self::EqualPaths8,
         Self::EqualPaths16,
+        Self::Simulate16,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -131,6 +136,7 @@ impl Name {
             Self::FabricMatrix => "fabric-matrix",
             Self::EqualPaths8 => "equal-paths-8",
             Self::EqualPaths16 => "equal-paths-16",
+            Self::Simulate16 => "simulate-16",
         }
     }
 
@@ -156,6 +162,7 @@ impl Name {
             Self::EqualPaths16 => {
                 equal_paths::equal_paths(self.as_str(), 16, equal_paths::MESSAGES)
             }
+            Self::Simulate16 => equal_paths::simulate_16(equal_paths::MESSAGES),
         })
     }
 
@@ -181,6 +188,8 @@ impl Name {
                 let others = other_choices(&all);
                 all.into_iter().chain(others).collect()
             }
+            // The simulator reads no telemetry.
+            Self::Simulate16 => modes().into_iter().filter(|m| !m.telemetry).collect(),
             _ => modes(),
         }
     }
@@ -190,8 +199,8 @@ impl Name {
 #[error(
     "no scenario {0:?}; there are slow-spine, slow-spine-lossless, bgp-slow-spine, \
      spine-slowdown, cross-traffic, link-down, restart, bgp-drain, sonic, te-override, soak, \
-     fabric-slow-link, fabric-bgp, fabric-herd, fabric-matrix, equal-paths-8 and \
-     equal-paths-16"
+     fabric-slow-link, fabric-bgp, fabric-herd, fabric-matrix, equal-paths-8, \
+     equal-paths-16 and simulate-16"
 )]
 pub struct UnknownScenario(String);
 
@@ -480,13 +489,14 @@ pub fn measure(
             let rate = scenario.shape.spine_rate_mbit(change.spine).unwrap_or(0);
             bed.set_spine_rate(change.spine, rate)?;
         }
-        report.modes.push(
-            ModeReport::new(mode, &run, capacity, reaction)
-                .with_cross(cross)
-                .with_failover(failover, &run)
-                .with_drains(drains, &run)
-                .with_flow_events(Some(watched)),
-        );
+        let row = ModeReport::new(mode, &run, capacity, reaction)
+            .with_cross(cross)
+            .with_failover(failover, &run)
+            .with_drains(drains, &run)
+            .with_flow_events(Some(watched));
+        let simulated = simulated::simulate(bed, scenario, mode, &row.spine_share)
+            .with_context(|| format!("simulating mode {}", mode.name))?;
+        report.modes.push(row.with_simulated(simulated));
     }
     Ok(report)
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::simulated::Simulated;
 use super::{Drains, Failover, Mode, Reaction};
 use crate::daemon::flow_events::{FLOWLET_MOVE, PathEnd, WatchEvent};
 use crate::testbed::CollectiveReport;
@@ -77,6 +78,9 @@ pub struct ModeReport {
     /// What `fabriclb watch` showed of the leaf's flow events.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub flow_events: Option<WatchedEvents>,
+    /// What `fabriclb simulate` predicted for the row, where it models it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub simulated: Option<Simulated>,
 }
 
 /// What `fabriclb watch` showed during a run.
@@ -196,6 +200,7 @@ impl ModeReport {
             cross: None,
             event: None,
             flow_events: None,
+            simulated: None,
         }
     }
 
@@ -227,6 +232,12 @@ impl ModeReport {
                 ..d
             }));
         }
+        self
+    }
+
+    /// With what `fabriclb simulate` predicted for the row.
+    pub fn with_simulated(mut self, simulated: Option<Simulated>) -> Self {
+        self.simulated = simulated;
         self
     }
 

@@ -72,6 +72,30 @@ pub fn print(scenario: &Scenario, report: &Report) {
             println!("  {} ({}{telemetry}): {line}", mode.mode, mode.choice);
         }
     }
+    let simulated: Vec<_> = (report.modes.iter())
+        .filter_map(|m| Some((m, m.simulated.as_ref()?)))
+        .collect();
+    if !simulated.is_empty() {
+        println!(
+            "\nfabriclb simulate, the leaf's config and the same collective in memory: the \
+             largest gap between a spine's share here and there, busiest/mean, flowlet moves, \
+             in-message reorders"
+        );
+        for (mode, sim) in simulated {
+            println!(
+                "  {:<11} gap {:>4.1} points   busiest/mean {:.2} (testbed {:.2})   moves {} \
+                 (testbed {})   reorders {} (testbed {})",
+                mode.mode,
+                sim.share_gap * 100.0,
+                sim.spine_mmr,
+                mode.spine_mmr,
+                sim.flowlet_moves,
+                mode.flowlet_moves,
+                sim.in_message_reorders,
+                mode.in_message_reorders
+            );
+        }
+    }
     if let Some(change) = &scenario.change {
         println!(
             "\nreaction to spine {} slowing to {} Mbit/s: from the tc change to the first \
