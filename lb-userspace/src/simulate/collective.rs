@@ -16,7 +16,7 @@ pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), send
      16), mtu (RDMA payload per packet; 4096), small (single-packet messages after each; 0), \
      port-per-qp (a UDP source port per QP: yes/no; yes), rate (a rank's while it sends, \
      with bit/Kbit/Mbit/Gbit; 100Gbit), gap (the pause after each round, with ns/us/ms/s; \
-     0), src (rank 0's address; 198.18.101.1), dst (rank 0's receive address; \
+     0), jitter (each round starts up to this much later, drawn per rank and round; 0), src (rank 0's address; 198.18.101.1), dst (rank 0's receive address; \
      198.19.101.1), stride (between ranks' addresses; 256)";
 
 /// A collective: who sends what to whom, and how fast.
@@ -35,6 +35,10 @@ pub struct CollectiveSpec {
     /// A rank's sending rate, bits per second.
     pub rate_bits_per_s: u64,
     pub gap_ns: u64,
+    /// Each round of each rank starts up to this much later than its
+    /// pacing says, drawn from a generator seeded by the rank (the same
+    /// every run): senders that are not in lockstep.
+    pub jitter_ns: u64,
     /// Rank r sends from `src + r * stride` to `dst + p * stride` for
     /// each of its peers p.
     pub src: Ipv4Addr,
@@ -56,6 +60,7 @@ impl Default for CollectiveSpec {
             source_port_per_qp: true,
             rate_bits_per_s: 100_000_000_000,
             gap_ns: 0,
+            jitter_ns: 0,
             src: Ipv4Addr::new(198, 18, 101, 1),
             dst: Ipv4Addr::new(198, 19, 101, 1),
             stride: 256,
@@ -122,6 +127,10 @@ impl FromStr for CollectiveSpec {
                     spec.gap_ns = scaled(value, TIME_UNITS)
                         .ok_or_else(|| bad("a time, with ns, us, ms or s"))?
                 }
+                "jitter" => {
+                    spec.jitter_ns = scaled(value, TIME_UNITS)
+                        .ok_or_else(|| bad("a time, with ns, us, ms or s"))?
+                }
                 "src" => spec.src = value.parse().map_err(|_| bad("an IPv4 address"))?,
                 "dst" => spec.dst = value.parse().map_err(|_| bad("an IPv4 address"))?,
                 "stride" => spec.stride = count(1, 1 << 16)?,
@@ -171,14 +180,43 @@ pub fn rate(text: &str) -> Result<u64, RateError> {
 }
 
 /// `text`, a decimal number and one of `units`' suffixes, in the base
-/// unit (rounded down).
+/// unit (rounded down); a plain 0 needs none.
 fn scaled(text: &str, units: &[(&str, u64)]) -> Option<u64> {
+    if text == "0" {
+        return Some(0);
+    }
     let (number, scale) = units
         .iter()
         .find_map(|(suffix, scale)| Some((text.strip_suffix(suffix)?, *scale)))?;
     let value: f64 = number.trim().parse().ok()?;
     (value.is_finite() && value >= 0.0 && value * scale as f64 <= u64::MAX as f64)
         .then_some((value * scale as f64) as u64)
+}
+
+/// A rank's round delays: uniform in `0..max_ns`, from xorshift64*
+/// seeded by the rank, so a spec's frames are the same every run.
+struct Jitter {
+    state: u64,
+    max_ns: u64,
+}
+
+impl Jitter {
+    fn new(rank: usize, max_ns: u64) -> Self {
+        Self {
+            state: 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+            max_ns,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        if self.max_ns == 0 {
+            return 0;
+        }
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) % self.max_ns
+    }
 }
 
 impl CollectiveSpec {
@@ -216,11 +254,13 @@ impl CollectiveSpec {
             };
             let mut generator = Generator::new(self.workload(rank), sender);
             let mut at_ns = 0u64;
+            let mut draws = Jitter::new(rank, self.jitter_ns);
             loop {
                 let round = generator.next_round();
                 if round.is_empty() {
                     break;
                 }
+                at_ns += draws.next();
                 for frame in round {
                     let bits = frame.len() as u128 * 8;
                     all.push(Arriving { at_ns, frame });
@@ -237,7 +277,7 @@ impl CollectiveSpec {
     pub fn describe(&self) -> String {
         format!(
             "pattern={},ranks={},senders={},qps={},message={},messages={},mtu={},small={},port-per-qp={},\
-             rate={}bit,gap={}ns,src={},dst={},stride={}",
+             rate={}bit,gap={}ns,jitter={}ns,src={},dst={},stride={}",
             self.pattern.as_str(),
             self.ranks,
             self.senders,
@@ -249,6 +289,7 @@ impl CollectiveSpec {
             if self.source_port_per_qp { "yes" } else { "no" },
             self.rate_bits_per_s,
             self.gap_ns,
+            self.jitter_ns,
             self.src,
             self.dst,
             self.stride
@@ -263,7 +304,7 @@ mod tests {
     #[test]
     fn a_spec_reads_every_key_with_its_units() {
         let spec: CollectiveSpec = "pattern=all-to-all, ranks=16,qps=4,message=256KiB,messages=40,\
-             mtu=1024,small=2,port-per-qp=no,rate=40.5Mbit,gap=30ms,src=10.0.0.1,dst=10.1.0.1,\
+             mtu=1024,small=2,port-per-qp=no,rate=40.5Mbit,gap=30ms,jitter=2us,src=10.0.0.1,dst=10.1.0.1,\
              stride=1"
             .parse()
             .unwrap();
@@ -281,6 +322,7 @@ mod tests {
                 source_port_per_qp: false,
                 rate_bits_per_s: 40_500_000,
                 gap_ns: 30_000_000,
+                jitter_ns: 2_000,
                 src: Ipv4Addr::new(10, 0, 0, 1),
                 dst: Ipv4Addr::new(10, 1, 0, 1),
                 stride: 1,
@@ -301,6 +343,8 @@ mod tests {
             error("gap=5 minutes"),
             "gap=\"5 minutes\": a time, with ns, us, ms or s"
         );
+        assert_eq!(error("gap=5"), "gap=\"5\": a time, with ns, us, ms or s");
+        assert_eq!("gap=0".parse::<CollectiveSpec>().unwrap().gap_ns, 0);
         assert_eq!(
             error("ranks=4,senders=5"),
             "senders=\"5\": more than the 4 ranks"
@@ -337,5 +381,29 @@ mod tests {
         times.dedup();
         let second_round = ns(0) + ns(1) + 1_000_000;
         assert_eq!(times, [0, ns(0), second_round, second_round + ns(2)]);
+
+        // With jitter, each rank's rounds start apart, within it, the
+        // same every time.
+        let jittered: CollectiveSpec =
+            "ranks=4,message=8KiB,messages=2,rate=1Gbit,gap=1ms,jitter=100us"
+                .parse()
+                .unwrap();
+        // Each rank's first frame, by its IPv4 source address.
+        let firsts = |frames: &[Arriving]| -> Vec<u64> {
+            (0..4u8)
+                .map(|rank| {
+                    let source = [198, 18, 101 + rank, 1];
+                    (frames.iter())
+                        .find(|f| f.frame[26..30] == source)
+                        .map(|f| f.at_ns)
+                        .unwrap()
+                })
+                .collect()
+        };
+        let frames = jittered.frames();
+        let starts = firsts(&frames);
+        assert!(starts.iter().all(|&t| t < 100_000), "{starts:?}");
+        assert!(starts.windows(2).all(|w| w[0] != w[1]), "{starts:?}");
+        assert_eq!(firsts(&jittered.frames()), starts);
     }
 }

@@ -110,6 +110,7 @@ pub fn spec(scenario: &Scenario) -> CollectiveSpec {
             pps => pps * u64::from(FRAME_BYTES) * 8,
         },
         gap_ns: c.pace.gap.as_nanos() as u64,
+        jitter_ns: 0,
         src: host_addr(1),
         dst: receiver_addr(1),
         stride: u32::from(host_addr(2)) - u32::from(host_addr(1)),
@@ -132,7 +133,7 @@ mod tests {
             spec.describe(),
             format!(
                 "pattern=ring,ranks=16,senders=16,qps={SIMULATE_QPS},message=262144,messages=10,\
-                 mtu={},small={SIMULATE_SMALL},port-per-qp=yes,rate={}bit,gap=30000000ns,\
+                 mtu={},small={SIMULATE_SMALL},port-per-qp=yes,rate={}bit,gap=30000000ns,jitter=0ns,\
                  src=198.18.101.1,dst=198.19.101.1,stride=256",
                 scenario.collective.mtu,
                 pps * u64::from(FRAME_BYTES) * 8
