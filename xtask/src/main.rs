@@ -260,7 +260,7 @@ fn bench(root: &Path) -> Result<()> {
 /// CONFIG_DB (about 15 s), a controller's overrides (about 30 s), and
 /// four leaves steering at once around a slow port (about 75 s) and a
 /// slowed spine (about 40 s).
-const HEADLINE_SCENARIOS: [&str; 13] = [
+const HEADLINE_SCENARIOS: [&str; 14] = [
     "slow-spine",
     "slow-spine-lossless",
     "bgp-slow-spine",
@@ -274,6 +274,7 @@ const HEADLINE_SCENARIOS: [&str; 13] = [
     "fabric-slow-link",
     "fabric-bgp",
     "fabric-herd",
+    "simulate-16",
 ];
 
 fn demo(root: &Path, args: &[String]) -> Result<()> {

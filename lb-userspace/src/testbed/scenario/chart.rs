@@ -59,6 +59,7 @@ pub fn svg(report: &Value) -> Option<String> {
     let shares: Vec<Option<Vec<f64>>> = rows.iter().map(spine_shares).collect();
     y = stacked(&mut out, y, &labels, &shares);
     y = over_time(&mut out, y, &labels, rows);
+    y = flap_timelines(&mut out, y, &labels, rows);
     let scenario = escape(report["scenario"].as_str().unwrap_or("scenario"));
     Some(format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{y}\" \
@@ -196,54 +197,116 @@ fn stacked(out: &mut String, top: f64, labels: &[String], shares: &[Option<Vec<f
 /// The slowed spine's share in each window, a line a row, over the
 /// run's time (0 at the change).
 fn over_time(out: &mut String, top: f64, labels: &[String], rows: &[Value]) -> f64 {
-    let series: Vec<Vec<(f64, f64)>> = rows
-        .iter()
-        .map(|row| {
-            (row["windows"].as_array().into_iter().flatten())
+    let series: Vec<(String, Vec<(f64, f64)>)> = (labels.iter().zip(rows))
+        .map(|(label, row)| {
+            let points = (row["windows"].as_array().into_iter().flatten())
                 .filter_map(|w| Some((w["at_ms"].as_f64()?, w["slow_share"].as_f64()?)))
-                .collect()
+                .collect();
+            (label.clone(), points)
         })
         .collect();
-    let points = series.iter().flatten();
+    let highest = (series.iter().flat_map(|(_, p)| p))
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
+        .max(0.01);
+    let title = |first: f64, last: f64| {
+        format!(
+            "the slowed spine's share per window, {first:.0} to {last:.0} ms from the change \
+             (0 to {:.0}%)",
+            highest * 100.0
+        )
+    };
+    line_plot(out, top, title, &series, &[0.0])
+}
+
+/// Each spine's packets per window around a flap, a plot per row that
+/// has them, dashed lines where the link went down and came back.
+fn flap_timelines(out: &mut String, mut top: f64, labels: &[String], rows: &[Value]) -> f64 {
+    for (label, row) in labels.iter().zip(rows) {
+        let timeline = &row["timeline"];
+        let (Some(at), Some(spines), Some(up)) = (
+            timeline["at_ms"].as_array(),
+            timeline["spine_packets"].as_array(),
+            timeline["up_ms"].as_f64(),
+        ) else {
+            continue;
+        };
+        let window = timeline["window_ms"].as_f64().unwrap_or(0.0);
+        let series: Vec<(String, Vec<(f64, f64)>)> = (spines.iter().enumerate())
+            .map(|(j, packets)| {
+                let points = (at.iter().zip(packets.as_array().into_iter().flatten()))
+                    .filter_map(|(t, p)| Some((t.as_f64()?, p.as_f64()?)))
+                    .collect();
+                (format!("s{}", j + 1), points)
+            })
+            .collect();
+        let title = |first: f64, last: f64| {
+            format!(
+                "{label}: each spine's packets per {window:.0} ms, {first:.0} to {last:.0} ms \
+                 from the link going down (dashed: down at 0, up at {up:.0})"
+            )
+        };
+        top = line_plot(out, top, title, &series, &[0.0, up]);
+    }
+    top
+}
+
+/// A plot of `series`, a line each with its label below, over their
+/// common time axis, dashed verticals at `markers`, headed by `title`
+/// given the axis' ends; nothing when no series has a point.
+fn line_plot(
+    out: &mut String,
+    top: f64,
+    title: impl Fn(f64, f64) -> String,
+    series: &[(String, Vec<(f64, f64)>)],
+    markers: &[f64],
+) -> f64 {
+    let points = series.iter().flat_map(|(_, p)| p);
     let (Some(first), Some(last)) = (
         points.clone().map(|p| p.0).reduce(f64::min),
         points.clone().map(|p| p.0).reduce(f64::max),
     ) else {
         return top;
     };
-    let highest = points.map(|p| p.1).fold(0.0, f64::max).max(0.01);
+    let highest = points.map(|p| p.1).fold(0.0, f64::max);
+    let highest = if highest > 0.0 { highest } else { 1.0 };
     let (left, width) = (60.0, WIDTH - 80.0);
     let (plot_top, bottom) = (top + 24.0, top + 24.0 + PLOT_HEIGHT);
     let x = |t: f64| left + (t - first) / (last - first).max(1.0) * width;
-    let y = |s: f64| bottom - s / highest * PLOT_HEIGHT;
+    let y = |v: f64| bottom - v / highest * PLOT_HEIGHT;
     let _ = writeln!(
         out,
-        "<text x=\"10\" y=\"{}\" font-size=\"13\">the slowed spine's share per window, \
-         {first:.0} to {last:.0} ms from the change (0 to {:.0}%)</text>\n\
+        "<text x=\"10\" y=\"{}\" font-size=\"13\">{}</text>\n\
          <rect x=\"{left}\" y=\"{plot_top}\" width=\"{width}\" height=\"{PLOT_HEIGHT}\" \
-         fill=\"none\" stroke=\"#999999\"/>\n\
-         <line x1=\"{:.1}\" y1=\"{plot_top}\" x2=\"{:.1}\" y2=\"{bottom}\" stroke=\"#999999\" \
-         stroke-dasharray=\"4\"/>",
+         fill=\"none\" stroke=\"#999999\"/>",
         top + 14.0,
-        highest * 100.0,
-        x(0.0),
-        x(0.0)
+        escape(&title(first, last)),
     );
+    for &at in markers.iter().filter(|&&t| (first..=last).contains(&t)) {
+        let _ = writeln!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{plot_top}\" x2=\"{:.1}\" y2=\"{bottom}\" \
+             stroke=\"#999999\" stroke-dasharray=\"4\"/>",
+            x(at),
+            x(at)
+        );
+    }
     let mut legend = bottom + 18.0;
-    for (i, (label, points)) in labels.iter().zip(&series).enumerate() {
+    for (i, (label, points)) in series.iter().enumerate() {
         if points.is_empty() {
             continue;
         }
         let colour = COLOURS[i % COLOURS.len()];
         let line: Vec<String> = points
             .iter()
-            .map(|&(t, s)| format!("{:.1},{:.1}", x(t), y(s)))
+            .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
             .collect();
         let _ = writeln!(
             out,
             "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\"/>\n\
-             <text x=\"{left}\" y=\"{legend}\" fill=\"{colour}\">{label}</text>",
-            line.join(" ")
+             <text x=\"{left}\" y=\"{legend}\" fill=\"{colour}\">{}</text>",
+            line.join(" "),
+            escape(label)
         );
         legend += ROW;
     }
@@ -328,6 +391,39 @@ mod tests {
         };
         assert_eq!(lines[0][0].1, top, "both start at the highest share");
         assert!((fallen - top - PLOT_HEIGHT * 0.75).abs() < 0.1, "{lines:?}");
+    }
+
+    /// A flap's timeline: a line a spine, dashed where the link went down
+    /// and came back, the dead spine's line at the bottom between them.
+    #[test]
+    fn a_flap_draws_each_spines_packets_with_down_and_up_marked() {
+        let svg = svg(&serde_json::json!({
+            "scenario": "link-down",
+            "modes": [{"mode": "ecmp", "telemetry": false, "sent": 100, "dropped": 0,
+                "timeline": {"window_ms": 10.0, "at_ms": [-20.0, -10.0, 0.0, 10.0, 20.0],
+                    "up_ms": 15.0,
+                    "spine_packets": [[10, 10, 15, 15, 10], [10, 10, 0, 0, 10]]}}]
+        }))
+        .expect("a chart");
+        assert!(
+            svg.contains(
+                ">ecmp blind: each spine's packets per 10 ms, -20 to 20 ms from the link going \
+                 down (dashed: down at 0, up at 15)</text>"
+            ),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert_eq!(svg.matches("stroke-dasharray").count(), 2, "{svg}");
+        assert!(
+            svg.contains(">s1</text>") && svg.contains(">s2</text>"),
+            "{svg}"
+        );
+        let dead = svg.split("<polyline points=\"").nth(2).expect("s2's line");
+        let ys: Vec<f64> = (dead[..dead.find('"').expect("end")].split(' '))
+            .map(|p| p.split_once(',').expect("x,y").1.parse().expect("y"))
+            .collect();
+        assert_eq!(ys[2], ys[3], "{ys:?}");
+        assert!(ys[2] > ys[0], "down is lower on the picture: {ys:?}");
     }
 
     #[test]

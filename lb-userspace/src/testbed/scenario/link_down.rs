@@ -47,6 +47,66 @@ pub struct LinkFlap {
     pub up_after: Duration,
 }
 
+/// The flap measured: what the leaf did, and each spine's traffic
+/// around it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flapped {
+    pub failover: Failover,
+    pub timeline: Timeline,
+}
+
+/// Each spine's packets through the leaf per window, from before the
+/// link went down to after it came back: the failover's picture.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub window_ms: f64,
+    /// Each window's start, ms from the link going down.
+    pub at_ms: Vec<f64>,
+    /// When the link came back, ms from it going down.
+    pub up_ms: f64,
+    /// Per spine, `s1` first, its packets in each window.
+    pub spine_packets: Vec<Vec<u64>>,
+}
+
+/// Windows of the [`Timeline`].
+const WINDOW: Duration = Duration::from_millis(10);
+
+impl Timeline {
+    /// From `samples` of every spine's packet counter, `down` and `up`
+    /// when the link went and came back.
+    pub fn of(samples: &[(Instant, Vec<u64>)], down: Instant, up: Instant) -> Self {
+        let (Some((first, _)), Some((last, _))) = (samples.first(), samples.last()) else {
+            return Self::default();
+        };
+        let spines = samples[0].1.len();
+        // Each counter as of `t`: the last sample taken by then.
+        let value = |t: Instant, j: usize| {
+            let taken = samples.partition_point(|(at, _)| *at <= t);
+            samples[taken.saturating_sub(1)].1[j]
+        };
+        let ms = |t: Instant| {
+            let signed = t.saturating_duration_since(down).as_secs_f64()
+                - down.saturating_duration_since(t).as_secs_f64();
+            signed * 1e3
+        };
+        let starts: Vec<Instant> = std::iter::successors(Some(*first), |t| Some(*t + WINDOW))
+            .take_while(|t| *t + WINDOW <= *last)
+            .collect();
+        Self {
+            window_ms: WINDOW.as_secs_f64() * 1e3,
+            at_ms: starts.iter().map(|&t| ms(t)).collect(),
+            up_ms: ms(up),
+            spine_packets: (0..spines)
+                .map(|j| {
+                    (starts.iter())
+                        .map(|&t| value(t + WINDOW, j).saturating_sub(value(t, j)))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What the leaf did about the flap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Failover {
@@ -97,15 +157,16 @@ pub fn link_down(messages: u32) -> Scenario {
 }
 
 /// Waits for `flap`'s times (counted from `started`), applies them to
-/// `bed`, and measures the leaf's failover for `collective`'s flows. The
-/// leaf's spine group is group 0 and its next hops the spines in order
-/// (ids 0..), as a fresh daemon numbers them.
+/// `bed`, and measures the leaf's failover for `collective`'s flows,
+/// with every spine's packets sampled throughout. The leaf's spine group
+/// is group 0 and its next hops the spines in order (ids 0..), as a
+/// fresh daemon numbers them.
 pub fn measure(
     bed: &Testbed,
     collective: &Collective,
     flap: &LinkFlap,
     started: Instant,
-) -> Result<Failover> {
+) -> Result<Flapped> {
     let dead = flap.spine as u32 - 1;
     std::thread::sleep(
         (started + flap.down_after - BEFORE).saturating_duration_since(Instant::now()),
@@ -118,13 +179,21 @@ pub fn measure(
     let share_before = share(&maps.buckets(0)?);
 
     let mut samples = Vec::new();
-    let counter = || maps.packets(dead);
-    sample_until(&counter, Instant::now() + BEFORE, &mut samples)?;
+    let spines = bed.shape().spines as u32;
+    let counters = || {
+        (0..spines)
+            .map(|j| maps.packets(j))
+            .collect::<Result<Vec<u64>>>()
+    };
+    sample_until(&counters, Instant::now() + BEFORE, &mut samples)?;
     let changed = set_link(bed, flap.spine, false)?;
-    sample_until(&counter, changed + AFTER, &mut samples)?;
+    sample_until(&counters, changed + AFTER, &mut samples)?;
     let down = next_hops()?;
 
-    std::thread::sleep((started + flap.up_after).saturating_duration_since(Instant::now()));
+    sample_until(&counters, started + flap.up_after, &mut samples)?;
+    let dead_samples: Vec<(Instant, u64)> = (samples.iter())
+        .map(|(t, all)| (*t, all[dead as usize]))
+        .collect();
     let back = set_link(bed, flap.spine, true)?;
     // The daemon writes the table bucket by bucket: read the flows once
     // the next hop has its whole share back, not at its first bucket.
@@ -134,26 +203,31 @@ pub fn measure(
             "spine {}'s next hop not back after {PATIENCE:?}",
             flap.spine
         );
-        std::thread::sleep(SAMPLE_EVERY);
+        sample_until(&counters, Instant::now() + SAMPLE_EVERY, &mut samples)?;
     }
     let up = next_hops()?;
+    sample_until(&counters, back + AFTER, &mut samples)?;
     let count = |f: &dyn Fn(usize) -> bool| (0..flows.len()).filter(|&i| f(i)).count() as u64;
-    Ok(Failover {
-        failover_ms: last_growth(&samples, changed),
+    let failover = Failover {
+        failover_ms: last_growth(&dead_samples, changed),
         lost: 0,
         total_flows: flows.len() as u64,
         dead_link_flows: count(&|i| before[i] == dead),
         moved_flows: count(&|i| down[i] != before[i]),
         rejoin_moved_flows: count(&|i| up[i] != down[i]),
         displaced_flows: count(&|i| up[i] != before[i]),
+    };
+    Ok(Flapped {
+        failover,
+        timeline: Timeline::of(&samples, changed, back),
     })
 }
 
 /// Samples `counter` every [`SAMPLE_EVERY`] into `samples` until `until`.
-pub(super) fn sample_until(
-    counter: &dyn Fn() -> Result<u64>,
+pub(super) fn sample_until<T>(
+    counter: &dyn Fn() -> Result<T>,
     until: Instant,
-    samples: &mut Vec<(Instant, u64)>,
+    samples: &mut Vec<(Instant, T)>,
 ) -> Result<()> {
     while Instant::now() < until {
         samples.push((Instant::now(), counter()?));
@@ -277,6 +351,28 @@ mod tests {
         assert_eq!(busiest(&samples, Duration::from_millis(12)), 64);
         assert_eq!(busiest(&samples[..1], ten), 0);
         assert_eq!(busiest(&[], ten), 0);
+    }
+
+    /// Windows of 10 ms from the first sample, each spine's packets in
+    /// each, times from the link going down.
+    #[test]
+    fn a_timeline_counts_each_spines_packets_per_window() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let samples = [
+            (at(0), vec![0, 0]),
+            (at(5), vec![5, 10]),
+            (at(10), vec![10, 20]),
+            (at(15), vec![10, 30]),
+            (at(20), vec![10, 40]),
+            (at(27), vec![12, 41]),
+        ];
+        let timeline = Timeline::of(&samples, at(12), at(25));
+        assert_eq!(timeline.window_ms, 10.0);
+        assert_eq!(timeline.at_ms, [-12.0, -2.0]);
+        assert_eq!(timeline.up_ms, 13.0);
+        assert_eq!(timeline.spine_packets, [vec![10, 0], vec![20, 20]]);
+        assert_eq!(Timeline::of(&[], at(0), at(1)), Timeline::default());
     }
 
     #[test]

@@ -491,7 +491,8 @@ pub fn measure(
         }
         let row = ModeReport::new(mode, &run, capacity, reaction)
             .with_cross(cross)
-            .with_failover(failover, &run)
+            .with_failover(failover.as_ref().map(|f| f.failover), &run)
+            .with_timeline(failover.map(|f| f.timeline))
             .with_drains(drains, &run)
             .with_flow_events(Some(watched));
         let simulated = simulated::simulate(bed, scenario, mode, &row.spine_share)

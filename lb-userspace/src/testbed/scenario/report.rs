@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::link_down::Timeline;
 use super::simulated::Simulated;
 use super::{Drains, Failover, Mode, Reaction};
 use crate::daemon::flow_events::{FLOWLET_MOVE, PathEnd, WatchEvent};
@@ -78,6 +79,10 @@ pub struct ModeReport {
     /// What `fabriclb watch` showed of the leaf's flow events.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub flow_events: Option<WatchedEvents>,
+    /// Each spine's packets per window around a link's flap, if the
+    /// scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timeline: Option<Timeline>,
     /// What `fabriclb simulate` predicted for the row, where it models it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub simulated: Option<Simulated>,
@@ -200,6 +205,7 @@ impl ModeReport {
             cross: None,
             event: None,
             flow_events: None,
+            timeline: None,
             simulated: None,
         }
     }
@@ -232,6 +238,12 @@ impl ModeReport {
                 ..d
             }));
         }
+        self
+    }
+
+    /// With each spine's packets around a flap.
+    pub fn with_timeline(mut self, timeline: Option<Timeline>) -> Self {
+        self.timeline = timeline;
         self
     }
 
