@@ -115,6 +115,11 @@ pub struct Failover {
     /// grew; `None` (null) when it never grew after the change: nothing
     /// was measured, which is not a failover of 0 ms.
     pub failover_ms: Option<f64>,
+    /// From the request that set the link up again to the first sample in
+    /// which the next hop's packet counter grew again; `None` when it did
+    /// not within the watch.
+    #[serde(default)]
+    pub rejoin_ms: Option<f64>,
     /// Packets sent and never received, whatever dropped them.
     pub lost: u64,
     /// The collective's flows (connection and QP).
@@ -206,10 +211,15 @@ pub fn measure(
         sample_until(&counters, Instant::now() + SAMPLE_EVERY, &mut samples)?;
     }
     let up = next_hops()?;
-    sample_until(&counters, back + AFTER, &mut samples)?;
+    // On until the next hop carries again, however long its return took.
+    sample_until(&counters, Instant::now() + AFTER, &mut samples)?;
+    let dead_after: Vec<(Instant, u64)> = (samples.iter())
+        .map(|(t, all)| (*t, all[dead as usize]))
+        .collect();
     let count = |f: &dyn Fn(usize) -> bool| (0..flows.len()).filter(|&i| f(i)).count() as u64;
     let failover = Failover {
         failover_ms: last_growth(&dead_samples, changed),
+        rejoin_ms: first_growth(&dead_after, back),
         lost: 0,
         total_flows: flows.len() as u64,
         dead_link_flows: count(&|i| before[i] == dead),
@@ -260,6 +270,15 @@ pub(super) fn last_growth(samples: &[(Instant, u64)], changed: Instant) -> Optio
         .windows(2)
         .rfind(|w| w[1].0 >= changed && w[1].1 > w[0].1)
         .map(|w| (w[1].0 - changed).as_secs_f64() * 1e3)
+}
+
+/// Milliseconds from `since` to the first sample whose counter grew over
+/// the one before it; `None` when none after `since` did.
+fn first_growth(samples: &[(Instant, u64)], since: Instant) -> Option<f64> {
+    samples
+        .windows(2)
+        .find(|w| w[0].0 >= since && w[1].1 > w[0].1)
+        .map(|w| (w[1].0 - since).as_secs_f64() * 1e3)
 }
 
 /// Sets spine `spine`'s end of its link to the leaf up or down; returns
@@ -389,6 +408,10 @@ mod tests {
             (at(30), 25),
         ];
         assert_eq!(last_growth(&samples, changed), Some(7.0));
+        // The first growth from the change on: the sample at 11 ms over
+        // the one at 5 ms was taken before it, so 17 - 10.
+        assert_eq!(first_growth(&samples, changed), Some(7.0));
+        assert_eq!(first_growth(&samples, at(17)), None);
         // Nothing after the change: nothing measured.
         assert_eq!(last_growth(&samples[..2], changed), None);
         let flat = [(at(0), 3), (at(11), 3), (at(20), 3)];

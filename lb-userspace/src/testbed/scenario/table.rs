@@ -124,9 +124,10 @@ pub fn print(scenario: &Scenario, report: &Report) {
     if let Some(flap) = &scenario.flap {
         println!(
             "\nspine {}'s link down at {} ms, up at {} ms: failover = from the change to the \
-             last packet the leaf's program still sent to it (sampled every ms); flows moved \
-             when it went (of those that were on it) and when it came back, and flows not back \
-             where they were",
+             last packet the leaf's program still sent to it (sampled every ms); rejoin = from \
+             the link set up to the first packet it sent to it again; flows moved when it went \
+             (of those that were on it) and when it came back, and flows not back where they \
+             were",
             flap.spine,
             flap.down_after.as_millis(),
             flap.up_after.as_millis()
@@ -134,10 +135,11 @@ pub fn print(scenario: &Scenario, report: &Report) {
         for mode in &report.modes {
             let f = mode.failover().unwrap_or_default();
             println!(
-                "{:<12} failover {:>6} ms  lost {:>5}  moved {}/{} (of {} on it)  back {}  \
-                 displaced {}",
+                "{:<12} failover {:>6} ms  rejoin {:>6} ms  lost {:>5}  moved {}/{} (of {} on \
+                 it)  back {}  displaced {}",
                 mode.mode,
                 optional_ms(f.failover_ms),
+                optional_ms(f.rejoin_ms),
                 f.lost,
                 f.moved_flows,
                 f.total_flows,
