@@ -259,7 +259,8 @@ fn bench(root: &Path) -> Result<()> {
 /// spine drained by BGP (about 15 s), the leaf driven from SONiC's
 /// CONFIG_DB (about 15 s), a controller's overrides (about 30 s), and
 /// four leaves steering at once around a slow port (about 75 s) and a
-/// slowed spine (about 40 s).
+/// slowed spine (about 40 s), and 64 QPs over 16 spines beside
+/// `fabriclb simulate`'s prediction (about 20 s).
 const HEADLINE_SCENARIOS: [&str; 14] = [
     "slow-spine",
     "slow-spine-lossless",
