@@ -32,6 +32,31 @@ pub struct Packet {
     pub pinned: u32,
 }
 
+/// What [`dynamic`] decided for a packet ([`Maps::decided`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Sprayed: the sequence's entry `index` named `listed` (`NO_NEXTHOP`
+    /// past the map); `stand_in` the slot taken instead when that one was
+    /// not usable.
+    Sprayed {
+        index: u32,
+        listed: u32,
+        stand_in: Option<u32>,
+    },
+    /// Kept to flowlets: the flow's entry `index` in the flowlet table,
+    /// its `step`, the `slot` it takes (`None`: none usable, or ECMP's
+    /// next hop without state in a draining group), its `own` recent load
+    /// at `epoch` and the members a new flowlet `drawn`.
+    Flowlet {
+        index: u32,
+        step: FlowletStep,
+        slot: Option<u32>,
+        own: u64,
+        epoch: u64,
+        drawn: Drawn,
+    },
+}
+
 /// Flowlet and per-packet modes: spray what may be sprayed, keep the rest
 /// on flowlets; a draining ECMP group ends each flowlet on its ECMP next
 /// hop. A pinned flow's packets all go to its member, its flowlets moving
@@ -75,18 +100,30 @@ pub fn dynamic<M: Maps>(
     if sprayable {
         let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
         let index = (position as u32) & (BUCKETS_PER_GROUP - 1);
-        let listed = maps
-            .spray_entry(destination, index)
-            .ok_or(Reason::NoNextHop)?;
+        let Some(listed) = maps.spray_entry(destination, index) else {
+            maps.decided(&Decision::Sprayed {
+                index,
+                listed: NO_NEXTHOP,
+                stand_in: None,
+            });
+            return Err(Reason::NoNextHop);
+        };
         // The sequence can name a next hop that went down moments before
         // the daemon rewrote it; the least loaded usable one stands in.
-        let nh_id = if maps.usable(listed) {
-            listed
-        } else {
-            let slot = maps
-                .choose(group, destination, epoch, None, 0, Drawn::ALL)
-                .ok_or(Reason::NoNextHop)?;
-            member(group, slot)
+        let listed_usable = maps.usable(listed);
+        let stand_in = match listed_usable {
+            true => None,
+            false => maps.choose(group, destination, epoch, None, 0, Drawn::ALL),
+        };
+        maps.decided(&Decision::Sprayed {
+            index,
+            listed,
+            stand_in,
+        });
+        let nh_id = match stand_in {
+            Some(slot) => member(group, slot),
+            None if listed_usable => listed,
+            None => return Err(Reason::NoNextHop),
         };
         maps.count(group_id, Counted::Sprayed);
         *out = Choice {
@@ -110,6 +147,15 @@ pub fn dynamic<M: Maps>(
         group.member_count,
     );
     let previous_own = previous.load.at(epoch);
+    let flowlet = |slot, drawn| Decision::Flowlet {
+        index,
+        step: next,
+        slot,
+        own: previous_own,
+        epoch,
+        drawn,
+    };
+    let mut drawn_for = Drawn::ALL;
     let slot = if draining {
         // ECMP's buckets hold members only; a bucket written before its
         // group entry stands in without flowlet state.
@@ -119,6 +165,7 @@ pub fn dynamic<M: Maps>(
             maps.slot_of(group, ecmp_id)
         };
         let Some(target) = target else {
+            maps.decided(&flowlet(None, Drawn::ALL));
             *out = Choice::ecmp(ecmp_id);
             return Ok(());
         };
@@ -139,18 +186,25 @@ pub fn dynamic<M: Maps>(
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
                 let drawn = draw(maps, group, destination, hash)?;
+                drawn_for = drawn;
                 let chosen = maps.choose(group, destination, epoch, offered, previous_own, drawn);
-                match chosen {
+                let chosen = match chosen {
                     // Neither drawn member usable (a sequence the daemon
                     // has not rewritten yet): every member is weighed.
-                    None if !drawn.is_all() => maps
-                        .choose(group, destination, epoch, offered, previous_own, Drawn::ALL)
-                        .ok_or(Reason::NoNextHop)?,
-                    chosen => chosen.ok_or(Reason::NoNextHop)?,
-                }
+                    None if !drawn.is_all() => {
+                        maps.choose(group, destination, epoch, offered, previous_own, Drawn::ALL)
+                    }
+                    chosen => chosen,
+                };
+                let Some(slot) = chosen else {
+                    maps.decided(&flowlet(None, drawn));
+                    return Err(Reason::NoNextHop);
+                };
+                slot
             }
         }
     };
+    maps.decided(&flowlet(Some(slot), drawn_for));
     let chosen = Choice {
         nh_id: member(group, slot),
         sprayed: false,

@@ -8,7 +8,7 @@
 mod dynamic;
 mod walk;
 
-pub use dynamic::{Packet, dynamic};
+pub use dynamic::{Decision, Packet, dynamic};
 pub use walk::MemberWalk;
 
 use crate::abi::{
@@ -66,6 +66,10 @@ pub trait Maps {
     fn count_override(&mut self, index: u32, len: u64, fallback: bool);
     /// Notes a flow event for the packet's verdict.
     fn note(&mut self, event: &PendingEvent);
+    /// What [`dynamic`] decided, for a caller that explains it; the
+    /// program's maps keep nothing, and the call compiles away.
+    #[inline(always)]
+    fn decided(&mut self, _decision: &Decision) {}
 }
 
 /// A group's per-CPU counters ([`crate::abi::GroupStats`]).

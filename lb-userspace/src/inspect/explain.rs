@@ -16,17 +16,17 @@ use lb_common::limits::{
 };
 use lb_common::packet::parse::{FlowFields, Parsed, parse};
 use lb_common::route::{self, Destination, table::value_entry};
-use lb_common::select::choice::{Drawn, draw_positions, drawn, draws};
+use lb_common::select::choice::Drawn;
 use lb_common::select::flowlet::{
-    Candidate, FlowletState, FlowletStep, MODE_ECMP, PathChoice, drain, flowlet_index,
-    flowlet_rules, sprays, starts_on_ecmp, step,
+    FlowletState, FlowletStep, MODE_ECMP, flowlet_index, flowlet_rules,
 };
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
 use lb_common::select::load::member_load;
 use lb_common::select::overrides::{matches, override_index};
-use lb_common::select::placement::{Placement, placement};
+use lb_common::steer::{self, Decision, Maps as _, Pin};
 use lb_common::verdict::Reason;
 
+use super::cpu_state::CpuState;
 use super::maps::InspectError;
 use super::view::MapView;
 
@@ -229,12 +229,12 @@ pub fn explain(
         bucket,
         ecmp,
     });
-    let mut nh_id = ecmp;
-    let at = Choice {
+    let at = InGroup {
         maps,
         destination,
         group: &group,
         len: frame.len() as u64,
+        ecmp,
     };
     let (pin, ingress_unknown) = at.pinned(flow, ingress)?;
     e.ingress_unknown = ingress_unknown;
@@ -245,27 +245,34 @@ pub fn explain(
             usable: at.usable(at.member(slot))?,
         });
     }
-    let pinned = e.pin.filter(|p| p.usable).map(|p| p.slot);
-    let rules = flowlet_rules(group.mode, group.draining);
-    let sprayable = sprays(rules, group.spray, parsed.bth.as_ref());
-    // What a draining group's old mode sprayed takes ECMP at once, as in
-    // the program.
-    let drained_spray = group.mode == MODE_ECMP && sprayable;
-    if rules != MODE_ECMP && sprayable && pinned.is_some() {
-        nh_id = pinned.map_or(NO_NEXTHOP, |slot| at.member(slot));
-    } else if rules != MODE_ECMP && !drained_spray {
-        let (step, chosen) = at.dynamic(&parsed, hash, ecmp, pinned, cpu, now_ns)?;
-        e.dynamic = Some(step);
-        match chosen {
-            Some(id) => nh_id = id,
-            None => return Ok(e.ends(Reason::NoNextHop)),
-        }
-    } else if let (MODE_ECMP, Some(slot)) = (rules, pinned) {
-        nh_id = at.member(slot);
+    // The program's own choice over the CPU's state ([`CpuState`]): the
+    // CPU asked for, else the one holding the flow's latest flowlet.
+    let (cpu, flowlets) = match flowlet_rules(group.mode, group.draining) {
+        MODE_ECMP => (0, Vec::new()),
+        _ => at.cpu(hash, cpu)?,
+    };
+    let mut state = CpuState::new(maps, cpu, now_ns);
+    let mut choice = steer::Choice::ecmp(ecmp);
+    let pin = pin.map_or(Pin::NONE, |(index, slot)| Pin { index, slot });
+    let len = frame.len() as u64;
+    let chosen = steer::next_hop(
+        &mut state,
+        destination,
+        &group,
+        hash,
+        len,
+        parsed.bth.as_ref(),
+        pin,
+        &mut choice,
+    );
+    state.failed()?;
+    if let Some(decision) = state.take_decision() {
+        e.dynamic = Some(at.dynamic_step(decision, cpu, &flowlets, now_ns, pin)?);
     }
-    if nh_id == NO_NEXTHOP {
-        return Ok(e.ends(Reason::NoNextHop));
+    if let Err(reason) = chosen {
+        return Ok(e.ends(reason));
     }
+    let nh_id = choice.nh_id;
     let Some(nh) = maps.nexthop(nh_id)? else {
         return Ok(e.ends(Reason::NoNextHop));
     };
@@ -309,16 +316,18 @@ fn longest_prefix(
     Ok(best)
 }
 
-/// One packet's dynamic choice in its group.
-struct Choice<'a> {
+/// One packet in its group: what explain reads beside the choice.
+struct InGroup<'a> {
     maps: &'a dyn MapView,
     /// The packet's group and class.
     destination: Destination,
     group: &'a GroupEntry,
     len: u64,
+    /// The next hop ECMP's bucket holds.
+    ecmp: u32,
 }
 
-impl Choice<'_> {
+impl InGroup<'_> {
     /// The first of the group's overrides a packet of `flow` from
     /// `ingress` matches, as its index and slot; and whether an override
     /// naming an ingress was passed over for want of one.
@@ -374,194 +383,95 @@ impl Choice<'_> {
         Ok(members)
     }
 
-    fn dynamic(
-        &self,
-        parsed: &Parsed,
-        hash: u32,
-        ecmp: u32,
-        pinned: Option<u32>,
-        cpu: Option<usize>,
-        now_ns: u64,
-    ) -> Result<(DynamicStep, Option<u32>)> {
-        let size = self.maps.flowlet_capacity();
-        let index = flowlet_index(self.destination.group, hash, size);
-        let states = self.maps.flowlet(index)?;
-        let live: Vec<(usize, FlowletState)> = states
-            .iter()
-            .flat_map(|s| s.iter().copied().enumerate())
-            .filter(|(_, s)| s.generation == self.group.generation)
-            .collect();
-        let cpu = cpu.unwrap_or_else(|| {
-            live.iter()
+    /// The CPU whose state a flowlet of flow `hash` is explained on:
+    /// `asked`, else the one holding its latest flowlet of the group's
+    /// generation, else 0; and every CPU's entry of the flow.
+    fn cpu(&self, hash: u32, asked: Option<usize>) -> Result<(usize, Vec<FlowletState>)> {
+        let index = flowlet_index(self.destination.group, hash, self.maps.flowlet_capacity());
+        let states = self.maps.flowlet(index)?.unwrap_or_default();
+        let cpu = asked.unwrap_or_else(|| {
+            (states.iter().enumerate())
+                .filter(|(_, s)| s.generation == self.group.generation)
                 .max_by_key(|(_, s)| s.last_seen_ns)
-                .map_or(0, |(cpu, _)| *cpu)
+                .map_or(0, |(cpu, _)| cpu)
         });
-        let epochs = self.maps.epochs(self.len)?;
-        let Some(&epoch) = epochs.get(cpu) else {
-            return Err(InspectError::NoSuchCpu {
-                cpu,
-                cpus: epochs.len(),
-            });
-        };
-        let members = self.members(cpu, epoch)?;
-        let step = |kind| DynamicStep {
-            cpu,
-            members: members.clone(),
-            kind,
-        };
+        let cpus = self.maps.epochs(0)?.len();
+        if cpu >= cpus {
+            return Err(InspectError::NoSuchCpu { cpu, cpus });
+        }
+        Ok((cpu, states))
+    }
 
-        if sprays(self.group.mode, self.group.spray, parsed.bth.as_ref()) {
-            let cursor = self.maps.spray_cursor(self.destination.spray_row())?[cpu];
-            let index = (cursor as u32) & (BUCKETS_PER_GROUP - 1);
-            let Some(listed) = self
-                .maps
-                .spray_slot(self.destination.spray_row() * BUCKETS_PER_GROUP + index)?
-            else {
-                return Ok((
-                    step(Dynamic::Sprayed {
-                        index,
-                        listed: NO_NEXTHOP,
-                        stand_in: None,
-                    }),
-                    None,
-                ));
-            };
-            let (stand_in, chosen) = if self.usable(listed)? {
-                (None, Some(listed))
-            } else {
-                let slot = choose(&members, None, 0, Drawn::ALL);
-                (slot, slot.map(|s| self.member(s)))
-            };
-            let kind = Dynamic::Sprayed {
+    /// The dynamic choice's `decision` on `cpu` as explain shows it: the
+    /// members as the choice weighed them, and for a flowlet where a new
+    /// one of the flow would go now.
+    fn dynamic_step(
+        &self,
+        decision: Decision,
+        cpu: usize,
+        flowlets: &[FlowletState],
+        now_ns: u64,
+        pin: Pin,
+    ) -> Result<DynamicStep> {
+        let epoch = self.maps.epochs(self.len)?[cpu];
+        let members = self.members(cpu, epoch)?;
+        let kind = match decision {
+            Decision::Sprayed {
                 index,
                 listed,
                 stand_in,
-            };
-            return Ok((step(kind), chosen));
-        }
-
-        let state = states.map(|s| s[cpu]);
-        let own = state.map_or(0, |s| s.load.at(epoch));
-        let drawn = self.drawn(hash, cpu)?;
-        let next = step_of(state.as_ref(), now_ns, self.group);
-        let usable_slot = |slot: u32| members.iter().any(|m| m.slot == slot && m.usable);
-        let ecmp_start = match next {
-            FlowletStep::Start | FlowletStep::Occupied
-                if starts_on_ecmp(
-                    self.usable(ecmp)?,
-                    self.maps.quality(self.destination.quality_index(ecmp))?,
-                ) =>
-            {
-                members.iter().find(|m| m.id == ecmp).map(|m| m.slot)
-            }
-            _ => None,
-        };
-        let place =
-            |step, ecmp_start: Option<u32>| match placement(step, usable_slot, || ecmp_start) {
-                Placement::Slot(slot) => Some(slot),
-                Placement::LeastCost { offered } => {
-                    choose(&members, offered, own, drawn).or_else(|| {
-                        (!drawn.is_all()).then(|| choose(&members, offered, own, Drawn::ALL))?
-                    })
+            } => Dynamic::Sprayed {
+                index,
+                listed,
+                stand_in,
+            },
+            Decision::Flowlet {
+                index,
+                step,
+                slot,
+                own,
+                epoch,
+                drawn,
+            } => {
+                let draining = self.group.mode == MODE_ECMP;
+                let pinned =
+                    (pin.is_some() && self.usable(self.member(pin.slot))?).then_some(pin.slot);
+                let ecmp_slot = || members.iter().find(|m| m.id == self.ecmp).map(|m| m.slot);
+                let new_flowlet = match (draining, pinned) {
+                    (true, _) => pinned.or_else(ecmp_slot),
+                    (false, Some(pinned)) => Some(pinned),
+                    (false, None) => {
+                        let current = match step {
+                            FlowletStep::Continue(slot) => Some(slot),
+                            FlowletStep::Choose { current } => current,
+                            FlowletStep::Start | FlowletStep::Occupied => None,
+                        };
+                        // The state before this packet's choice.
+                        let before = CpuState::new(self.maps, cpu, now_ns);
+                        let choose = |drawn| {
+                            before.choose(self.group, self.destination, epoch, current, own, drawn)
+                        };
+                        choose(drawn).or_else(|| (!drawn.is_all()).then(|| choose(Drawn::ALL))?)
+                    }
+                };
+                let live = |s: &FlowletState| s.generation == self.group.generation;
+                Dynamic::Flowlet {
+                    index,
+                    now_ns,
+                    state: flowlets.get(cpu).copied().filter(|s| s.generation != 0),
+                    other_cpus: (flowlets.iter().enumerate())
+                        .filter(|&(c, s)| c != cpu && live(s))
+                        .map(|(c, _)| c)
+                        .collect(),
+                    step,
+                    slot,
+                    own,
+                    new_flowlet,
+                    drawn: (!drawn.is_all()).then(|| drawn.ids()),
+                    draining,
                 }
-            };
-        let current = match next {
-            FlowletStep::Continue(slot) => Some(slot),
-            FlowletStep::Choose { current } => current,
-            FlowletStep::Start | FlowletStep::Occupied => None,
+            }
         };
-        let draining = self.group.mode == MODE_ECMP;
-        let (slot, new_flowlet) = if draining {
-            // No slot holds ECMP's next hop (a bucket written before its
-            // group entry): the program takes that next hop, no state kept.
-            let target = pinned.or_else(|| members.iter().find(|m| m.id == ecmp).map(|m| m.slot));
-            let slot = target.map(|target| drain(next, usable_slot, target));
-            (slot, target)
-        } else if let Some(pinned) = pinned {
-            let slot = match next {
-                FlowletStep::Continue(slot) if usable_slot(slot) => slot,
-                _ => pinned,
-            };
-            (Some(slot), Some(pinned))
-        } else {
-            (
-                place(next, ecmp_start),
-                place(FlowletStep::Choose { current }, None),
-            )
-        };
-        let kind = Dynamic::Flowlet {
-            index,
-            now_ns,
-            state: state.filter(|s| s.generation != 0),
-            other_cpus: live.iter().map(|(c, _)| *c).filter(|&c| c != cpu).collect(),
-            step: next,
-            slot,
-            own,
-            new_flowlet,
-            drawn: (!drawn.is_all()).then(|| drawn.ids()),
-            draining,
-        };
-        let chosen = match slot {
-            Some(slot) => Some(self.member(slot)),
-            None if draining => Some(ecmp),
-            None => None,
-        };
-        Ok((step(kind), chosen))
+        Ok(DynamicStep { cpu, members, kind })
     }
-}
-
-impl Choice<'_> {
-    /// What a new flowlet of flow `hash` on `cpu` weighs, as the program
-    /// draws it ([`lb_common::select::choice`]): for a rule that draws,
-    /// the spray sequence's entries at its destination's cursor there.
-    fn drawn(&self, hash: u32, cpu: usize) -> Result<Drawn> {
-        if !draws(self.group.choice) {
-            return Ok(Drawn::ALL);
-        }
-        let cursor = self.maps.spray_cursor(self.destination.spray_row())?[cpu];
-        let row = self.destination.spray_row() * BUCKETS_PER_GROUP;
-        let [a, b] = draw_positions(
-            self.group.draw_flow_mask,
-            hash,
-            self.group.hash_seed,
-            cursor,
-        );
-        let (a, b) = (
-            self.maps.spray_slot(row + a)?,
-            self.maps.spray_slot(row + b)?,
-        );
-        Ok(drawn(self.group.choice, a, b))
-    }
-}
-
-fn step_of(state: Option<&FlowletState>, now_ns: u64, group: &GroupEntry) -> FlowletStep {
-    step(
-        state,
-        now_ns,
-        group.flowlet_gap_ns,
-        group.generation,
-        group.member_count,
-    )
-}
-
-/// A new flowlet's slot: the usable member with the least recent load per
-/// path quality, or `current` when the gain is marginal; the data plane's
-/// walk over the members, one [`PathChoice::consider`] each.
-pub fn choose(members: &[Member], current: Option<u32>, own: u64, drawn: Drawn) -> Option<u32> {
-    let mut choice = PathChoice::default();
-    let mut offered = None;
-    for m in members.iter().filter(|m| m.usable) {
-        let candidate = Candidate {
-            slot: m.slot,
-            load: m.load,
-            quality: m.quality,
-        };
-        if drawn.admits(m.id) {
-            choice.consider(candidate);
-        }
-        if current == Some(m.slot) {
-            offered = Some(candidate);
-        }
-    }
-    choice.decide(offered, own)
 }

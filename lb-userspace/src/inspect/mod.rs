@@ -5,6 +5,7 @@
 //! `explain` reads them through [`view::MapView`], which [`offline`] also
 //! answers from a config's tables built in memory, with no instance.
 
+pub mod cpu_state;
 pub mod describe;
 pub mod explain;
 pub mod interfaces;

@@ -3,7 +3,8 @@
 //! ([`crate::inspect::offline`]); each frame, at the time it reaches the
 //! box, goes through the stages before the group's choice as `explain`
 //! walks them, then through `lb_common::steer::next_hop`, the program's
-//! own choice, over one CPU's state kept in memory ([`maps`]). Each next
+//! own choice, over one CPU's state kept in memory
+//! ([`crate::inspect::cpu_state`]). Each next
 //! hop is a link of one rate ([`links`]), so what the choice did to a
 //! message's order shows as in-message reorders at the receiver.
 
@@ -11,7 +12,6 @@ pub mod collective;
 mod links;
 
 pub use links::PathRates;
-mod maps;
 pub mod report;
 
 use std::collections::{BTreeMap, HashMap};
@@ -25,12 +25,12 @@ use lb_common::verdict::Reason;
 
 use crate::config::{Config, Mode};
 use crate::daemon::flow_events::cause_name;
+use crate::inspect::cpu_state::CpuState;
 use crate::inspect::explain::explain;
 use crate::inspect::maps::InspectError;
 use crate::inspect::offline::{Offline, OfflineError};
 use crate::inspect::view::MapView;
 use links::Links;
-use maps::MemoryMaps;
 use report::ModeRun;
 
 #[derive(Debug, thiserror::Error)]
@@ -183,7 +183,7 @@ pub fn simulate(
         }
         by_id.extend(ids.into_iter().map(|id| (id, *rate)));
     }
-    let mut maps = MemoryMaps::new(tables);
+    let mut maps = CpuState::new(tables, 0, 0);
     let mut links = Links::new(rates.default, by_id);
     // Err: the frame's verdict came before the choice.
     let mut ahead: HashMap<(FlowFields, bool), Result<Choosing, Reason>> = HashMap::new();
@@ -222,6 +222,7 @@ pub fn simulate(
                             pin,
                             &mut choice,
                         );
+                        maps.failed()?;
                         if let Some(event) = maps.take_noted().filter(|e| e.kind == EVENT_MOVE) {
                             *outcome.moves.entry(cause_name(event.cause)).or_default() += 1;
                         }
