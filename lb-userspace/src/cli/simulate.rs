@@ -38,6 +38,10 @@ pub struct SimulateArgs {
     /// hops on one interface (a what-if of a slow link).
     #[arg(long = "path-rate")]
     path_rates: Vec<String>,
+    /// The interface every frame comes in on, one of the config's: for
+    /// overrides that match on it (without it they do not match).
+    #[arg(long)]
+    ingress: Option<String>,
     /// One JSON document on stdout instead of the table: `{"simulation",
     /// "modes": [{"mode", "sent", "forwarded", "paths": [{"group",
     /// "interface", "next_hop", "packets", "bytes", "share"}], "busiest_over_mean",
@@ -103,8 +107,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         true => Mode::NAMES.map(|(_, mode)| mode).to_vec(),
         false => args.modes.clone(),
     };
-    let runs = simulate::run_modes(&config, &modes, &frames, &rates)?;
-    let assumed = simulate::assumed(&rates, &Offline::build(&config)?);
+    let runs = simulate::run_modes(&config, &modes, &frames, &rates, args.ingress.as_deref())?;
+    let assumed = simulate::assumed(&rates, args.ingress.as_deref(), &Offline::build(&config)?);
     if args.json {
         let config_name = args.config.display().to_string();
         let report = report::json(&config_name, &traffic, &rates, &assumed, &runs);

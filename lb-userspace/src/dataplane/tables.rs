@@ -178,11 +178,24 @@ impl<K: std::hash::Hash + Eq> Ids<K> {
 impl Tables {
     /// Builds the tables for `config`, each next hop as `resolve` makes it
     /// (unusable ones without [`NEXTHOP_USABLE`]), keeping the ids of
-    /// `previous` where groups and next hops stay.
+    /// `previous` where groups and next hops stay; overrides' ingress
+    /// ports by this machine's interfaces.
     pub fn build(
         config: &Config,
         previous: Option<&Tables>,
+        resolve: impl FnMut(&NextHopSpec) -> NextHop,
+    ) -> Result<Self, TablesError> {
+        Self::build_with_ports(config, previous, resolve, &crate::netlink::ifindex)
+    }
+
+    /// [`Self::build`] with overrides' ingress ports numbered by `port`
+    /// (interface name to ifindex): tables built for a box other than
+    /// this one, as `explain --config` and `simulate` build them.
+    pub fn build_with_ports(
+        config: &Config,
+        previous: Option<&Tables>,
         mut resolve: impl FnMut(&NextHopSpec) -> NextHop,
+        port: &dyn Fn(&str) -> Option<u32>,
     ) -> Result<Self, TablesError> {
         let old_groups: HashMap<&str, &GroupTable> = previous
             .map(|p| p.groups.iter().map(|g| (g.name.as_str(), g)).collect())
@@ -224,7 +237,7 @@ impl Tables {
 
         let mut next_generation = previous.map_or(1, |p| p.next_generation);
         let mut groups = Vec::with_capacity(config.groups.len());
-        let (mut group_overrides, override_skips) = overrides::resolve(config);
+        let (mut group_overrides, override_skips) = overrides::resolve(config, port);
         for ((((group, id), overrides), members), classes) in config
             .groups
             .iter()

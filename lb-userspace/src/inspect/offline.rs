@@ -64,7 +64,7 @@ impl Offline {
             },
             src_mac: [0; 6],
         };
-        let tables = Tables::build(config, None, up)?;
+        let tables = Tables::build_with_ports(config, None, up, &|name| interfaces.index(name))?;
         Self::of(config, tables, interfaces)
     }
 
@@ -75,8 +75,10 @@ impl Offline {
         config: &Config,
         resolve: impl FnMut(&NextHopSpec) -> NextHop,
     ) -> std::result::Result<Self, OfflineError> {
-        let tables = Tables::build(config, None, resolve)?;
-        Self::of(config, tables, interfaces(config))
+        let interfaces = interfaces(config);
+        let tables =
+            Tables::build_with_ports(config, None, resolve, &|name| interfaces.index(name))?;
+        Self::of(config, tables, interfaces)
     }
 
     /// `config`'s `tables`, its interfaces numbered as `interfaces`.

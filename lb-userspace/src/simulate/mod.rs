@@ -37,6 +37,8 @@ use report::ModeRun;
 pub enum SimulateError {
     #[error("a path rate for interface {0:?}, which no next hop of the config uses")]
     NoSuchPath(String),
+    #[error("ingress {0:?} is not one of the config's interfaces")]
+    NoSuchIngress(String),
     #[error("building the config's tables: {0}")]
     Tables(#[from] OfflineError),
     #[error(transparent)]
@@ -44,11 +46,15 @@ pub enum SimulateError {
 }
 
 /// What a simulation assumes of the state only a running box has.
-pub fn assumed(rates: &PathRates, tables: &Offline) -> Vec<String> {
+pub fn assumed(rates: &PathRates, ingress: Option<&str>, tables: &Offline) -> Vec<String> {
+    let port = match ingress {
+        Some(name) => format!("every frame in on {name}"),
+        None => "no ingress port (overrides that name one do not match)".to_owned(),
+    };
     let mut notes = vec![
-        "one CPU; every next hop up; path qualities at their default (no telemetry); \
-         no ingress port (overrides that name one do not match)"
-            .to_owned(),
+        format!(
+            "one CPU; every next hop up; path qualities at their default (no telemetry); {port}"
+        ),
         format!(
             "each next hop a link of {} Gbit/s{}, first in first out",
             rates.default as f64 / 1e9,
@@ -62,12 +68,14 @@ pub fn assumed(rates: &PathRates, tables: &Offline) -> Vec<String> {
 }
 
 /// Runs `frames` through `config`'s tables once per mode of `modes`,
-/// with every group in that mode.
+/// with every group in that mode, each frame in on `ingress` (one of the
+/// config's interfaces) if given.
 pub fn run_modes(
     config: &Config,
     modes: &[Mode],
     frames: &[Arriving],
     rates: &PathRates,
+    ingress: Option<&str>,
 ) -> Result<Vec<ModeRun>, SimulateError> {
     modes
         .iter()
@@ -77,7 +85,12 @@ pub fn run_modes(
                 group.mode = mode;
             }
             let tables = Offline::build(&config)?;
-            let outcome = simulate(&tables, frames, rates)?;
+            let ingress = match ingress {
+                Some(name) => (tables.ifindex(name))
+                    .ok_or_else(|| SimulateError::NoSuchIngress(name.to_owned()))?,
+                None => 0,
+            };
+            let outcome = simulate(&tables, frames, rates, ingress)?;
             Ok(ModeRun { mode, outcome })
         })
         .collect()
@@ -165,11 +178,12 @@ struct Choosing {
 }
 
 /// Runs `frames` (in time order) through `tables`, each next hop a link
-/// of its rate in `rates`.
+/// of its rate in `rates`, each frame in on ifindex `ingress` (0: none).
 pub fn simulate(
     tables: &Offline,
     frames: &[Arriving],
     rates: &PathRates,
+    ingress: u32,
 ) -> Result<Outcome, SimulateError> {
     let mut by_id = Vec::new();
     for (name, rate) in &rates.by_interface {
@@ -200,7 +214,9 @@ pub fn simulate(
                 let key = (parsed.flow, parsed.ttl <= 1);
                 let stages = match ahead.get(&key) {
                     Some(stages) => *stages,
-                    None => *ahead.entry(key).or_insert(before_choice(tables, frame)?),
+                    None => *ahead
+                        .entry(key)
+                        .or_insert(before_choice(tables, frame, ingress)?),
                 };
                 match stages {
                     Err(reason) => reason,
@@ -266,10 +282,14 @@ pub fn simulate(
     Ok(outcome)
 }
 
-/// The stages of `frame` before its group's choice, as explain walks them
-/// (no ingress: no MAC checked, overrides naming one not matched).
-fn before_choice(tables: &Offline, frame: &[u8]) -> Result<Result<Choosing, Reason>, InspectError> {
-    let e = explain(tables, frame, 0, None, 0)?;
+/// The stages of `frame` before its group's choice, as explain walks them,
+/// in on ifindex `ingress` (0: none, overrides naming one not matched).
+fn before_choice(
+    tables: &Offline,
+    frame: &[u8],
+    ingress: u32,
+) -> Result<Result<Choosing, Reason>, InspectError> {
+    let e = explain(tables, frame, ingress, None, 0)?;
     let (Some(parsed), Some(route), Some((_, group)), Some(hash)) =
         (e.parsed, e.route, e.group, e.hash)
     else {

@@ -35,7 +35,7 @@ group = "spines"
 
 fn run(config: &Config, mode: Mode, spec: &str, rates: &PathRates) -> Outcome {
     let spec: CollectiveSpec = spec.parse().expect("spec");
-    let mut runs = run_modes(config, &[mode], &spec.frames(), rates).expect("simulation");
+    let mut runs = run_modes(config, &[mode], &spec.frames(), rates, None).expect("simulation");
     runs.remove(0).outcome
 }
 
@@ -62,7 +62,7 @@ fn ecmp_sends_each_flow_where_explain_says() {
     let spec: CollectiveSpec = RING.parse().unwrap();
     let frames = spec.frames();
     let tables = Offline::build(&config).unwrap();
-    let outcome = simulate(&tables, &frames, &rates(10_000_000_000, &[])).unwrap();
+    let outcome = simulate(&tables, &frames, &rates(10_000_000_000, &[]), 0).unwrap();
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
     for f in &frames {
         let e = explain(&tables, &f.frame, 0, None, 0).unwrap();
@@ -157,10 +157,57 @@ fn unrouted_traffic_and_unknown_interfaces_are_reported() {
         &[Mode::Ecmp],
         &spec.frames(),
         &rates(1_000_000_000, &[("s9", 1_000_000_000)]),
+        None,
     )
     .unwrap_err();
     assert_eq!(
         error.to_string(),
         "a path rate for interface \"s9\", which no next hop of the config uses"
+    );
+}
+
+/// An override on an ingress port pins what comes in there: with
+/// `--ingress h1` every flow takes its member, without it none matches
+/// and ECMP's hash stands; an unknown ingress is refused by name. The
+/// config's interfaces need not exist on this machine.
+#[test]
+fn an_override_on_the_ingress_pins_what_comes_in_there() {
+    let text = r#"
+[switch]
+hash_seed = 0x5eed
+interfaces = ["h1"]
+
+[[group]]
+name = "spines"
+mode = "ecmp"
+next_hops = [
+  { interface = "s1", mac = "02:00:00:00:00:01" },
+  { interface = "s2", mac = "02:00:00:00:00:02" },
+  { interface = "s3", mac = "02:00:00:00:00:03" },
+  { interface = "s4", mac = "02:00:00:00:00:04" },
+]
+
+[[route]]
+prefix = "198.19.0.0/16"
+group = "spines"
+
+[[override]]
+name = "ring-to-s3"
+dst = "198.19.0.0/16"
+ingress = "h1"
+next_hop = { interface = "s3", mac = "02:00:00:00:00:03" }
+"#;
+    let config = config::parse(text, Path::new("simulate.toml")).expect("config");
+    let spec: CollectiveSpec = RING.parse().unwrap();
+    let rates = rates(10_000_000_000, &[]);
+    let run = |ingress| {
+        let runs = run_modes(&config, &[Mode::Ecmp], &spec.frames(), &rates, ingress);
+        runs.map(|mut runs| packets(&runs.remove(0).outcome))
+    };
+    assert_eq!(run(Some("h1")).unwrap(), [0, 0, 2560, 0]);
+    assert_eq!(run(None).unwrap(), [320, 960, 640, 640]);
+    assert_eq!(
+        run(Some("h9")).unwrap_err().to_string(),
+        "ingress \"h9\" is not one of the config's interfaces"
     );
 }

@@ -18,21 +18,23 @@ use super::drains::drain_end;
 use super::{GroupTable, Tables};
 use crate::config::{Config, Mode, Override, Prefix};
 use crate::dataplane::{Dataplane, DataplaneError};
-use crate::netlink::ifindex;
 
 /// A group's overrides: names and entries, in match order.
 pub type GroupOverrides = Vec<(String, OverrideEntry)>;
 
-/// Each config group's overrides (by index), and the overrides that take
-/// no effect, with why.
-pub(super) fn resolve(config: &Config) -> (Vec<GroupOverrides>, Vec<(String, String)>) {
+/// Each config group's overrides (by index), ingress ports numbered by
+/// `port`, and the overrides that take no effect, with why.
+pub(super) fn resolve(
+    config: &Config,
+    port: &dyn Fn(&str) -> Option<u32>,
+) -> (Vec<GroupOverrides>, Vec<(String, String)>) {
     let mut by_group = vec![GroupOverrides::new(); config.groups.len()];
     let mut skipped = Vec::new();
     let mut order: Vec<&Override> = config.overrides.iter().collect();
     // Stable: equally specific ones keep file order.
     order.sort_by_key(|o| std::cmp::Reverse(o.specificity()));
     for entry in order {
-        match place(config, entry) {
+        match place(config, entry, port) {
             Ok((group, e)) if by_group[group].len() < MAX_OVERRIDES_PER_GROUP as usize => {
                 by_group[group].push((entry.name.clone(), e));
             }
@@ -50,11 +52,15 @@ pub(super) fn resolve(config: &Config) -> (Vec<GroupOverrides>, Vec<(String, Str
 }
 
 /// The group index and entry of `entry`, or why it takes no effect.
-fn place(config: &Config, entry: &Override) -> Result<(usize, OverrideEntry), String> {
+fn place(
+    config: &Config,
+    entry: &Override,
+    port: &dyn Fn(&str) -> Option<u32>,
+) -> Result<(usize, OverrideEntry), String> {
     let (group, slot) = entry.pinned_slot(&config.routes, &config.groups)?;
     let ingress = match &entry.ingress {
         None => 0,
-        Some(name) => ifindex(name).ok_or_else(|| format!("ingress {name:?} does not exist"))?,
+        Some(name) => port(name).ok_or_else(|| format!("ingress {name:?} does not exist"))?,
     };
     let (dst, dst_mask) = masked(entry.dst);
     let (src, src_mask) = entry.src.map_or(([0; 16], [0; 16]), masked);

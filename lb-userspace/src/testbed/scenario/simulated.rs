@@ -66,7 +66,7 @@ pub fn simulate(
         .find(|(name, _)| *name == mode.name)
         .map(|(_, m)| *m)
         .with_context(|| format!("no group mode {:?}", mode.name))?;
-    let runs = simulate::run_modes(&config, &[group_mode], &spec.frames(), &rates)?;
+    let runs = simulate::run_modes(&config, &[group_mode], &spec.frames(), &rates, None)?;
     let outcome = &runs[0].outcome;
     let shares = outcome.shares();
     let spine_share: Vec<f64> = (1..=shape.spines)
