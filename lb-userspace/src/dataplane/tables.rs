@@ -37,6 +37,7 @@ pub use classes::ClassTable;
 pub use drains::DRAIN_GAPS;
 use drains::drain;
 use former::Former;
+use ids::Ids;
 use overrides::{GroupOverrides, PendingPins};
 use route_table::{Family, Layout};
 use tracing::{info, warn};
@@ -130,49 +131,6 @@ pub enum TablesError {
          need more than {max} ids between them; apply the change in two steps"
     )]
     OutOfIds { what: &'static str, max: u32 },
-}
-
-/// Hands out ids: the previous owner's first, then ids nobody holds in
-/// either the old or the new config.
-struct Ids<K> {
-    previous: HashMap<K, u32>,
-    taken: BTreeSet<u32>,
-    max: u32,
-    what: &'static str,
-}
-
-impl<K: std::hash::Hash + Eq> Ids<K> {
-    fn new(previous: HashMap<K, u32>, max: u32, what: &'static str) -> Self {
-        let taken = previous.values().copied().collect();
-        Self {
-            previous,
-            taken,
-            max,
-            what,
-        }
-    }
-
-    fn fresh(&mut self) -> Result<u32, TablesError> {
-        let id =
-            (0..self.max)
-                .find(|id| !self.taken.contains(id))
-                .ok_or(TablesError::OutOfIds {
-                    what: self.what,
-                    max: self.max,
-                })?;
-        self.taken.insert(id);
-        Ok(id)
-    }
-
-    /// Ids for `keys`, in order.
-    fn ids(&mut self, keys: &[K]) -> Result<Vec<u32>, TablesError> {
-        keys.iter()
-            .map(|k| match self.previous.get(k) {
-                Some(&id) => Ok(id),
-                None => self.fresh(),
-            })
-            .collect()
-    }
 }
 
 impl Tables {
@@ -702,6 +660,7 @@ mod adopt;
 mod classes;
 mod drains;
 mod former;
+mod ids;
 #[cfg(test)]
 mod local_tests;
 pub mod overrides;

@@ -54,7 +54,7 @@ pub(super) fn build(
         .collect();
     let mut ids = Ids::new(old, MAX_CLASSES, "destinations");
     // Class 0 is no class.
-    ids.taken.insert(0);
+    ids.reserve(0);
     config
         .groups
         .iter()
