@@ -7,6 +7,11 @@ use crate::config;
 
 /// Four spines, 500 us flowlet gap; `extra` adds group keys.
 fn config(extra: &str) -> Config {
+    config_and(extra, "")
+}
+
+/// [`config`] with `after` (overrides) after its route.
+fn config_and(extra: &str, after: &str) -> Config {
     let text = format!(
         r#"
 [switch]
@@ -28,6 +33,7 @@ next_hops = [
 [[route]]
 prefix = "198.19.0.0/16"
 group = "spines"
+{after}
 "#
     );
     config::parse(&text, Path::new("simulate.toml")).expect("config")
@@ -172,32 +178,16 @@ fn unrouted_traffic_and_unknown_interfaces_are_reported() {
 /// config's interfaces need not exist on this machine.
 #[test]
 fn an_override_on_the_ingress_pins_what_comes_in_there() {
-    let text = r#"
-[switch]
-hash_seed = 0x5eed
-interfaces = ["h1"]
-
-[[group]]
-name = "spines"
-mode = "ecmp"
-next_hops = [
-  { interface = "s1", mac = "02:00:00:00:00:01" },
-  { interface = "s2", mac = "02:00:00:00:00:02" },
-  { interface = "s3", mac = "02:00:00:00:00:03" },
-  { interface = "s4", mac = "02:00:00:00:00:04" },
-]
-
-[[route]]
-prefix = "198.19.0.0/16"
-group = "spines"
-
+    let config = config_and(
+        "",
+        r#"
 [[override]]
 name = "ring-to-s3"
 dst = "198.19.0.0/16"
 ingress = "h1"
 next_hop = { interface = "s3", mac = "02:00:00:00:00:03" }
-"#;
-    let config = config::parse(text, Path::new("simulate.toml")).expect("config");
+"#,
+    );
     let spec: CollectiveSpec = RING.parse().unwrap();
     let rates = rates(10_000_000_000, &[]);
     let run = |ingress| {
