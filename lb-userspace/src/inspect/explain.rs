@@ -14,7 +14,7 @@ use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop};
 use lb_common::limits::{
     BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, MAX_OVERRIDES_PER_GROUP, NO_NEXTHOP,
 };
-use lb_common::packet::parse::{FlowFields, Parsed, parse};
+use lb_common::packet::parse::{Bth, FlowFields, Parsed, parse};
 use lb_common::route::{self, Destination, table::value_entry};
 use lb_common::select::choice::Drawn;
 use lb_common::select::flowlet::{
@@ -163,6 +163,43 @@ impl Explanation {
     }
 }
 
+/// A frame's stages before its group's choice, which depend on its flow
+/// alone: where the choice starts.
+#[derive(Clone, Copy, Debug)]
+pub struct Ahead {
+    pub destination: Destination,
+    pub group: GroupEntry,
+    pub hash: u32,
+    /// The next hop ECMP's bucket holds.
+    pub ecmp: u32,
+    /// The override the packet matched, usable or not.
+    pub pin: Pin,
+}
+
+impl Ahead {
+    /// The group's choice for a packet of `len` bytes (with `bth`) over
+    /// `maps`: the program's own, [`steer::next_hop`].
+    pub fn choose(
+        &self,
+        maps: &mut impl steer::Maps,
+        len: u64,
+        bth: Option<&Bth>,
+    ) -> std::result::Result<steer::Choice, Reason> {
+        let mut choice = steer::Choice::ecmp(self.ecmp);
+        steer::next_hop(
+            maps,
+            self.destination,
+            &self.group,
+            self.hash,
+            len,
+            bth,
+            self.pin,
+            &mut choice,
+        )?;
+        Ok(choice)
+    }
+}
+
 /// What the data plane does with `frame`, come in on interface `ingress`
 /// (an ifindex; 0 unknown), on `cpu` at `now_ns` (CLOCK_MONOTONIC, the
 /// program's clock). Without a `cpu`, the one
@@ -174,10 +211,67 @@ pub fn explain(
     cpu: Option<usize>,
     now_ns: u64,
 ) -> Result<Explanation> {
+    let (mut e, ahead) = up_to_the_choice(maps, frame, ingress)?;
+    let Some(ahead) = ahead else {
+        return Ok(e);
+    };
+    let Ahead {
+        destination,
+        ref group,
+        hash,
+        ecmp,
+        pin,
+    } = ahead;
+    let at = InGroup {
+        maps,
+        destination,
+        group,
+        len: frame.len() as u64,
+        ecmp,
+    };
+    // The program's own choice over the CPU's state ([`CpuState`]): the
+    // CPU asked for, else the one holding the flow's latest flowlet.
+    let (cpu, flowlets) = match flowlet_rules(group.mode, group.draining) {
+        MODE_ECMP => (0, Vec::new()),
+        _ => at.cpu(hash, cpu)?,
+    };
+    let mut state = CpuState::new(maps, cpu, now_ns);
+    let bth = e.parsed.and_then(|p| p.bth);
+    let chosen = ahead.choose(&mut state, frame.len() as u64, bth.as_ref());
+    state.failed()?;
+    if let Some(decision) = state.take_decision() {
+        e.dynamic = Some(at.dynamic_step(decision, cpu, &flowlets, now_ns, pin)?);
+    }
+    let nh_id = match chosen {
+        Ok(choice) => choice.nh_id,
+        Err(reason) => return Ok(e.ends(reason)),
+    };
+    let Some(nh) = maps.nexthop(nh_id)? else {
+        return Ok(e.ends(Reason::NoNextHop));
+    };
+    e.next_hop = Some((nh_id, nh));
+    if nh.flags & NEXTHOP_USABLE == 0 {
+        return Ok(e.ends(Reason::NoNextHop));
+    }
+    if !maps.has_port(nh.ifindex)? {
+        e.port_missing = true;
+        return Ok(e.ends(Reason::NoNextHop));
+    }
+    Ok(e)
+}
+
+/// `frame`'s stages up to its group's choice, come in on `ingress`: what
+/// explain says of them, and where the choice starts, or `None` when the
+/// verdict came before it.
+pub fn up_to_the_choice(
+    maps: &dyn MapView,
+    frame: &[u8],
+    ingress: u32,
+) -> Result<(Explanation, Option<Ahead>)> {
     let e = Explanation::new(frame.len());
     let parsed = match parse(frame) {
         Ok(parsed) => parsed,
-        Err(reason) => return Ok(e.ends(reason)),
+        Err(reason) => return Ok((e.ends(reason), None)),
     };
     let mut e = Explanation {
         parsed: Some(parsed),
@@ -190,7 +284,7 @@ pub fn explain(
             .port_macs(ingress)?
             .is_some_and(|port| port.accepts(&dst))
         {
-            return Ok(e.ends(Reason::OtherHost));
+            return Ok((e.ends(Reason::OtherHost), None));
         }
     }
     let flow = &parsed.flow;
@@ -206,14 +300,14 @@ pub fn explain(
     });
     let destination = match route::destination(flow, value_entry(value)) {
         Ok(destination) => destination,
-        Err(reason) => return Ok(e.ends(reason)),
+        Err(reason) => return Ok((e.ends(reason), None)),
     };
     let group_id = destination.group;
     if parsed.ttl <= 1 {
-        return Ok(e.ends(Reason::TtlExpired));
+        return Ok((e.ends(Reason::TtlExpired), None));
     }
     let Some(group) = maps.group_at(group_id)? else {
-        return Ok(e.ends(Reason::NoRoute));
+        return Ok((e.ends(Reason::NoRoute), None));
     };
     e.group = Some((group_id, group));
     let fields = HashFields(group.hash_fields);
@@ -221,7 +315,7 @@ pub fn explain(
     let hash = flow_hash(group.hash_seed, flow, fields);
     let bucket = hash & (BUCKETS_PER_GROUP - 1);
     let Some(ecmp) = maps.bucket(group_id * BUCKETS_PER_GROUP + bucket)? else {
-        return Ok(e.ends(Reason::NoNextHop));
+        return Ok((e.ends(Reason::NoNextHop), None));
     };
     e.hash = Some(HashStep {
         input,
@@ -245,46 +339,15 @@ pub fn explain(
             usable: at.usable(at.member(slot))?,
         });
     }
-    // The program's own choice over the CPU's state ([`CpuState`]): the
-    // CPU asked for, else the one holding the flow's latest flowlet.
-    let (cpu, flowlets) = match flowlet_rules(group.mode, group.draining) {
-        MODE_ECMP => (0, Vec::new()),
-        _ => at.cpu(hash, cpu)?,
-    };
-    let mut state = CpuState::new(maps, cpu, now_ns);
-    let mut choice = steer::Choice::ecmp(ecmp);
     let pin = pin.map_or(Pin::NONE, |(index, slot)| Pin { index, slot });
-    let len = frame.len() as u64;
-    let chosen = steer::next_hop(
-        &mut state,
+    let ahead = Ahead {
         destination,
-        &group,
+        group,
         hash,
-        len,
-        parsed.bth.as_ref(),
+        ecmp,
         pin,
-        &mut choice,
-    );
-    state.failed()?;
-    if let Some(decision) = state.take_decision() {
-        e.dynamic = Some(at.dynamic_step(decision, cpu, &flowlets, now_ns, pin)?);
-    }
-    if let Err(reason) = chosen {
-        return Ok(e.ends(reason));
-    }
-    let nh_id = choice.nh_id;
-    let Some(nh) = maps.nexthop(nh_id)? else {
-        return Ok(e.ends(Reason::NoNextHop));
     };
-    e.next_hop = Some((nh_id, nh));
-    if nh.flags & NEXTHOP_USABLE == 0 {
-        return Ok(e.ends(Reason::NoNextHop));
-    }
-    if !maps.has_port(nh.ifindex)? {
-        e.port_missing = true;
-        return Ok(e.ends(Reason::NoNextHop));
-    }
-    Ok(e)
+    Ok((e, Some(ahead)))
 }
 
 /// The longest prefix covering `dst` whose value is `value`: the lookup's

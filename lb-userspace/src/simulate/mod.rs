@@ -14,19 +14,18 @@ mod links;
 pub use links::PathRates;
 pub mod report;
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
+use lb_common::abi::NEXTHOP_USABLE;
 use lb_common::abi::events::EVENT_MOVE;
-use lb_common::abi::{GroupEntry, NEXTHOP_USABLE};
 use lb_common::packet::parse::{FlowFields, parse};
-use lb_common::route::{self, table::value_entry};
-use lb_common::steer::{self, Choice, Pin};
 use lb_common::verdict::Reason;
 
 use crate::config::{Config, Mode};
 use crate::daemon::flow_events::cause_name;
 use crate::inspect::cpu_state::CpuState;
-use crate::inspect::explain::explain;
+use crate::inspect::explain::{Ahead, up_to_the_choice};
 use crate::inspect::maps::InspectError;
 use crate::inspect::offline::{Offline, OfflineError};
 use crate::inspect::view::MapView;
@@ -166,17 +165,6 @@ impl Outcome {
     }
 }
 
-/// A frame's stages before its group's choice, which depend on its flow
-/// alone: walked once per flow, as explain walks them.
-#[derive(Clone, Copy)]
-struct Choosing {
-    destination: route::Destination,
-    group: GroupEntry,
-    hash: u32,
-    ecmp: u32,
-    pin: Pin,
-}
-
 /// Runs `frames` (in time order) through `tables`, each next hop a link
 /// of its rate in `rates`, each frame in on ifindex `ingress` (0: none).
 pub fn simulate(
@@ -199,8 +187,9 @@ pub fn simulate(
     }
     let mut maps = CpuState::new(tables, 0, 0);
     let mut links = Links::new(rates.default, by_id);
-    // Err: the frame's verdict came before the choice.
-    let mut ahead: HashMap<(FlowFields, bool), Result<Choosing, Reason>> = HashMap::new();
+    // The stages before the choice depend on the flow alone: walked once
+    // per flow (and TTL verdict). Err: the verdict came before the choice.
+    let mut ahead: HashMap<(FlowFields, bool), Result<Ahead, Reason>> = HashMap::new();
     let mut outcome = Outcome::default();
     for arriving in frames {
         let frame = &arriving.frame;
@@ -212,38 +201,20 @@ pub fn simulate(
             Err(reason) => reason,
             Ok(parsed) => {
                 let key = (parsed.flow, parsed.ttl <= 1);
-                let stages = match ahead.get(&key) {
-                    Some(stages) => *stages,
-                    None => *ahead
-                        .entry(key)
-                        .or_insert(before_choice(tables, frame, ingress)?),
+                let stages = match ahead.entry(key) {
+                    Entry::Occupied(known) => *known.get(),
+                    Entry::Vacant(new) => *new.insert(before_choice(tables, frame, ingress)?),
                 };
                 match stages {
                     Err(reason) => reason,
-                    Ok(Choosing {
-                        destination,
-                        group,
-                        hash,
-                        ecmp,
-                        pin,
-                    }) => {
-                        let mut choice = Choice::ecmp(ecmp);
-                        let chosen = steer::next_hop(
-                            &mut maps,
-                            destination,
-                            &group,
-                            hash,
-                            len,
-                            parsed.bth.as_ref(),
-                            pin,
-                            &mut choice,
-                        );
+                    Ok(stages) => {
+                        let chosen = stages.choose(&mut maps, len, parsed.bth.as_ref());
                         maps.failed()?;
                         if let Some(event) = maps.take_noted().filter(|e| e.kind == EVENT_MOVE) {
                             *outcome.moves.entry(cause_name(event.cause)).or_default() += 1;
                         }
-                        match chosen.and_then(|()| sendable(tables, choice.nh_id)) {
-                            Ok(()) => {
+                        match chosen.and_then(|c| sendable(tables, c.nh_id).map(|()| c)) {
+                            Ok(choice) => {
                                 maps.forwarded(choice.nh_id, len, choice.epoch);
                                 links.send(choice.nh_id, arriving.at_ns, len, &parsed);
                                 Reason::Forwarded
@@ -261,7 +232,7 @@ pub fn simulate(
     outcome.reorders = links.reorders();
     let reached: Vec<u32> = ahead
         .values()
-        .filter_map(|a| a.as_ref().ok().map(|c| c.destination.group))
+        .filter_map(|a| a.as_ref().ok().map(|a| a.destination.group))
         .collect();
     for group in tables.groups().iter().filter(|g| reached.contains(&g.id)) {
         let stats = maps.group_stats(group.id);
@@ -288,28 +259,9 @@ fn before_choice(
     tables: &Offline,
     frame: &[u8],
     ingress: u32,
-) -> Result<Result<Choosing, Reason>, InspectError> {
-    let e = explain(tables, frame, ingress, None, 0)?;
-    let (Some(parsed), Some(route), Some((_, group)), Some(hash)) =
-        (e.parsed, e.route, e.group, e.hash)
-    else {
-        return Ok(Err(e.verdict));
-    };
-    let destination = match route::destination(&parsed.flow, value_entry(route.value)) {
-        Ok(destination) => destination,
-        Err(reason) => return Ok(Err(reason)),
-    };
-    let pin = e.pin.map_or(Pin::NONE, |p| Pin {
-        index: p.index,
-        slot: p.slot,
-    });
-    Ok(Ok(Choosing {
-        destination,
-        group,
-        hash: hash.hash,
-        ecmp: hash.ecmp,
-        pin,
-    }))
+) -> Result<Result<Ahead, Reason>, InspectError> {
+    let (e, ahead) = up_to_the_choice(tables, frame, ingress)?;
+    Ok(ahead.ok_or(e.verdict))
 }
 
 /// Whether next hop `nh_id` can take the packet, as the program checks

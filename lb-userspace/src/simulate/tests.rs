@@ -4,6 +4,7 @@ use std::path::Path;
 use super::collective::CollectiveSpec;
 use super::*;
 use crate::config;
+use crate::inspect::explain::explain;
 
 /// Four spines, 500 us flowlet gap; `extra` adds group keys.
 fn config(extra: &str) -> Config {
