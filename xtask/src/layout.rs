@@ -2,7 +2,8 @@
 //! file over [`MAX_LINES`], and the product never imports the test tooling
 //! (the testbed and the traffic generator), so what ships in a switch's
 //! data path can be read without them. And lb-common inherits the same
-//! package fields and dependencies in both workspaces it builds in.
+//! package fields and dependencies in both workspaces it builds in, and
+//! the documents' links and pictures name files that exist.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,11 +16,12 @@ pub const MAX_LINES: usize = 700;
 /// Folders whose Rust sources are held to [`MAX_LINES`].
 const SOURCE_ROOTS: [&str; 5] = ["lb-common", "lb-ebpf/src", "lb-userspace", "xtask", "tests"];
 
-/// What ships: the daemon, its config, the data-plane programming, metrics,
-/// netlink, the look into a running instance, the simulator and the
-/// collectives it runs, and the subcommands that run, stop, check,
-/// inspect, watch or simulate.
-const PRODUCT: [&str; 18] = [
+/// What ships: the daemon, its config, its logging, the data-plane
+/// programming, metrics, netlink, the look into a running instance, the
+/// simulator and the collectives it runs, and the subcommands that run,
+/// reload, stop, check, inspect, watch or simulate, the names they show and
+/// the man pages and completions.
+const PRODUCT: [&str; 22] = [
     "lb-userspace/src/config",
     "lb-userspace/src/daemon",
     "lb-userspace/src/dataplane",
@@ -27,7 +29,11 @@ const PRODUCT: [&str; 18] = [
     "lb-userspace/src/netlink",
     "lb-userspace/src/telemetry",
     "lb-userspace/src/sonic",
+    "lb-userspace/src/logging.rs",
     "lb-userspace/src/cli/run.rs",
+    "lb-userspace/src/cli/reload.rs",
+    "lb-userspace/src/cli/names.rs",
+    "lb-userspace/src/cli/docs.rs",
     "lb-userspace/src/cli/check_config.rs",
     "lb-userspace/src/inspect",
     "lb-userspace/src/cli/pins.rs",
@@ -69,10 +75,36 @@ pub fn check(root: &Path) -> Result<()> {
         }
     }
     breaches.extend(inheritance_differences(root)?);
+    for document in DOCUMENTS {
+        for target in local_links(&read(&root.join(document))?) {
+            if !root.join(target).exists() {
+                breaches.push(format!(
+                    "{document}: links to {target}, which does not exist"
+                ));
+            }
+        }
+    }
     if !breaches.is_empty() {
         bail!("layout rules broken:\n  {}", breaches.join("\n  "));
     }
     Ok(())
+}
+
+/// The documents whose links [`local_links`] checks.
+const DOCUMENTS: [&str; 2] = ["README.md", "ARCHITECTURE.md"];
+
+/// The targets of `source`'s Markdown links and images that are files of
+/// the tree (a web address or an anchor is not), as written.
+fn local_links(source: &str) -> Vec<&str> {
+    source
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        // A link's title follows its target after a space.
+        .filter_map(|target| target.split_whitespace().next())
+        .map(|target| target.split('#').next().unwrap_or(target))
+        .filter(|target| !target.is_empty() && !target.contains("://"))
+        .collect()
 }
 
 /// The eBPF workspace (lb-ebpf/Cargo.toml) repeats what lb-common inherits
@@ -186,6 +218,16 @@ mod tests {
         assert_eq!(
             tooling_imports("fn f() { let _ = fabriclb::traffic::Pattern::Ring; }"),
             ["fn f() { let _ = fabriclb::traffic::Pattern::Ring"]
+        );
+    }
+
+    #[test]
+    fn links_to_files_are_found_and_web_addresses_and_anchors_are_not() {
+        let text = "See [the notes](ARCHITECTURE.md), ![a chart](slow.svg \"title\")\n\
+                    [a site](https://example.org/x) [below](#set-up) [a part](docs/a.md#b)";
+        assert_eq!(
+            local_links(text),
+            ["ARCHITECTURE.md", "slow.svg", "docs/a.md"]
         );
     }
 
