@@ -53,9 +53,9 @@ fn testbed_teardown_leaves_nothing_behind() {
 
 /// A scenario stopped by Ctrl-C while its daemons run leaves nothing: no
 /// namespace, no bpffs mount (each would keep its daemon's pinned program
-/// and maps in the kernel), no scratch directory, no Redis server. The
-/// signal ends the process with `exit`, which runs no drop, so all of it
-/// is removed by the signal's watcher.
+/// and maps in the kernel), no scratch directory, no Redis server, no
+/// exporter's log. The signal ends the process with `exit`, which runs no
+/// drop, so all of it is removed by the signal's watcher.
 #[test]
 fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
     use nix::sys::signal::{Signal, kill};
@@ -79,6 +79,16 @@ fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
     let pid = demo.id();
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{pid}"));
     let redis_prefix = format!("fabriclb-cdb-{pid}-");
+    // The spines' node_exporters log to files of their own.
+    let exporter_logs = || {
+        (std::fs::read_dir(std::env::temp_dir()).expect("temp dir"))
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                file.starts_with(&name) && file.contains(&format!("-node-exporter-{pid}-"))
+            })
+            .count()
+    };
     let mounts = || {
         let text = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
         (text.lines())
@@ -107,10 +117,12 @@ fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
             })
             .collect()
     };
-    // Every leaf's daemon running on its bpffs, the spines' Redis up.
+    // Every leaf's daemon running on its bpffs, the spines' Redis and
+    // exporters up (started before the daemons).
     let (servers, _) = bed::wait_for("the scenario's daemons and Redis servers", || {
         let servers = redis_servers();
-        Ok((mounts() >= 4 && redis_dirs() == 4 && servers.len() == 4).then_some(servers))
+        let up = mounts() >= 4 && redis_dirs() == 4 && servers.len() == 4;
+        Ok((up && exporter_logs() == 4).then_some(servers))
     })
     .expect("started");
     kill(Pid::from_raw(pid as i32), Signal::SIGINT).expect("SIGINT");
@@ -123,6 +135,7 @@ fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
     assert_eq!(mounts(), 0, "bpffs mounts left under {}", workdir.display());
     assert!(!workdir.exists(), "{} left", workdir.display());
     assert_eq!(redis_dirs(), 0, "Redis scratch directories left");
+    assert_eq!(exporter_logs(), 0, "node_exporter logs left");
     bed::wait_for("the Redis servers gone", || {
         let alive = (servers.iter()).filter(|&&p| kill(Pid::from_raw(p), None).is_ok());
         Ok((alive.count() == 0).then_some(()))

@@ -246,6 +246,8 @@ impl Exporters {
 /// `log_file`.
 fn spawn(ns: &str, listen: &str, log_file: PathBuf) -> Result<(Child, PathBuf)> {
     let log = File::create(&log_file).context("creating node_exporter's log")?;
+    // Removed with the exporter, or by the signal watcher on Ctrl-C.
+    super::leftovers::hold(&log_file);
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", ns])
@@ -264,10 +266,13 @@ fn spawn(ns: &str, listen: &str, log_file: PathBuf) -> Result<(Child, PathBuf)> 
         .stdout(log.try_clone()?)
         .stderr(log);
     die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL);
-    let child = command
-        .spawn()
-        .context("starting prometheus-node-exporter")?;
-    Ok((child, log_file))
+    match command.spawn() {
+        Ok(child) => Ok((child, log_file)),
+        Err(error) => {
+            super::leftovers::remove(&log_file);
+            Err(error).context("starting prometheus-node-exporter")
+        }
+    }
 }
 
 impl Drop for Exporters {
@@ -275,7 +280,7 @@ impl Drop for Exporters {
         for (_, child, log) in &mut self.exporters {
             let _ = child.kill();
             let _ = child.wait();
-            let _ = std::fs::remove_file(log);
+            super::leftovers::remove(log);
         }
     }
 }
