@@ -79,28 +79,23 @@ fn a_scenario_stopped_by_ctrl_c_leaves_no_mount_directory_or_server() {
     let pid = demo.id();
     let workdir = std::env::temp_dir().join(format!("fabriclb-scenario-{pid}"));
     let redis_prefix = format!("fabriclb-cdb-{pid}-");
-    // The spines' node_exporters log to files of their own.
-    let exporter_logs = || {
+    // Entries of the temp directory whose names `matches` takes.
+    let in_temp = |matches: &dyn Fn(&str) -> bool| {
         (std::fs::read_dir(std::env::temp_dir()).expect("temp dir"))
             .filter_map(Result::ok)
-            .filter(|e| {
-                let file = e.file_name().to_string_lossy().into_owned();
-                file.starts_with(&name) && file.contains(&format!("-node-exporter-{pid}-"))
-            })
+            .filter(|e| matches(&e.file_name().to_string_lossy()))
             .count()
     };
+    // The spines' node_exporters log to files of their own.
+    let exporter_log = format!("-node-exporter-{pid}-");
+    let exporter_logs = || in_temp(&|f| f.starts_with(&name) && f.contains(&exporter_log));
     let mounts = || {
         let text = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
         (text.lines())
             .filter(|l| l.contains(&workdir.display().to_string()))
             .count()
     };
-    let redis_dirs = || {
-        (std::fs::read_dir(std::env::temp_dir()).expect("temp dir"))
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name().to_string_lossy().starts_with(&redis_prefix))
-            .count()
-    };
+    let redis_dirs = || in_temp(&|f| f.starts_with(&redis_prefix));
     // The spines' Redis servers, the scenario's children (a server names
     // itself by its address in its command line).
     let redis_servers = || -> Vec<i32> {

@@ -32,17 +32,20 @@ pub struct Packet {
     pub pinned: u32,
 }
 
+/// A sprayed packet's draw: the sequence's entry `index` named `listed`
+/// (`NO_NEXTHOP` past the map); `stand_in` the slot taken instead when
+/// that one was not usable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spray {
+    pub index: u32,
+    pub listed: u32,
+    pub stand_in: Option<u32>,
+}
+
 /// What [`dynamic`] decided for a packet ([`Maps::decided`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Sprayed: the sequence's entry `index` named `listed` (`NO_NEXTHOP`
-    /// past the map); `stand_in` the slot taken instead when that one was
-    /// not usable.
-    Sprayed {
-        index: u32,
-        listed: u32,
-        stand_in: Option<u32>,
-    },
+    Sprayed(Spray),
     /// Kept to flowlets: the flow's entry `index` in the flowlet table,
     /// its `step`, the `slot` it takes (`None`: none usable, or ECMP's
     /// next hop without state in a draining group), its `own` recent load
@@ -101,11 +104,11 @@ pub fn dynamic<M: Maps>(
         let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
         let index = (position as u32) & (BUCKETS_PER_GROUP - 1);
         let Some(listed) = maps.spray_entry(destination, index) else {
-            maps.decided(&Decision::Sprayed {
+            maps.decided(&Decision::Sprayed(Spray {
                 index,
                 listed: NO_NEXTHOP,
                 stand_in: None,
-            });
+            }));
             return Err(Reason::NoNextHop);
         };
         // The sequence can name a next hop that went down moments before
@@ -115,11 +118,11 @@ pub fn dynamic<M: Maps>(
             true => None,
             false => maps.choose(group, destination, epoch, None, 0, Drawn::ALL),
         };
-        maps.decided(&Decision::Sprayed {
+        maps.decided(&Decision::Sprayed(Spray {
             index,
             listed,
             stand_in,
-        });
+        }));
         let nh_id = match stand_in {
             Some(slot) => member(group, slot),
             None if listed_usable => listed,

@@ -8,7 +8,7 @@
 mod dynamic;
 mod walk;
 
-pub use dynamic::{Decision, Packet, dynamic};
+pub use dynamic::{Decision, Packet, Spray, dynamic};
 pub use walk::MemberWalk;
 
 use crate::abi::{

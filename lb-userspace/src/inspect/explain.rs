@@ -23,7 +23,7 @@ use lb_common::select::flowlet::{
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
 use lb_common::select::load::member_load;
 use lb_common::select::overrides::{matches, override_index};
-use lb_common::steer::{self, Decision, Maps as _, Pin};
+use lb_common::steer::{self, Decision, Maps as _, Pin, Spray};
 use lb_common::verdict::Reason;
 
 use super::cpu_state::CpuState;
@@ -110,11 +110,7 @@ pub struct DynamicStep {
 pub enum Dynamic {
     /// Sprayed: the spray sequence's next slot on this CPU, or the least
     /// loaded usable member when the one listed is not usable.
-    Sprayed {
-        index: u32,
-        listed: u32,
-        stand_in: Option<u32>,
-    },
+    Sprayed(Spray),
     Flowlet {
         /// The flow's entry in the flowlet table.
         index: u32,
@@ -479,15 +475,7 @@ impl InGroup<'_> {
         let epoch = self.maps.epochs(self.len)?[cpu];
         let members = self.members(cpu, epoch)?;
         let kind = match decision {
-            Decision::Sprayed {
-                index,
-                listed,
-                stand_in,
-            } => Dynamic::Sprayed {
-                index,
-                listed,
-                stand_in,
-            },
+            Decision::Sprayed(spray) => Dynamic::Sprayed(spray),
             Decision::Flowlet {
                 index,
                 step,

@@ -1,10 +1,10 @@
 //! What a testbed run leaves in the file system while it runs: scratch
 //! directories, the logs of the servers it starts and the bpffs mounts
-//! its daemons pin their programs and maps into. Each is held here while it lives, so that a run stopped by
-//! SIGINT or SIGTERM removes it too ([`remove_all`], from
-//! [`super::tear_down_on_signal`]): the signal ends the process with
-//! `exit`, which runs no drop, and a bpffs left mounted keeps what is
-//! pinned in it, programs and maps, in the kernel.
+//! its daemons pin their programs and maps into. Each is held here while
+//! it lives, so that a run stopped by SIGINT or SIGTERM removes it too
+//! ([`remove_all`], from [`super::tear_down_on_signal`]): the signal ends
+//! the process with `exit`, which runs no drop, and a bpffs left mounted
+//! keeps what is pinned in it, programs and maps, in the kernel.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

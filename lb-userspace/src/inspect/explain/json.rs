@@ -10,6 +10,7 @@ use lb_common::limits::{LOCAL_ROUTE, NO_NEXTHOP};
 use lb_common::packet::parse::{IPPROTO_TCP, IPPROTO_UDP, Parsed};
 use lb_common::route::Destination;
 use lb_common::select::flowlet::FlowletStep;
+use lb_common::steer::Spray;
 use serde::Serialize;
 
 use super::render::{action, address, render};
@@ -156,9 +157,9 @@ pub fn frame(e: &Explanation, names: &Names) -> Frame {
         }),
         choice: e.dynamic.as_ref().map(|d| {
             let (step, slot) = match &d.kind {
-                Dynamic::Sprayed {
+                Dynamic::Sprayed(Spray {
                     listed, stand_in, ..
-                } => {
+                }) => {
                     let listed = d.members.iter().find(|m| m.id == *listed);
                     ("sprayed", stand_in.or(listed.map(|m| m.slot)))
                 }

@@ -8,6 +8,7 @@ use lb_common::limits::LOCAL_ROUTE;
 use lb_common::packet::parse::{IPPROTO_TCP, IPPROTO_UDP, Parsed};
 use lb_common::route::Destination;
 use lb_common::select::flowlet::{FlowletStep, HYSTERESIS_DEN, HYSTERESIS_NUM};
+use lb_common::steer::Spray;
 use lb_common::verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
 use super::{Dynamic, DynamicStep, Explanation, Member};
@@ -164,11 +165,11 @@ fn slot_name(slot: Option<u32>, members: &[Member], names: &Names) -> String {
 fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) {
     let members = &d.members;
     match &d.kind {
-        Dynamic::Sprayed {
+        Dynamic::Sprayed(Spray {
             index,
             listed,
             stand_in,
-        } => {
+        }) => {
             write!(
                 out,
                 "sprayed (cpu {}): the spray sequence's slot {index} lists {}",
