@@ -37,7 +37,7 @@ fn is_s2(end: &Option<PathEnd>) -> bool {
 
 /// Under UDP flows in flowlet mode, spine 2's end of its link goes down:
 /// `watch` shows s2 leaving its group with the reason, and the flows that
-/// were on it moving off mid-flowlet for `failover`, each with its
+/// were on it moving off at their next packet for `failover`, each with its
 /// five-tuple, from s2 (as the choice saw it: quality, load) to another
 /// spine. A second watch filtered to one of those flows shows only its
 /// events; one filtered to another group shows none of them.
@@ -57,9 +57,15 @@ fn watch_shows_flows_failing_over_off_a_downed_spine_and_why() {
 
     bed.ip("s2", &["link", "set", "leaf", "down"])
         .expect("down");
+    // A flow still sending fails over at its next packet, milliseconds
+    // after the one before (64 flows, a few hundred datagrams a second
+    // each). A flow idle for seconds whose next hop went down fails over
+    // too, when it sends again (a gap of 2.76 s seen once), so the flows
+    // counted are those still sending.
+    let sending = |e: &WatchEvent| e.cause == "failover" && e.gap_us.is_some_and(|g| g < 100_000);
     let seen = until(&all, "s2 leaving and 4 of its flows failing over", |seen| {
         seen.iter().any(|e| e.event == "next_hop_down")
-            && seen.iter().filter(|e| e.cause == "failover").count() >= 4
+            && seen.iter().filter(|e| sending(e)).count() >= 4
     });
     s2_out_and_idle(&bed, &daemon);
     let down = seen.iter().find(|e| e.event == "next_hop_down");
@@ -81,9 +87,7 @@ fn watch_shows_flows_failing_over_off_a_downed_spine_and_why() {
         );
         let flow = event.flow.as_ref().expect("a flow");
         assert_eq!((flow.protocol, flow.qp), (17, None), "{event:#?}");
-        // Mid-flowlet: 64 flows at thousands of datagrams a second each
-        // come back well within the 256 µs gap... or barely past it.
-        assert!(event.gap_us.is_some_and(|gap| gap < 100_000), "{event:#?}");
+        assert!(event.gap_us.is_some(), "{event:#?}");
         assert_eq!(to.quality, Some(1024), "no telemetry: default quality");
     }
 

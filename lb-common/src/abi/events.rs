@@ -35,7 +35,8 @@ pub const EVENT_OVERRIDE_FALLBACK: u32 = 2;
 
 /// [`FlowEvent::cause`] of a move: the choice rule, after a gap.
 pub const CAUSE_CHOICE: u32 = 0;
-/// The flow's next hop is not usable; it moved mid-flowlet.
+/// The next hop the flow was on is not usable; it moved at its next
+/// packet, inside a flowlet or after a gap.
 pub const CAUSE_FAILOVER: u32 = 1;
 /// An override pins the flow; it moved onto its member.
 pub const CAUSE_OVERRIDE: u32 = 2;
