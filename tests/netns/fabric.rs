@@ -284,12 +284,14 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     .expect("scenario run");
     for row in &rows {
         eprintln!(
-            "{} {}: sent {} dropped {} unaccounted {} share before {:?} after {:?} settle {:?} \
-             oscillation {:?} moves/s {:.0} windows {}",
+            "{} {}: sent {} dropped {} (reacting {}, after {}) unaccounted {} share before {:?} \
+             after {:?} settle {:?} oscillation {:?} moves/s {:.0} windows {}",
             row.mode,
             row.steering_leaves,
             row.totals.sent,
             row.totals.dropped,
+            row.dropped_reacting,
+            row.dropped_after,
             row.totals.unaccounted,
             row.share_before,
             row.share_after,
@@ -312,6 +314,14 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         // on two cores beside nothing else, where the sampler waits for
         // a core now and then.
         assert!(row.windows.len() >= 60, "{}", row.windows.len());
+        // The windows' drops are the ports' over part of the run, and
+        // the reaction and what follows it are parts of the windows'.
+        let in_windows: u64 = (row.windows.iter())
+            .flat_map(|w| w.dropped.iter().flatten())
+            .sum();
+        let at_ports: u64 = row.port_dropped.iter().flatten().sum();
+        assert!(in_windows <= at_ports, "{in_windows} > {at_ports}");
+        assert!(row.dropped_reacting + row.dropped_after <= in_windows);
     }
     // Spine 4's share before it slows: ECMP's hash gives it about 30.6%
     // (fixed five-tuples and seed), 29.8-31.8% over the few flows the
@@ -342,6 +352,29 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         steered.totals.dropped * 4 <= ecmp.totals.dropped,
         "{}",
         steered.totals.dropped
+    );
+    // ECMP never moves: only spine 4 drops, and it goes on dropping after
+    // the first 200 ms (about 700 then, 4100 in the 800 ms after).
+    let fast_spines_dropped: u64 = (ecmp.windows.iter())
+        .flat_map(|w| w.dropped[..fabric_herd::SLOW_SPINE - 1].iter().flatten())
+        .sum();
+    assert_eq!(fast_spines_dropped, 0);
+    assert!(ecmp.dropped_after > ecmp.dropped_reacting * 3, "{ecmp:?}");
+    // Steering cuts both parts: what is lost while the leaves react, five
+    // 40 ms samples after the change (220-223 against ECMP's 690-750
+    // here, 102-301 against 652-763 with release daemons), and once they
+    // have moved (157 against 4123-4178 here, 30-290 against 4103-4225).
+    assert!(
+        steered.dropped_reacting * 3 <= ecmp.dropped_reacting * 2,
+        "reacting: {} against {}",
+        steered.dropped_reacting,
+        ecmp.dropped_reacting
+    );
+    assert!(
+        steered.dropped_after * 10 <= ecmp.dropped_after,
+        "after: {} against {}",
+        steered.dropped_after,
+        ecmp.dropped_after
     );
 }
 

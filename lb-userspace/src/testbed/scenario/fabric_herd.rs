@@ -28,7 +28,7 @@ use crate::testbed::fabric::{
     Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
     run_fabric_collective_with,
 };
-use crate::testbed::queues::QueueWatch;
+use crate::testbed::queues::{QueueWatch, SpineQueue};
 use crate::testbed::{LeafMaps, Queues, Routing, ifindex_in};
 use crate::traffic::Pattern;
 
@@ -145,6 +145,8 @@ pub struct Window {
     pub slow_share: Option<f64>,
     /// `queues[spine][leaf]`: each spine port's backlog at its end, bytes.
     pub queues: Vec<Vec<u64>>,
+    /// `dropped[spine][leaf]`: what each spine port dropped in it.
+    pub dropped: Vec<Vec<u64>>,
 }
 
 /// One row's run.
@@ -177,15 +179,23 @@ pub struct HerdRow {
     pub path_changes_per_s: f64,
     /// `port_dropped[spine][leaf]`.
     pub port_dropped: Vec<Vec<u64>>,
+    /// What the spine ports dropped from the change to [`AFTER_FROM`]
+    /// after it, while the leaves react, and from then to the end of the
+    /// watch: the first is how fast they see the slow spine and move,
+    /// the second how well they share the spines once they have (herding
+    /// shows there).
+    pub dropped_reacting: u64,
+    pub dropped_after: u64,
     pub windows: Vec<Window>,
 }
 
 /// One sample of the watch: when, every leaf's bytes by spine, every
-/// spine port's backlog.
+/// spine port's backlog and drops so far.
 struct Sample {
     at: Instant,
     bytes: Vec<Vec<u64>>,
     queues: Vec<Vec<u64>>,
+    drops: Vec<Vec<u64>>,
 }
 
 /// What the watch saw: its samples and when spine 4 slowed.
@@ -218,17 +228,24 @@ fn watch(fabric: &Fabric, queues: &QueueWatch) -> Result<Watch> {
             .map(|(maps, ids)| ids.iter().map(|&id| maps.bytes(id)).collect())
             .collect::<Result<_>>()?;
         let ports = queues.current();
-        let backlog = |j, k| {
-            (ports.iter())
-                .find(|q| q.spine == j && q.leaf == k)
-                .map_or(0, |q| q.backlog_bytes)
+        let per_port = |field: fn(&SpineQueue) -> u64| -> Vec<Vec<u64>> {
+            (1..=SPINES)
+                .map(|j| {
+                    (1..=LEAVES)
+                        .map(|k| {
+                            (ports.iter())
+                                .find(|q| q.spine == j && q.leaf == k)
+                                .map_or(0, field)
+                        })
+                        .collect()
+                })
+                .collect()
         };
         Ok(Sample {
             at: Instant::now(),
             bytes,
-            queues: (1..=SPINES)
-                .map(|j| (1..=LEAVES).map(|k| backlog(j, k)).collect())
-                .collect(),
+            queues: per_port(|q| q.backlog_bytes),
+            drops: per_port(|q| q.drops),
         })
     };
     let mut samples = vec![read()?];
@@ -267,6 +284,7 @@ impl Watch {
                 at_ms: signed_ms(pair[1].at, self.changed),
                 slow_share: share(&pair[0], &pair[1], steering),
                 queues: pair[1].queues.clone(),
+                dropped: dropped_between(&pair[0], &pair[1]),
             })
             .collect()
     }
@@ -297,12 +315,39 @@ impl Watch {
         share(&self.samples[0], &self.samples[before], steering)
     }
 
+    /// What every spine port dropped from the change to [`AFTER_FROM`]
+    /// after it, and from then to the end of the watch.
+    fn dropped_reacting_and_after(&self) -> (u64, u64) {
+        let first_at = |from: Instant| self.samples.iter().position(|s| s.at >= from);
+        let total = |from: usize, to: usize| -> u64 {
+            dropped_between(&self.samples[from], &self.samples[to])
+                .iter()
+                .flatten()
+                .sum()
+        };
+        let last = self.samples.len() - 1;
+        let change = first_at(self.changed).unwrap_or(last);
+        let after = first_at(self.changed + AFTER_FROM).unwrap_or(last);
+        (total(change, after), total(after, last))
+    }
+
     /// Its share from [`AFTER_FROM`] after the change to the end.
     fn share_after(&self, steering: usize) -> Option<f64> {
         let from = self.changed + AFTER_FROM;
         let first = self.samples.iter().position(|s| s.at >= from)?;
         share(&self.samples[first], self.samples.last()?, steering)
     }
+}
+
+/// `[spine][leaf]`: what each spine port dropped between two samples.
+fn dropped_between(from: &Sample, to: &Sample) -> Vec<Vec<u64>> {
+    (to.drops.iter().zip(&from.drops))
+        .map(|(to, from)| {
+            (to.iter().zip(from))
+                .map(|(t, f)| t.saturating_sub(*f))
+                .collect()
+        })
+        .collect()
 }
 
 /// Spine 4's share of what the first `steering` leaves sent between two
@@ -362,6 +407,7 @@ impl HerdRow {
             LEAVES
         };
         let (settle_ms, oscillation) = settling(&watch.spans(steering), capacity_share());
+        let (dropped_reacting, dropped_after) = watch.dropped_reacting_and_after();
         let moves: u64 = run
             .leaves
             .iter()
@@ -382,6 +428,8 @@ impl HerdRow {
             oscillation,
             path_changes_per_s: moves as f64 / run.elapsed.as_secs_f64().max(1e-9),
             port_dropped: fabric_slow_link::port_dropped(run, &shape()),
+            dropped_reacting,
+            dropped_after,
             windows: watch.windows(steering),
         }
     }
@@ -443,7 +491,7 @@ fn print(rows: &[HerdRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
+        "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
         "mode",
         "telemetry",
         "choice",
@@ -451,6 +499,8 @@ fn print(rows: &[HerdRow]) {
         "sent",
         "dropped",
         "loss",
+        "react",
+        "later",
         "unacc",
         "complete",
         "ideal",
@@ -463,7 +513,7 @@ fn print(rows: &[HerdRow]) {
     let ms = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.0}ms"));
     for row in rows {
         println!(
-            "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
+            "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
              {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
             row.mode,
             if row.telemetry {
@@ -480,6 +530,8 @@ fn print(rows: &[HerdRow]) {
             row.totals.sent,
             row.totals.dropped,
             100.0 * row.totals.loss(),
+            row.dropped_reacting,
+            row.dropped_after,
             row.totals.unaccounted,
             row.totals.completion_ms,
             row.totals.ideal_ms,
@@ -491,7 +543,9 @@ fn print(rows: &[HerdRow]) {
         );
     }
     println!(
-        "\nsteer: leaves steering (the others blind in the same mode); before, after: spine \
+        "\nsteer: leaves steering (the others blind in the same mode); react, later: what the \
+         spine ports dropped in the first 200 ms after spine {SLOW_SPINE} slowed, and from then \
+         to the end of the watch; before, after: spine \
          {SLOW_SPINE}'s share of the steering leaves' bytes before it slowed and from 200 ms \
          after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
          ({:.1}%) over every 50 ms span; osc: its standard deviation from then",
