@@ -237,10 +237,9 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// `equal-paths-8`: eight flows over eight equal spines. ECMP's hash
 /// puts two flows on one spine and none on another (busiest 2.0x the
 /// mean, the same every run: the five-tuples and the seed are fixed).
-/// Flowlets weighing every CPU's loads and their path's peers spread
-/// them: blind 1.00x here (debug daemons, two runs; 1.03-1.15x before
-/// the peers were weighed, one flow sharing a spine until the turns
-/// offered it the idle one), losing a fifth to a ninth of ECMP's (0.42 of it in CI, whose slower machine stretched the
+/// Flowlets weighing every CPU's loads spread them: blind 1.03-1.15x
+/// here (debug daemons, three runs and one CI run), losing a fifth to a
+/// ninth of ECMP's (0.42 of it in CI, whose slower machine stretched the
 /// sending from 1.3 s to 1.5 s and so lost less in every row);
 /// steered by the spines' queues 1.13-1.35x, losing less than ECMP but
 /// not much less (a paused flow leaves no queue behind: see the README);
@@ -275,7 +274,7 @@ fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     }
     assert!((ecmp.spine_mmr - 2.0).abs() < 0.01, "{ecmp:?}");
     assert_eq!(ecmp.flowlet_moves, 0, "{ecmp:?}");
-    assert!(blind.spine_mmr <= 1.05, "{blind:?}");
+    assert!(blind.spine_mmr <= 1.25, "{blind:?}");
     assert!(blind.dropped * 2 <= ecmp.dropped, "{blind:?}");
     assert!(steered.spine_mmr <= 1.7, "{steered:?}");
 }

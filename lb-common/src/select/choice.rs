@@ -21,19 +21,8 @@
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
 //! turns leave them even), and a path rated down loses only its share of
 //! the quality, not every new flowlet of every leaf at once.
-//!
-//! Both drawing rules also weigh the peers of the path a flow is on
-//! (members of at least three quarters of its quality) in the group's
-//! own row: with as many fat flows as equal paths, flows start where
-//! ECMP's hash puts them, two to some paths, and a flow sharing one was
-//! offered the idle path only when the turns came to it, one candidate
-//! per flowlet: 16 flows over 16 spines ended 1.08-1.28x the mean on the
-//! busiest, 1.03 with the peers weighed. Not in a destination's row: the
-//! loads compared are the group's uplinks', every destination's
-//! together, and four leaves balancing those moved each destination's
-//! flowlets onto single spine ports (`fabric-herd` lost 3-5%).
 
-use crate::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS, NO_NEXTHOP};
+use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 
 /// Least recent load per path quality over every usable member.
 pub const CHOICE_LEAST_COST: u32 = 0;
@@ -42,102 +31,38 @@ pub const CHOICE_TWO: u32 = 1;
 /// The next member of the spray sequence.
 pub const CHOICE_WEIGHTED: u32 = 2;
 
-/// The next hops a choice weighs: two drawn ones, or every member; and
-/// with a floor, every member at least as good as it too.
-///
-/// Eight bytes, as two next-hop ids and a quality fit (ids are below
-/// [`MAX_NEXTHOPS`]): the program copies it in one word, and a wider
-/// one cost the verifier half as many instructions again.
+/// The next hops a choice weighs: two drawn ones, or every member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Drawn {
-    ids: [u16; 2],
-    /// The least quality of a member weighed besides the named ones;
-    /// [`NO_FLOOR`] for none.
-    floor: u32,
+    ids: [u32; 2],
 }
-
-/// A [`Drawn`] that weighs only the members it names.
-pub const NO_FLOOR: u32 = u32::MAX;
-
-/// [`NO_NEXTHOP`] in a [`Drawn`]'s ids: every member.
-const EVERY: u16 = u16::MAX;
-
-/// What an id past the table narrows to: no member's.
-const NONE: u16 = u16::MAX - 1;
-
-const _: () = assert!(MAX_NEXTHOPS <= NONE as u32);
 
 impl Drawn {
     /// Every member.
     pub const ALL: Self = Self {
-        ids: [EVERY; 2],
-        floor: NO_FLOOR,
+        ids: [NO_NEXTHOP; 2],
     };
 
     /// Next hops `a` and `b`, read from the spray sequence at
     /// [`draw_positions`].
     #[inline(always)]
     pub const fn pair(a: u32, b: u32) -> Self {
-        Self {
-            ids: [narrow(a), narrow(b)],
-            floor: NO_FLOOR,
-        }
+        Self { ids: [a, b] }
     }
 
-    /// These, and every member whose quality is at least three quarters
-    /// of `current`'s, the quality of the path the flow is on: its peers.
-    #[inline(always)]
-    pub const fn with_peers_of(self, current: u32) -> Self {
-        Self {
-            floor: current - current / 4,
-            ..self
-        }
-    }
-
-    /// Whether next hop `nh_id` is weighed whatever its quality.
+    /// Whether next hop `nh_id` is weighed.
     #[inline(always)]
     pub fn admits(&self, nh_id: u32) -> bool {
-        let id = narrow(nh_id);
-        self.ids[0] == EVERY || self.ids[0] == id || self.ids[1] == id
-    }
-
-    /// Whether a member is weighed for its quality alone: some are.
-    #[inline(always)]
-    pub fn has_floor(&self) -> bool {
-        self.floor != NO_FLOOR
-    }
-
-    /// The least quality of a member weighed for it; `None` when only
-    /// the named ones are.
-    pub fn floor(&self) -> Option<u32> {
-        self.has_floor().then_some(self.floor)
-    }
-
-    /// Whether a member of `quality` is weighed for it.
-    #[inline(always)]
-    pub fn admits_quality(&self, quality: u32) -> bool {
-        quality >= self.floor
+        self.ids[0] == NO_NEXTHOP || self.ids[0] == nh_id || self.ids[1] == nh_id
     }
 
     pub fn is_all(&self) -> bool {
-        self.ids[0] == EVERY
+        self.ids[0] == NO_NEXTHOP
     }
 
     pub fn ids(&self) -> [u32; 2] {
-        self.ids.map(widen)
+        self.ids
     }
-}
-
-/// A next-hop id as a [`Drawn`] keeps it; an id past the table names no
-/// member.
-#[inline(always)]
-const fn narrow(id: u32) -> u16 {
-    if id >= MAX_NEXTHOPS { NONE } else { id as u16 }
-}
-
-#[inline(always)]
-const fn widen(id: u16) -> u32 {
-    if id == EVERY { NO_NEXTHOP } else { id as u32 }
 }
 
 /// What a group choosing by `choice` weighs, given the sequence's
@@ -219,16 +144,6 @@ mod tests {
         assert!(Drawn::ALL.admits(7) && Drawn::ALL.is_all());
         let pair = Drawn::pair(3, 9);
         assert!(pair.admits(3) && pair.admits(9) && !pair.admits(4) && !pair.is_all());
-        assert_eq!(pair.ids(), [3, 9]);
-        assert_eq!(Drawn::ALL.ids(), [NO_NEXTHOP; 2]);
-        // An id past the table names no member, not every one.
-        let past = Drawn::pair(MAX_NEXTHOPS, MAX_NEXTHOPS);
-        assert!(!past.is_all() && !past.admits(0) && !past.admits(MAX_NEXTHOPS - 1));
-        // Peers: three quarters of the path's quality or more.
-        assert_eq!(pair.floor(), None);
-        let peers = pair.with_peers_of(1024);
-        assert_eq!(peers.floor(), Some(768));
-        assert!(peers.admits_quality(768) && !peers.admits_quality(767));
     }
 
     #[test]

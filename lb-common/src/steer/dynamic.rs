@@ -189,21 +189,6 @@ pub fn dynamic<M: Maps>(
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
                 let drawn = draw(maps, group, destination, hash)?;
-                // A drawn flowlet also weighs the peers of the path it is
-                // on: a flow that shares its path with another finds the
-                // one left idle among equals at once, instead of when the
-                // turns come to it. Only in the group's own row: a
-                // destination's routes wait in their own queues of the
-                // next switch, which the next hops' loads (the group's
-                // uplinks, every destination's together) do not show, and
-                // leaves balancing those loads piled each destination
-                // onto one spine port.
-                let drawn = match offered {
-                    Some(slot) if !drawn.is_all() && destination.class == 0 => {
-                        drawn.with_peers_of(maps.quality(destination, member(group, slot)))
-                    }
-                    _ => drawn,
-                };
                 drawn_for = drawn;
                 let chosen = maps.choose(group, destination, epoch, offered, previous_own, drawn);
                 let chosen = match chosen {

@@ -38,9 +38,9 @@ impl MemberWalk {
         usable: bool,
         weigh: impl FnOnce() -> (u64, u32),
     ) {
-        let named = self.drawn.admits(nh_id);
+        let drawn = self.drawn.admits(nh_id);
         let current = self.current == slot;
-        if !usable || !(named || current || self.drawn.has_floor()) {
+        if !usable || !(drawn || current) {
             return;
         }
         let (load, quality) = weigh();
@@ -49,7 +49,7 @@ impl MemberWalk {
             load,
             quality,
         };
-        if named || self.drawn.admits_quality(quality) {
+        if drawn {
             self.choice.consider(candidate);
         }
         if current {
@@ -62,42 +62,5 @@ impl MemberWalk {
     #[inline(always)]
     pub fn decide(&self, own: u64) -> Option<u32> {
         self.choice.decide(self.offered, own)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::select::flowlet::PATH_QUALITY_DEFAULT;
-
-    const FLOW: u64 = 1 << 20;
-
-    /// Walks members 10..14 in slots 0..4, each `(load, quality)`.
-    fn walk(drawn: Drawn, current: u32, members: [(u64, u32); 4]) -> Option<u32> {
-        let mut walk = MemberWalk::new(drawn, Some(current));
-        for (slot, (load, quality)) in (0u32..).zip(members) {
-            walk.visit(slot, 10 + slot, true, || (load, quality));
-        }
-        walk.decide(FLOW)
-    }
-
-    /// A flow sharing slot 0 with another draws slot 1, which carries a
-    /// flow too: it stays, unless the draw weighs the path's peers, where
-    /// it finds slot 2 idle. Slot 3, idle but worth less than three
-    /// quarters of the flow's path, is a peer of none.
-    #[test]
-    fn a_flow_on_a_shared_path_finds_an_idle_peer() {
-        let q = PATH_QUALITY_DEFAULT;
-        let members = [(2 * FLOW, q), (FLOW, q), (0, q - q / 8), (0, q * 5 / 8)];
-        let drawn = Drawn::pair(11, 11);
-        assert_eq!(walk(drawn, 0, members), Some(0));
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
-        let members = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
-        // Drawn, the slower path is weighed, and cheaper per quality.
-        assert_eq!(
-            walk(Drawn::pair(13, 13).with_peers_of(q), 0, members),
-            Some(3)
-        );
     }
 }

@@ -197,7 +197,6 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             own,
             new_flowlet,
             drawn,
-            peers_from,
             draining,
         } => {
             write!(out, "flowlet (cpu {}", d.cpu).unwrap();
@@ -243,26 +242,18 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             if *draining {
                 out.push_str("  members (a new flowlet takes the flow's ECMP slot):\n");
             } else if let Some([a, b]) = drawn {
-                let mut what = if a == b {
+                let what = if a == b {
                     format!(
                         "the one next hop drawn from the quality-weighted sequence, now {}",
                         nexthop_name(*a, names)
                     )
                 } else {
                     format!(
-                        "two drawn in proportion to quality, now {} and {}",
+                        "two drawn in proportion to quality, now {} and {}, and takes the lesser (load + 4096) / quality",
                         nexthop_name(*a, names),
                         nexthop_name(*b, names)
                     )
                 };
-                if let Some(floor) = peers_from {
-                    what.push_str(&format!(
-                        " and every member of quality {floor} or more (its path's peers)"
-                    ));
-                }
-                if a != b || peers_from.is_some() {
-                    what.push_str(", and takes the least (load + 4096) / quality");
-                }
                 writeln!(
                     out,
                     "  members (a new flowlet weighs {what}; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
