@@ -40,6 +40,27 @@ pub struct SpineQueue {
     pub sent_bytes: u64,
 }
 
+/// `[spine][leaf]`: `field` of each port of a fabric of `spines` and
+/// `leaves` among `ports` (0 for a port not among them).
+pub fn per_port(
+    ports: &[SpineQueue],
+    spines: usize,
+    leaves: usize,
+    field: fn(&SpineQueue) -> u64,
+) -> Vec<Vec<u64>> {
+    (1..=spines)
+        .map(|j| {
+            (1..=leaves)
+                .map(|k| {
+                    (ports.iter())
+                        .find(|q| q.spine == j && q.leaf == k)
+                        .map_or(0, field)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// A shaped port to watch: the spine's namespace and the port's device.
 struct Port {
     queue: SpineQueue,

@@ -28,7 +28,7 @@ use crate::testbed::fabric::{
     Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
     run_fabric_collective_with,
 };
-use crate::testbed::queues::{QueueWatch, SpineQueue};
+use crate::testbed::queues::{QueueWatch, per_port};
 use crate::testbed::{LeafMaps, Queues, Routing, ifindex_in};
 use crate::traffic::Pattern;
 
@@ -228,24 +228,11 @@ fn watch(fabric: &Fabric, queues: &QueueWatch) -> Result<Watch> {
             .map(|(maps, ids)| ids.iter().map(|&id| maps.bytes(id)).collect())
             .collect::<Result<_>>()?;
         let ports = queues.current();
-        let per_port = |field: fn(&SpineQueue) -> u64| -> Vec<Vec<u64>> {
-            (1..=SPINES)
-                .map(|j| {
-                    (1..=LEAVES)
-                        .map(|k| {
-                            (ports.iter())
-                                .find(|q| q.spine == j && q.leaf == k)
-                                .map_or(0, field)
-                        })
-                        .collect()
-                })
-                .collect()
-        };
         Ok(Sample {
             at: Instant::now(),
             bytes,
-            queues: per_port(|q| q.backlog_bytes),
-            drops: per_port(|q| q.drops),
+            queues: per_port(&ports, SPINES, LEAVES, |q| q.backlog_bytes),
+            drops: per_port(&ports, SPINES, LEAVES, |q| q.drops),
         })
     };
     let mut samples = vec![read()?];

@@ -21,6 +21,7 @@ use crate::testbed::drops::unaccounted;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricShape, FlexCounters, LinkRates, rank_place, run_fabric_collective,
 };
+use crate::testbed::queues::per_port;
 use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, Routing};
 use crate::traffic::{Pace, Pattern};
 
@@ -320,17 +321,7 @@ fn offered_ms(run: &FabricReport, shape: &FabricShape, pattern: Pattern) -> f64 
 
 /// `port_dropped[spine][leaf]`: what each shaped port of `shape` dropped.
 pub(super) fn port_dropped(run: &FabricReport, shape: &FabricShape) -> Vec<Vec<u64>> {
-    (1..=shape.spines)
-        .map(|j| {
-            (1..=shape.leaves)
-                .map(|m| {
-                    (run.spine_ports.iter())
-                        .find(|q| q.spine == j && q.leaf == m)
-                        .map_or(0, |q| q.drops)
-                })
-                .collect()
-        })
-        .collect()
+    per_port(&run.spine_ports, shape.spines, shape.leaves, |q| q.drops)
 }
 
 /// Runs the all-to-all of `messages` per connection through each of
