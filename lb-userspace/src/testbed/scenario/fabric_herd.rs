@@ -22,7 +22,9 @@ use serde::Serialize;
 
 use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, source_of, with_source};
 use super::reaction::signed_ms;
-use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, write_runs};
+use super::{
+    FLOWLET_GAP_US, Mode, modes, on_own_fabric, sprays_all, with_choice, with_spray_all, write_runs,
+};
 use crate::config::FlowletChoice;
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
@@ -100,7 +102,9 @@ pub struct HerdMode {
 
 /// ECMP; flowlet and per-packet steered by each spine's COUNTERS_DB on
 /// every leaf and on leaf 1 alone; flowlet steered with least-cost
-/// choices on every leaf, the rule that herds.
+/// choices on every leaf, the rule that herds; per-packet spraying every
+/// packet on every leaf, where no flowlet is too big to split: what the
+/// qualities alone do.
 pub fn herd_modes() -> Vec<HerdMode> {
     let all = modes();
     let steered: Vec<Mode> = (all.iter().filter(|m| m.telemetry))
@@ -115,6 +119,7 @@ pub fn herd_modes() -> Vec<HerdMode> {
         .chain(steered.iter().map(|m| row(m, LEAVES)))
         .chain(steered.iter().map(|m| row(m, 1)))
         .chain([row(&least_cost, LEAVES)])
+        .chain([row(&with_spray_all(steered[1].clone()), LEAVES)])
         .collect()
 }
 
@@ -156,6 +161,9 @@ pub struct HerdRow {
     pub telemetry: bool,
     pub source: String,
     pub choice: String,
+    /// `"all"` where every RoCEv2 packet was sprayed, `"self-contained"`
+    /// where only those; `None` in the modes that spray none.
+    pub spray: Option<&'static str>,
     /// How many leaves steered (leaves 1..=n); the others ran blind.
     pub steering_leaves: usize,
     /// The ideal reckoned with spine 4 slow from the start.
@@ -406,6 +414,10 @@ impl HerdRow {
             telemetry: mode.telemetry,
             source: source_of(mode).to_owned(),
             choice: mode.choice.to_string(),
+            spray: (mode.name == "per-packet").then(|| match sprays_all(mode) {
+                true => "all",
+                false => "self-contained",
+            }),
             steering_leaves: if mode.telemetry { steering } else { 0 },
             totals: FabricTotals::of(run, &slowed(), Pattern::AllToAll),
             capacity_share: capacity_share(),
@@ -478,7 +490,7 @@ fn print(rows: &[HerdRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
+        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
         "mode",
         "telemetry",
         "choice",
@@ -500,9 +512,12 @@ fn print(rows: &[HerdRow]) {
     let ms = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.0}ms"));
     for row in rows {
         println!(
-            "{:<11} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
+            "{:<14} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
              {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
-            row.mode,
+            match row.spray {
+                Some("all") => format!("{} all", row.mode),
+                _ => row.mode.clone(),
+            },
             if row.telemetry {
                 row.source.as_str()
             } else {
@@ -535,7 +550,9 @@ fn print(rows: &[HerdRow]) {
          to the end of the watch; before, after: spine \
          {SLOW_SPINE}'s share of the steering leaves' bytes before it slowed and from 200 ms \
          after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
-         ({:.1}%) over every 50 ms span; osc: its standard deviation from then",
+         ({:.1}%) over every 50 ms span; osc: its standard deviation from then; per-packet all: \
+         every RoCEv2 packet sprayed (spray = \"all\"), for receivers that place packets out of \
+         order, so no flowlet moves",
         SETTLE_BAND * 100.0,
         capacity_share() * 100.0
     );
@@ -575,6 +592,21 @@ mod tests {
         assert!((capacity_share() - 10.0 / 130.0).abs() < 1e-12);
         assert_eq!(slowed().rates.rate(SLOW_SPINE, 2), Some(SLOW_MBIT));
         assert_eq!(slowed().rates.rate(1, 2), Some(RATE_MBIT));
+    }
+
+    #[test]
+    fn every_leaf_sprays_every_packet_in_one_row() {
+        let rows = herd_modes();
+        let sprayed: Vec<_> = rows.iter().filter(|r| sprays_all(&r.mode)).collect();
+        assert_eq!(sprayed.len(), 1);
+        let [row] = sprayed.as_slice() else {
+            unreachable!()
+        };
+        assert_eq!(
+            (row.mode.name, row.steering_leaves, row.mode.telemetry),
+            ("per-packet", LEAVES, true)
+        );
+        assert!(groups(row).iter().all(|g| g.ends_with("\nspray = \"all\"")));
     }
 
     #[test]

@@ -321,6 +321,22 @@ pub(super) fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
     }
 }
 
+/// `mode` spraying every RoCEv2 packet, not only the self-contained ones:
+/// for receivers that place packets out of order.
+pub(super) fn with_spray_all(mode: Mode) -> Mode {
+    Mode {
+        group: format!("{}\n{SPRAY_ALL}", mode.group),
+        ..mode
+    }
+}
+
+/// Whether `mode`'s group sprays every RoCEv2 packet.
+pub(super) fn sprays_all(mode: &Mode) -> bool {
+    mode.group.lines().any(|l| l == SPRAY_ALL)
+}
+
+const SPRAY_ALL: &str = "spray = \"all\"";
+
 /// Builds testbed `bed_name` for scenario `name`, runs it through every
 /// mode, prints the table, writes the JSON to `json` if given, tears down
 /// (also on failure and Ctrl-C).
