@@ -251,15 +251,16 @@ fn delay_is_the_queue_over_the_measured_drain_rate() {
         sampled.take(&QUEUE_ONLY, Some(load), queued);
     };
     // Idle at 2 MB/s, then a queue builds: no busy interval yet; the peak
-    // stands in for the capacity.
+    // of the past load (4/7 of the way from 2 to 3 MB/s with the 30 ms
+    // smoothing) stands in for the capacity.
     sample(&mut sampled, 2_000_000, 0);
     sample(&mut sampled, 3_000_000, 30_000);
     assert_eq!(sampled.path.drain_rate, None);
-    assert_eq!(sampled.path.capacity(), Some(3_000_000));
+    assert_eq!(sampled.path.capacity(), Some(2_571_426));
     assert_eq!(
         sampled.path.delay_us(30_000),
-        10_000,
-        "against the 3 MB/s peak"
+        11_666,
+        "against the 2.57 MB/s peak"
     );
     // Queued at both ends: the port drained at its rate, 1 MB/s.
     sample(&mut sampled, 1_000_000, 40_000);
@@ -276,8 +277,29 @@ fn delay_is_the_queue_over_the_measured_drain_rate() {
     sample(&mut sampled, 500_000, 20_000);
     sample(&mut sampled, 500_000, 20_000);
     assert_eq!(sampled.path.drain_rate, Some(1_000_000));
-    assert_eq!(sampled.path.peak_rate, 3_000_000);
+    assert_eq!(sampled.path.peak_rate, 2_571_426);
     assert_eq!(sampled.path.capacity(), Some(1_000_000));
+}
+
+/// Readings of a path that carries 2 MB/s, rated over intervals their
+/// counter's writes made a poll too short or too long: 1 and 3 MB/s by
+/// turns. The speed it counts at is the smoothed peak, within a quarter
+/// of what it carries, not the 3 MB/s that made a slow path beside it
+/// look slower than it is. The first reading seeds the EWMA whole, as the
+/// past load's: a path first read high keeps that peak.
+#[test]
+fn the_peak_rate_is_the_smoothed_rates_not_a_readings() {
+    let peak = |first: u64| {
+        let mut sampled = Sampled::every(4 * STEP_US, PathQuality::default());
+        for k in 0..20 {
+            let rate = if k % 2 == 0 { first } else { 4_000_000 - first };
+            sampled.take(&QUEUE_ONLY, Some(rate), 0);
+        }
+        sampled.path.capacity().expect("a rate")
+    };
+    let low_first = peak(1_000_000);
+    assert!((2_000_000..2_500_000).contains(&low_first), "{low_first}");
+    assert_eq!(peak(3_000_000), 3_000_000);
 }
 
 /// A 50 Mbit/s path and a 200 Mbit/s one with the same bytes queued are

@@ -335,7 +335,10 @@ mod tests {
         assert_eq!(path.quality.queued, 0);
         assert_eq!(path.quality.past_load, Some(100_000), "no rate");
         path.take(reading(6_000, 7_000), now, 40_000, &judge);
-        assert_eq!(path.quality.peak_rate, 200_000, "4000 B over 20 ms");
+        // 4000 B over the 20 ms since the last change: 200 kB/s, which the
+        // past load (and its peak) follows a quarter of the way.
+        assert_eq!(path.quality.past_load, Some(125_000));
+        assert_eq!(path.quality.peak_rate, 125_000);
         assert_eq!(path.quality.sampled_at_us, Some(40_000));
     }
 }
