@@ -5,7 +5,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fabriclb::testbed::fabric::{Fabric, FabricShape, host_addr, link_addr};
+use fabriclb::testbed::fabric::{Fabric, FabricShape, Sampling, host_addr, link_addr};
 use fabriclb::testbed::scenario::fabric_herd;
 use fabriclb::testbed::scenario::fabric_matrix::{self, Degraded};
 use fabriclb::testbed::scenario::fabric_slow_link::{self, FabricRow, SLOW_LEAF, SLOW_SPINE};
@@ -42,7 +42,7 @@ fn every_leaf_forwards_between_racks_through_fabriclb() {
         let daemons: Vec<Daemon> = (1..=shape.leaves)
             .map(|k| {
                 let role = format!("l{k}");
-                let config = fabric.leaf_config(k, "");
+                let config = fabric.leaf_config(k, "", Sampling::FABRIC);
                 Daemon::start_in(&fabric.ns(&role), &role, fabriclb(), workdir, &config, &[])
                     .expect("fabriclb on every leaf")
             })
@@ -263,7 +263,8 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
 /// 5698-6607 in this test (debug daemons, six runs), 0.67-0.80% with the
 /// release build against 14%; not the 0.1%, which 40 ms samples
 /// cannot reach here (see the README). The third row sprays every packet
-/// on every leaf: what the qualities do without flowlets to move.
+/// on every leaf and reads the spines every 10 ms: what the qualities do
+/// without flowlets to move, which meets it.
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();
@@ -275,7 +276,9 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let steered = (all.iter())
         .find(|r| r.mode.name == "flowlet" && r.steering_leaves == fabric_herd::LEAVES)
         .expect("every leaf steering flowlets");
-    let sprayed = all.last().expect("every packet sprayed");
+    let sprayed = (all.iter())
+        .find(|r| r.sampling == Sampling::FRESH && r.steering_leaves == fabric_herd::LEAVES)
+        .expect("every leaf spraying every packet, 10 ms samples");
     let rows = fabric_herd::measure(
         &fabric,
         fabriclb(),
@@ -377,19 +380,20 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         steered.dropped_after,
         ecmp.dropped_after
     );
-    // Sprayed packet by packet, nothing is too big to split: the share
-    // follows the qualities (spine 4 at 6.8-7.2% after, an oscillation of
-    // 0.65-0.70 points, here; 6.5-7.2% and 0.5-1.8 in four release runs,
-    // against the flowlets' 2.4-6.4), and once the leaves have moved the
-    // ports drop little or nothing (72 and 0 here, 0 in the release
-    // runs), so the row loses a third to a seventh of the flowlets' (230
-    // and 116 against 686 and 859).
-    assert!((0.055..=0.09).contains(&share(sprayed)), "{sprayed:?}");
+    // Sprayed packet by packet and read every 10 ms, nothing is too big
+    // to split and nothing moves in lumps: spine 4's share follows the
+    // qualities (6.6-7.7% after, an oscillation of 0.2-0.5 points, three
+    // runs here), the reaction loses 6-76 packets and what follows 0-14,
+    // a fifth to a seventieth of the flowlet row's. The release build
+    // lost none in seven runs, inside the 0.1% (50 packets);
+    // these debug daemons, reading the spines every 10 ms beside the rest
+    // of the fabric, lost 90 once, so the bound is looser.
+    assert!((0.06..=0.095).contains(&share(sprayed)), "{sprayed:?}");
     let oscillation = sprayed.oscillation.expect("an oscillation");
-    assert!(oscillation <= 0.025, "{sprayed:?}");
-    assert!(sprayed.dropped_after <= 150, "{sprayed:?}");
+    assert!(oscillation <= 0.015, "{sprayed:?}");
+    assert!(sprayed.dropped_after <= 40, "{sprayed:?}");
     assert!(
-        sprayed.totals.dropped * 2 <= steered.totals.dropped,
+        sprayed.totals.dropped <= 150 && sprayed.totals.dropped * 4 <= steered.totals.dropped,
         "sprayed {} against {}",
         sprayed.totals.dropped,
         steered.totals.dropped

@@ -12,9 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use fabriclb::testbed::fabric::{
-    Fabric, FabricShape, FlexCounters, LinkRates, SAMPLING_INTERVAL_US,
-};
+use fabriclb::testbed::fabric::{Fabric, FabricShape, FlexCounters, LinkRates, Sampling};
 use fabriclb::testbed::{Daemon, Exporters, cpu_time};
 
 /// Leaves per fabric, in table order.
@@ -103,10 +101,11 @@ fn measure(fabric: &Fabric, fabriclb: &Path, workdir: &Path, source: &'static st
     let daemons = (1..=shape.leaves)
         .map(|k| {
             let role = format!("l{k}");
-            let config = fabric.leaf_config(k, &group).replace(
-                &format!("sampling_interval = {SAMPLING_INTERVAL_US}"),
-                &format!("sampling_interval = {DEFAULT_SAMPLING_US}"),
-            );
+            let sampling = Sampling {
+                interval_us: DEFAULT_SAMPLING_US,
+                ..Sampling::FABRIC
+            };
+            let config = fabric.leaf_config(k, &group, sampling);
             Daemon::start_in(&fabric.ns(&role), &role, fabriclb, workdir, &config, &[])
         })
         .collect::<Result<Vec<_>>>()?;

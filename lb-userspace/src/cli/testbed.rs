@@ -149,8 +149,11 @@ fn fabric_up(
     );
     for k in 1..=leaves {
         let path = config_dir.join(format!("{}-l{k}.toml", shape.name));
-        std::fs::write(&path, fabric.leaf_config(k, ""))
-            .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(
+            &path,
+            fabric.leaf_config(k, "", testbed::fabric::Sampling::FABRIC),
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
         // One host, one bpffs: each leaf's daemon pins under its own name.
         eprintln!(
             "  ip netns exec {} fabriclb run --config {} --instance {}",

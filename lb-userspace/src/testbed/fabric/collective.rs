@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{Fabric, host_addr, link_addr};
+use super::{Fabric, Sampling, host_addr, link_addr};
 use crate::testbed::collective::{Sent, received, until_accounted};
 use crate::testbed::netns::{in_netns, pin_to_cpu};
 use crate::testbed::queues::{QueueWatch, SpineQueue};
@@ -96,6 +96,7 @@ pub fn run_fabric_collective(
         collective,
         groups: &groups,
         args,
+        sampling: Sampling::FABRIC,
     };
     run_fabric_collective_with(fabric, fabriclb, workdir, &run, |_| Ok(()))
         .map(|(report, ())| report)
@@ -109,6 +110,8 @@ pub struct FabricRun<'a> {
     pub groups: &'a [String],
     /// `fabriclb run`'s extra arguments.
     pub args: &'a [&'a str],
+    /// How the steering leaves read the spines.
+    pub sampling: Sampling,
 }
 
 /// [`run_fabric_collective`] with a group per leaf, doing `during` (given
@@ -124,13 +127,14 @@ pub fn run_fabric_collective_with<T>(
         collective,
         groups,
         args,
+        sampling,
     } = *run;
     let shape = fabric.shape();
     let daemons = (1..)
         .zip(groups)
         .map(|(k, group)| {
             let role = format!("l{k}");
-            let config = fabric.leaf_config(k, group);
+            let config = fabric.leaf_config(k, group, sampling);
             Daemon::start_in(&fabric.ns(&role), &role, fabriclb, workdir, &config, args)
                 .with_context(|| format!("fabriclb on leaf {k}"))
         })

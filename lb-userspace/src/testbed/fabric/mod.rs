@@ -73,19 +73,41 @@ impl Default for FabricShape {
     }
 }
 
-/// How often a leaf reads the spines' queues, microseconds. Every leaf
-/// scrapes every spine's node_exporter: at the daemon's 10 ms, four
-/// leaves' 1,600 scrapes a second took 1.35 of this machine's two cores
-/// (exporters) and 0.41 (daemons) before any traffic ran.
-pub const SAMPLING_INTERVAL_US: u32 = 40_000;
-/// The leaves' quality time constant and worst-band hold, microseconds:
-/// a quarter of the way and three samples at 40 ms. With every leaf
-/// steering on the same spines' samples, slower is steadier: at 30 ms and
-/// 20 ms (the defaults, the same at 10 ms) the herd lost 1.0-1.8% against
-/// 0.4-1.1%, and at 10 ms samples 1.5-3.0% against 0.5-2.2%
-/// (`fabric-herd`, flowlet and per-packet, two to five runs each).
-const EWMA_TIME_CONSTANT_US: u32 = 120_000;
-const WORST_BAND_HOLD_US: u32 = 80_000;
+/// How often a leaf reads the spines' queues and how fast its qualities
+/// follow them: the `[ars_profile]` of every leaf's config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampling {
+    pub interval_us: u32,
+    pub ewma_time_constant_us: u32,
+    pub worst_band_hold_us: u32,
+}
+
+impl Sampling {
+    /// Every 40 ms. Every leaf scrapes every spine's node_exporter: at
+    /// the daemon's 10 ms, four leaves' 1,600 scrapes a second took 1.35
+    /// of this machine's two cores (exporters) and 0.41 (daemons) before
+    /// any traffic ran. The time constant and worst-band hold are a
+    /// quarter of the way and three samples at 40 ms: with every leaf
+    /// moving flowlets on the same spines' samples, slower is steadier:
+    /// at 30 ms and 20 ms (the defaults, the same at 10 ms) the herd lost
+    /// 1.0-1.8% against 0.4-1.1%, and at 10 ms samples 1.5-3.0% against
+    /// 0.5-2.2% (`fabric-herd`, flowlet and per-packet, two to five runs
+    /// each).
+    pub const FABRIC: Self = Self {
+        interval_us: 40_000,
+        ewma_time_constant_us: 120_000,
+        worst_band_hold_us: 80_000,
+    };
+    /// Every 10 ms with the time constants a third and a quarter as long:
+    /// what the testbed's COUNTERS_DB (written every 10 ms) serves four
+    /// leaves, and where every packet is sprayed, nothing moves in lumps
+    /// to herd (`fabric-herd`).
+    pub const FRESH: Self = Self {
+        interval_us: 10_000,
+        ewma_time_constant_us: 40_000,
+        worst_band_hold_us: 20_000,
+    };
+}
 
 /// The management network's namespace role, and each router's port on it.
 const MGMT: &str = "mgmt";
@@ -398,7 +420,7 @@ impl Fabric {
     /// spine's port toward that leaf. Every spine is read over the
     /// management network: a learned one at the address the group's
     /// `switch_addresses` gives the port toward it.
-    pub fn leaf_config(&self, k: usize, group: &str) -> String {
+    pub fn leaf_config(&self, k: usize, group: &str, sampling: Sampling) -> String {
         let source = ["remote", "counters-db"].into_iter().find(|source| {
             group
                 .lines()
@@ -456,10 +478,15 @@ impl Fabric {
                     leaf_prefix(m)
                 ));
             }
+            let Sampling {
+                interval_us,
+                ewma_time_constant_us,
+                worst_band_hold_us,
+            } = sampling;
             text.push_str(&format!(
-                "]\n\n[ars_profile]\nsampling_interval = {SAMPLING_INTERVAL_US}\n\
-                 ewma_time_constant = {EWMA_TIME_CONSTANT_US}\n\
-                 worst_band_hold = {WORST_BAND_HOLD_US}\n"
+                "]\n\n[ars_profile]\nsampling_interval = {interval_us}\n\
+                 ewma_time_constant = {ewma_time_constant_us}\n\
+                 worst_band_hold = {worst_band_hold_us}\n"
             ));
         }
         if !learned {

@@ -27,7 +27,7 @@ use super::{
 };
 use crate::config::FlowletChoice;
 use crate::testbed::fabric::{
-    Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates,
+    Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates, Sampling,
     run_fabric_collective_with,
 };
 use crate::testbed::queues::{QueueWatch, per_port};
@@ -98,13 +98,16 @@ pub fn capacity_share() -> f64 {
 pub struct HerdMode {
     pub mode: Mode,
     pub steering_leaves: usize,
+    pub sampling: Sampling,
 }
 
 /// ECMP; flowlet and per-packet steered by each spine's COUNTERS_DB on
 /// every leaf and on leaf 1 alone; flowlet steered with least-cost
 /// choices on every leaf, the rule that herds; per-packet spraying every
 /// packet on every leaf, where no flowlet is too big to split: what the
-/// qualities alone do.
+/// qualities alone do, at the fabric's 40 ms samples and at 10 ms
+/// ([`Sampling::FRESH`], the last two rows), and at 10 ms on leaf 1 alone
+/// (the others spraying every packet blind).
 pub fn herd_modes() -> Vec<HerdMode> {
     let all = modes();
     let steered: Vec<Mode> = (all.iter().filter(|m| m.telemetry))
@@ -113,13 +116,19 @@ pub fn herd_modes() -> Vec<HerdMode> {
     let row = |mode: &Mode, steering_leaves| HerdMode {
         mode: mode.clone(),
         steering_leaves,
+        sampling: Sampling::FABRIC,
     };
     let least_cost = with_choice(steered[0].clone(), FlowletChoice::LeastCost);
+    let sprayed = with_spray_all(steered[1].clone());
+    let fresh = |steering_leaves| HerdMode {
+        sampling: Sampling::FRESH,
+        ..row(&sprayed, steering_leaves)
+    };
     std::iter::once(row(&all[0], 0))
         .chain(steered.iter().map(|m| row(m, LEAVES)))
         .chain(steered.iter().map(|m| row(m, 1)))
-        .chain([row(&least_cost, LEAVES)])
-        .chain([row(&with_spray_all(steered[1].clone()), LEAVES)])
+        .chain([row(&least_cost, LEAVES), row(&sprayed, LEAVES)])
+        .chain([fresh(LEAVES), fresh(1)])
         .collect()
 }
 
@@ -128,7 +137,10 @@ pub fn herd_modes() -> Vec<HerdMode> {
 fn groups(row: &HerdMode) -> Vec<String> {
     let blind = (modes().into_iter())
         .find(|m| m.name == row.mode.name && !m.telemetry)
-        .map_or_else(String::new, |m| m.group);
+        .map_or_else(String::new, |m| match sprays_all(&row.mode) {
+            true => with_spray_all(m).group,
+            false => m.group,
+        });
     (1..=LEAVES)
         .map(|k| {
             if k <= row.steering_leaves || !row.mode.telemetry {
@@ -164,6 +176,8 @@ pub struct HerdRow {
     /// `"all"` where every RoCEv2 packet was sprayed, `"self-contained"`
     /// where only those; `None` in the modes that spray none.
     pub spray: Option<&'static str>,
+    /// How often the leaves read the spines, microseconds.
+    pub sampling_interval_us: u32,
     /// How many leaves steered (leaves 1..=n); the others ran blind.
     pub steering_leaves: usize,
     /// The ideal reckoned with spine 4 slow from the start.
@@ -418,6 +432,7 @@ impl HerdRow {
                 true => "all",
                 false => "self-contained",
             }),
+            sampling_interval_us: row.sampling.interval_us,
             steering_leaves: if mode.telemetry { steering } else { 0 },
             totals: FabricTotals::of(run, &slowed(), Pattern::AllToAll),
             capacity_share: capacity_share(),
@@ -455,6 +470,7 @@ pub fn measure(
             collective: &collective,
             groups: &groups,
             args: &args,
+            sampling: row.sampling,
         };
         let result = run_fabric_collective_with(fabric, fabriclb, workdir, &run, |queues| {
             watch(fabric, queues)
@@ -490,11 +506,12 @@ fn print(rows: &[HerdRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
+        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
         "mode",
         "telemetry",
         "choice",
         "steer",
+        "sample",
         "sent",
         "dropped",
         "loss",
@@ -512,8 +529,8 @@ fn print(rows: &[HerdRow]) {
     let ms = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.0}ms"));
     for row in rows {
         println!(
-            "{:<14} {:<11} {:<11} {:>5} {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms {:>6.1}% \
-             {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
+            "{:<14} {:<11} {:<11} {:>5} {:>4}ms {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms \
+             {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
             match row.spray {
                 Some("all") => format!("{} all", row.mode),
                 _ => row.mode.clone(),
@@ -529,6 +546,7 @@ fn print(rows: &[HerdRow]) {
                 row.choice.as_str()
             },
             row.steering_leaves,
+            row.sampling_interval_us / 1000,
             row.totals.sent,
             row.totals.dropped,
             100.0 * row.totals.loss(),
@@ -552,7 +570,7 @@ fn print(rows: &[HerdRow]) {
          after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
          ({:.1}%) over every 50 ms span; osc: its standard deviation from then; per-packet all: \
          every RoCEv2 packet sprayed (spray = \"all\"), for receivers that place packets out of \
-         order, so no flowlet moves",
+         order, so no flowlet moves; sample: how often the leaves read the spines",
         SETTLE_BAND * 100.0,
         capacity_share() * 100.0
     );
@@ -595,18 +613,33 @@ mod tests {
     }
 
     #[test]
-    fn every_leaf_sprays_every_packet_in_one_row() {
+    fn sprayed_rows_spray_every_packet_on_every_leaf() {
         let rows = herd_modes();
         let sprayed: Vec<_> = rows.iter().filter(|r| sprays_all(&r.mode)).collect();
-        assert_eq!(sprayed.len(), 1);
-        let [row] = sprayed.as_slice() else {
-            unreachable!()
-        };
+        let kinds: Vec<_> = (sprayed.iter())
+            .map(|r| (r.sampling, r.steering_leaves))
+            .collect();
         assert_eq!(
-            (row.mode.name, row.steering_leaves, row.mode.telemetry),
-            ("per-packet", LEAVES, true)
+            kinds,
+            [
+                (Sampling::FABRIC, LEAVES),
+                (Sampling::FRESH, LEAVES),
+                (Sampling::FRESH, 1)
+            ]
         );
-        assert!(groups(row).iter().all(|g| g.ends_with("\nspray = \"all\"")));
+        for row in sprayed {
+            assert_eq!((row.mode.name, row.mode.telemetry), ("per-packet", true));
+            // With leaf 1 alone steering, the others spray every packet
+            // blind.
+            let groups = groups(row);
+            assert!(groups.iter().all(|g| g.ends_with("\nspray = \"all\"")));
+            let blind = groups.iter().filter(|g| !g.contains("telemetry")).count();
+            assert_eq!(blind, LEAVES - row.steering_leaves);
+        }
+        let fresh = (rows.iter())
+            .filter(|r| r.sampling == Sampling::FRESH)
+            .count();
+        assert_eq!(fresh, 2, "only the last two rows sample every 10 ms");
     }
 
     #[test]
