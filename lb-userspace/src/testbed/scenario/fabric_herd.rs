@@ -22,10 +22,8 @@ use serde::Serialize;
 
 use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, source_of, with_source};
 use super::reaction::signed_ms;
-use super::{
-    FLOWLET_GAP_US, Mode, modes, on_own_fabric, sprays_all, with_choice, with_spray_all, write_runs,
-};
-use crate::config::FlowletChoice;
+use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, with_spray, write_runs};
+use crate::config::{FlowletChoice, Spray};
 use crate::testbed::fabric::{
     Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates, Sampling,
     run_fabric_collective_with,
@@ -119,7 +117,7 @@ pub fn herd_modes() -> Vec<HerdMode> {
         sampling: Sampling::FABRIC,
     };
     let least_cost = with_choice(steered[0].clone(), FlowletChoice::LeastCost);
-    let sprayed = with_spray_all(steered[1].clone());
+    let sprayed = with_spray(steered[1].clone(), Spray::All);
     let fresh = |steering_leaves| HerdMode {
         sampling: Sampling::FRESH,
         ..row(&sprayed, steering_leaves)
@@ -137,9 +135,9 @@ pub fn herd_modes() -> Vec<HerdMode> {
 fn groups(row: &HerdMode) -> Vec<String> {
     let blind = (modes().into_iter())
         .find(|m| m.name == row.mode.name && !m.telemetry)
-        .map_or_else(String::new, |m| match sprays_all(&row.mode) {
-            true => with_spray_all(m).group,
-            false => m.group,
+        .map_or_else(String::new, |m| match row.mode.spray {
+            Spray::SelfContained => m.group,
+            spray => with_spray(m, spray).group,
         });
     (1..=LEAVES)
         .map(|k| {
@@ -428,10 +426,7 @@ impl HerdRow {
             telemetry: mode.telemetry,
             source: source_of(mode).to_owned(),
             choice: mode.choice.to_string(),
-            spray: (mode.name == "per-packet").then(|| match sprays_all(mode) {
-                true => "all",
-                false => "self-contained",
-            }),
+            spray: (mode.name == "per-packet").then(|| mode.spray.name()),
             sampling_interval_us: row.sampling.interval_us,
             steering_leaves: if mode.telemetry { steering } else { 0 },
             totals: FabricTotals::of(run, &slowed(), Pattern::AllToAll),
@@ -532,7 +527,7 @@ fn print(rows: &[HerdRow]) {
             "{:<14} {:<11} {:<11} {:>5} {:>4}ms {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms \
              {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
             match row.spray {
-                Some("all") => format!("{} all", row.mode),
+                Some(spray) if spray == Spray::All.name() => format!("{} all", row.mode),
                 _ => row.mode.clone(),
             },
             if row.telemetry {
@@ -615,7 +610,9 @@ mod tests {
     #[test]
     fn sprayed_rows_spray_every_packet_on_every_leaf() {
         let rows = herd_modes();
-        let sprayed: Vec<_> = rows.iter().filter(|r| sprays_all(&r.mode)).collect();
+        let sprayed: Vec<_> = (rows.iter())
+            .filter(|r| r.mode.spray == Spray::All)
+            .collect();
         let kinds: Vec<_> = (sprayed.iter())
             .map(|r| (r.sampling, r.steering_leaves))
             .collect();

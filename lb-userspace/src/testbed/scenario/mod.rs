@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::config::FlowletChoice;
+use crate::config::{FlowletChoice, Spray};
 
 use super::fabric::{Fabric, FabricShape};
 use super::{
@@ -253,6 +253,8 @@ pub struct Mode {
     pub telemetry: bool,
     /// How its new flowlets pick a next hop.
     pub choice: FlowletChoice,
+    /// Which RoCEv2 packets a per-packet group sprays.
+    pub spray: Spray,
     /// Extra `fabriclb run` arguments.
     pub daemon_args: Vec<String>,
 }
@@ -288,6 +290,7 @@ pub fn modes() -> Vec<Mode> {
         },
         telemetry,
         choice: FlowletChoice::default(),
+        spray: Spray::default(),
         daemon_args: Vec::new(),
     };
     let remote = "telemetry = \"remote\"";
@@ -321,21 +324,15 @@ pub(super) fn with_choice(mode: Mode, choice: FlowletChoice) -> Mode {
     }
 }
 
-/// `mode` spraying every RoCEv2 packet, not only the self-contained ones:
-/// for receivers that place packets out of order.
-pub(super) fn with_spray_all(mode: Mode) -> Mode {
+/// `mode` spraying the RoCEv2 packets `spray` says (`Spray::All`: every
+/// one, for receivers that place packets out of order).
+pub(super) fn with_spray(mode: Mode, spray: Spray) -> Mode {
     Mode {
-        group: format!("{}\n{SPRAY_ALL}", mode.group),
+        group: format!("{}\nspray = \"{spray}\"", mode.group),
+        spray,
         ..mode
     }
 }
-
-/// Whether `mode`'s group sprays every RoCEv2 packet.
-pub(super) fn sprays_all(mode: &Mode) -> bool {
-    mode.group.lines().any(|l| l == SPRAY_ALL)
-}
-
-const SPRAY_ALL: &str = "spray = \"all\"";
 
 /// Builds testbed `bed_name` for scenario `name`, runs it through every
 /// mode, prints the table, writes the JSON to `json` if given, tears down
