@@ -6,16 +6,12 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 use std::process::Command;
 
-use fabriclb::traffic::{Generator, Pattern, Sender, Workload};
+use fabriclb::traffic::{Exchange, Generator, Pattern, Sender};
 use lb_common::packet::{parse::parse, roce};
 
 fn frames() -> Vec<Vec<u8>> {
-    let workload = Workload {
+    let exchange = Exchange {
         pattern: Pattern::AllToAll,
-        ranks: (1..=3)
-            .map(|i| Ipv4Addr::new(198, 19, 100 + i, 1))
-            .collect(),
-        rank: 0,
         qps_per_connection: 2,
         message_bytes: 9000,
         mtu: 4096,
@@ -23,6 +19,8 @@ fn frames() -> Vec<Vec<u8>> {
         source_port_per_qp: false,
         small_messages: 0,
     };
+    let ranks = (1..=3).map(|i| Ipv4Addr::new(198, 19, 100 + i, 1));
+    let workload = exchange.for_rank(ranks.collect(), 0);
     let sender = Sender {
         ip: Ipv4Addr::new(198, 18, 101, 1),
         mac: [2, 0, 0, 0, 1, 1],

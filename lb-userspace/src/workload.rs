@@ -73,13 +73,12 @@ impl Pattern {
     }
 }
 
-/// What one rank sends.
-#[derive(Clone, Debug)]
-pub struct Workload {
+/// What every rank of a collective sends, the ranks aside: whom to (the
+/// pattern), on how many QPs, and which messages. The testbed's senders
+/// and `fabriclb simulate` take a collective's exchange alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
     pub pattern: Pattern,
-    /// Receive address of every rank, by rank.
-    pub ranks: Vec<Ipv4Addr>,
-    pub rank: usize,
     pub qps_per_connection: u32,
     pub message_bytes: u32,
     /// RDMA payload bytes per packet (the RoCE path MTU).
@@ -92,6 +91,31 @@ pub struct Workload {
     /// Single-packet WRITE ONLY messages (one MTU each) a connection sends
     /// on its QP after each of its messages.
     pub small_messages: u32,
+}
+
+impl Exchange {
+    /// What rank `rank` sends, `ranks` the receive address of every rank.
+    pub fn for_rank(&self, ranks: Vec<Ipv4Addr>, rank: usize) -> Workload {
+        Workload {
+            exchange: self.clone(),
+            ranks,
+            rank,
+        }
+    }
+
+    /// Packets a message is cut into.
+    pub fn packets_per_message(&self) -> u32 {
+        self.message_bytes.div_ceil(self.mtu.max(1)).max(1)
+    }
+}
+
+/// What one rank sends.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub exchange: Exchange,
+    /// Receive address of every rank, by rank.
+    pub ranks: Vec<Ipv4Addr>,
+    pub rank: usize,
 }
 
 /// L2/L3 identity of the sending host.
@@ -150,18 +174,21 @@ fn source_port(rank: usize, connection: usize, qp: u32, per_qp: bool) -> u16 {
 
 impl Generator {
     pub fn new(workload: Workload, sender: Sender) -> Self {
-        let connections = workload
-            .pattern
-            .peers(workload.ranks.len(), workload.rank)
-            .into_iter()
+        let Workload {
+            exchange,
+            ranks,
+            rank,
+        } = &workload;
+        let qps = exchange.qps_per_connection;
+        let connections = (exchange.pattern.peers(ranks.len(), *rank).into_iter())
             .enumerate()
             .map(|(i, peer)| Connection {
-                dst: workload.ranks[peer],
-                source_ports: (0..workload.qps_per_connection.max(1))
-                    .map(|qp| source_port(workload.rank, i, qp, workload.source_port_per_qp))
+                dst: ranks[peer],
+                source_ports: (0..qps.max(1))
+                    .map(|qp| source_port(*rank, i, qp, exchange.source_port_per_qp))
                     .collect(),
-                qp_base: qp_base(workload.rank, peer, workload.qps_per_connection),
-                next_psn: vec![0; workload.qps_per_connection.max(1) as usize],
+                qp_base: qp_base(*rank, peer, qps),
+                next_psn: vec![0; qps.max(1) as usize],
                 next_qp: 0,
                 sent_messages: 0,
             })
@@ -174,22 +201,19 @@ impl Generator {
     }
 
     pub fn packets_per_message(&self) -> u32 {
-        self.workload
-            .message_bytes
-            .div_ceil(self.workload.mtu.max(1))
-            .max(1)
+        self.workload.exchange.packets_per_message()
     }
 
     /// Frames one connection sends in a round: its message and the small
     /// messages after it.
     pub fn frames_per_message(&self) -> usize {
-        (self.packets_per_message() + self.workload.small_messages) as usize
+        (self.packets_per_message() + self.workload.exchange.small_messages) as usize
     }
 
     /// Packets the whole workload sends.
     pub fn total_packets(&self) -> u64 {
         self.connections.len() as u64
-            * u64::from(self.workload.messages)
+            * u64::from(self.workload.exchange.messages)
             * self.frames_per_message() as u64
     }
 
@@ -199,13 +223,13 @@ impl Generator {
     /// same QP. Empty when the workload is done.
     pub fn next_round(&mut self) -> Vec<Vec<u8>> {
         let count = self.packets_per_message();
-        let Workload {
+        let Exchange {
             message_bytes,
             mtu,
             messages,
             small_messages,
             ..
-        } = self.workload;
+        } = self.workload.exchange;
         let mut frames = Vec::new();
         for c in 0..self.connections.len() {
             let conn = &mut self.connections[c];
@@ -296,19 +320,17 @@ pub(crate) mod tests {
     };
 
     pub(crate) fn workload(pattern: Pattern, message_bytes: u32) -> Workload {
-        Workload {
+        let exchange = Exchange {
             pattern,
-            ranks: (1..=4)
-                .map(|i| Ipv4Addr::new(198, 19, 100 + i, 1))
-                .collect(),
-            rank: 1,
             qps_per_connection: 4,
             message_bytes,
             mtu: 1024,
             messages: 8,
             source_port_per_qp: false,
             small_messages: 0,
-        }
+        };
+        let ranks = (1..=4).map(|i| Ipv4Addr::new(198, 19, 100 + i, 1));
+        exchange.for_rank(ranks.collect(), 1)
     }
 
     pub(crate) const SENDER: Sender = Sender {
@@ -377,11 +399,9 @@ pub(crate) mod tests {
 
     #[test]
     fn small_messages_follow_on_the_same_qp_and_ports_can_be_per_qp() {
-        let w = Workload {
-            small_messages: 2,
-            source_port_per_qp: true,
-            ..workload(Pattern::Ring, 2048)
-        };
+        let mut w = workload(Pattern::Ring, 2048);
+        w.exchange.small_messages = 2;
+        w.exchange.source_port_per_qp = true;
         let mut g = Generator::new(w, SENDER);
         assert_eq!(g.total_packets(), 8 * (2 + 2));
         let mut ports = Vec::new();

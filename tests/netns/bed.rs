@@ -12,7 +12,7 @@ use fabriclb::testbed::scenario::{Mode, Report, Scenario, restart};
 use fabriclb::testbed::{
     self, Collective, CollectiveReport, Daemon, Leaf, LeafCounters, Shape, Testbed, TrafficReport,
 };
-use fabriclb::traffic::{Pace, Pattern};
+use fabriclb::traffic::{Exchange, Pace, Pattern};
 
 pub fn fabriclb() -> &'static Path {
     env!("CARGO_BIN_EXE_fabriclb").as_ref()
@@ -260,21 +260,28 @@ impl Drop for Bed {
     }
 }
 
-/// A ring collective from hosts 1..=`senders` through fabriclb with the
-/// group keys `group`, in RoCE-MTU packets, one UDP source port per
-/// connection and no single-packet messages. The rest is the smallest
-/// workload (one single-packet message on one QP, unpaced); every test
-/// sets the sizes and pace it is about.
-pub fn ring(senders: usize, group: &str) -> Collective {
-    Collective {
+/// A ring in RoCE-MTU packets, one UDP source port per connection and no
+/// single-packet messages. The rest is the smallest exchange (one
+/// single-packet message on one QP); every test sets the sizes it is
+/// about.
+pub fn ring_exchange() -> Exchange {
+    Exchange {
         pattern: Pattern::Ring,
         qps_per_connection: 1,
         message_bytes: testbed::ROCE_MTU,
         mtu: testbed::ROCE_MTU,
         messages: 1,
-        pace: gaps(Duration::ZERO),
         source_port_per_qp: false,
         small_messages: 0,
+    }
+}
+
+/// [`ring_exchange`] from hosts 1..=`senders` through fabriclb with the
+/// group keys `group`, unpaced; every test sets the pace it is about.
+pub fn ring(senders: usize, group: &str) -> Collective {
+    Collective {
+        exchange: ring_exchange(),
+        pace: gaps(Duration::ZERO),
         senders,
         leaf: Leaf::Fabriclb {
             group: group.to_owned(),
@@ -288,10 +295,13 @@ pub fn ring(senders: usize, group: &str) -> Collective {
 /// spray.
 pub fn steady(senders: usize) -> Collective {
     Collective {
-        qps_per_connection: 16,
-        messages: 6_000,
+        exchange: Exchange {
+            qps_per_connection: 16,
+            messages: 6_000,
+            small_messages: 7,
+            ..ring_exchange()
+        },
         pace: rate(8_000),
-        small_messages: 7,
         ..ring(senders, "")
     }
 }

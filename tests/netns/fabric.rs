@@ -482,7 +482,7 @@ fn a_ring_is_steered_around_two_slow_ports_at_once() {
         ("ecmp", "flowlet", "counters-db")
     );
     // 8 connections of 32 packets a message.
-    let messages = u64::from(cell.collective(sending).messages);
+    let messages = u64::from(cell.collective(sending).exchange.messages);
     for row in [ecmp, steered] {
         assert_eq!(row.totals.sent, 8 * messages * 32, "{row:?}");
         assert_eq!(row.totals.unaccounted, 0, "{row:?}");

@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use fabriclb::testbed::frr::bgp_paths;
 use fabriclb::testbed::scenario::{How, Name, Report, bgp_drain};
 use fabriclb::testbed::{Leaf, Routing, Shape, receiver_addr};
+use fabriclb::traffic::Exchange;
 
-use crate::bed::{Bed, ring, wait_for};
+use crate::bed::{Bed, ring, ring_exchange, wait_for};
 
 /// Next hops the leaf's kernel has for receiver 1's subnet, by spine.
 fn leaf_paths(bed: &Bed) -> Result<usize> {
@@ -36,8 +37,11 @@ fn bgp_gives_the_leaf_every_spine_and_takes_a_drained_one_away() -> Result<()> {
     assert_eq!(leaf_paths(&bed)?, 4, "converged over every spine");
     let kernel = || {
         bed.collective(&fabriclb::testbed::Collective {
-            qps_per_connection: 16,
-            messages: 64,
+            exchange: Exchange {
+                qps_per_connection: 16,
+                messages: 64,
+                ..ring_exchange()
+            },
             leaf: Leaf::Kernel,
             ..ring(2, "")
         })

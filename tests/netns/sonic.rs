@@ -33,10 +33,8 @@ fn sonic_config_db_drives_the_leaf_live() {
         &["HSET", "SWITCH_HASH|GLOBAL", "ecmp_hash@", FIVE_TUPLE],
     );
     let address = format!("unix:{}", server.socket.display());
-    let collective = fabriclb::testbed::Collective {
-        messages: 16_000,
-        ..steady(2)
-    };
+    let mut collective = steady(2);
+    collective.exchange.messages = 16_000;
     let result = bed.collective_with(&collective, &["--sonic", &address], |daemon| {
         let (five, _) = shares(&bed.testbed, daemon)?;
         let spread = five.iter().filter(|&&s| s > 0.0).count();
@@ -240,10 +238,8 @@ fn sonic_routes_follow_appl_db_route_rows() {
         ],
     );
     let address = format!("unix:{}", server.socket.display());
-    let collective = fabriclb::testbed::Collective {
-        messages: 16_000,
-        ..steady(2)
-    };
+    let mut collective = steady(2);
+    collective.exchange.messages = 16_000;
     let bpffs = Bpffs::mount("netns-sonic-routes").expect("bpffs");
     let pins = bpffs.path().to_str().expect("path").to_owned();
     let config = dir.0.join("leaf.toml");

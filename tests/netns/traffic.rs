@@ -4,8 +4,11 @@
 use std::time::Duration;
 
 use fabriclb::testbed::{self, Collective};
+use fabriclb::traffic::Exchange;
 
-use crate::bed::{Bed, assert_delivered, assert_delivered_in_order, gaps, rate, ring};
+use crate::bed::{
+    Bed, assert_delivered, assert_delivered_in_order, gaps, rate, ring, ring_exchange,
+};
 
 /// h1 sends real UDP frames over sockets; checks the per-next-hop
 /// counters, arrival at r1, the TTL, and that XDP is gone after SIGTERM:
@@ -63,9 +66,12 @@ fn udp_flows_cross_the_leaf_over_every_spine() {
 fn rocev2_ring_all_reduce_arrives_in_order() {
     let bed = Bed::up("r", 4);
     let collective = Collective {
-        qps_per_connection: 16,
-        message_bytes: 4 * testbed::ROCE_MTU,
-        messages: 32,
+        exchange: Exchange {
+            qps_per_connection: 16,
+            message_bytes: 4 * testbed::ROCE_MTU,
+            messages: 32,
+            ..ring_exchange()
+        },
         // Slow enough that a loaded machine seldom drops any; the few it
         // does are counted at the links.
         pace: rate(10_000),
@@ -105,11 +111,14 @@ fn flowlet_mode_balances_sixteen_flows_that_five_tuple_ecmp_cannot() {
     let bed = Bed::up("f", 4);
     let run = |group: &str| {
         bed.collective(&Collective {
-            qps_per_connection: 4,
-            message_bytes: 65536,
-            messages: 64,
+            exchange: Exchange {
+                qps_per_connection: 4,
+                message_bytes: 65536,
+                messages: 64,
+                source_port_per_qp: true,
+                ..ring_exchange()
+            },
             pace: gaps(Duration::from_millis(10)),
-            source_port_per_qp: true,
             ..ring(4, group)
         })
     };
@@ -159,11 +168,14 @@ fn per_packet_mode_sprays_single_packet_messages_and_keeps_messages_in_order() {
     // tail, so what is tested is that messages stay pinned at all.
     let group = "mode = \"per-packet\"\nflowlet_gap_us = 1000000";
     let collective = Collective {
-        qps_per_connection: 4,
-        message_bytes: 8 * testbed::ROCE_MTU,
-        messages: 64,
+        exchange: Exchange {
+            qps_per_connection: 4,
+            message_bytes: 8 * testbed::ROCE_MTU,
+            messages: 64,
+            small_messages: 4,
+            ..ring_exchange()
+        },
         pace: gaps(Duration::from_micros(200)),
-        small_messages: 4,
         ..ring(4, group)
     };
     let report = bed.collective(&collective).expect("collective run");

@@ -50,10 +50,8 @@ pub struct GenArgs {
 
 pub fn run(args: GenArgs) -> anyhow::Result<()> {
     let sender = traffic::resolve_sender(&args.interface, args.gateway)?;
-    let workload = traffic::Workload {
+    let exchange = traffic::Exchange {
         pattern: args.pattern,
-        ranks: args.ranks,
-        rank: args.rank,
         qps_per_connection: args.qps,
         message_bytes: args.message_bytes,
         mtu: args.mtu,
@@ -61,6 +59,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
         source_port_per_qp: args.port_per_qp,
         small_messages: args.small_messages,
     };
+    let workload = exchange.for_rank(args.ranks, args.rank);
     anyhow::ensure!(
         workload.rank < workload.ranks.len(),
         "rank {} out of {} ranks",

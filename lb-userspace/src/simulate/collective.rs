@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use super::Arriving;
-use crate::workload::{Generator, Pattern, Sender, Workload};
+use crate::workload::{Exchange, Generator, Pattern, Sender, Workload};
 
 /// Every key, with what it means and its default, as errors list them.
 pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), senders (ranks \
@@ -22,16 +22,10 @@ pub const KEYS: &str = "pattern (ring, all-to-all, mixed; ring), ranks (8), send
 /// A collective: who sends what to whom, and how fast.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CollectiveSpec {
-    pub pattern: Pattern,
+    pub exchange: Exchange,
     pub ranks: usize,
     /// Ranks `0..senders` send; all receive.
     pub senders: usize,
-    pub qps_per_connection: u32,
-    pub message_bytes: u32,
-    pub messages: u32,
-    pub mtu: u32,
-    pub small_messages: u32,
-    pub source_port_per_qp: bool,
     /// A rank's sending rate, bits per second.
     pub rate_bits_per_s: u64,
     pub gap_ns: u64,
@@ -49,15 +43,17 @@ pub struct CollectiveSpec {
 impl Default for CollectiveSpec {
     fn default() -> Self {
         Self {
-            pattern: Pattern::Ring,
+            exchange: Exchange {
+                pattern: Pattern::Ring,
+                qps_per_connection: 1,
+                message_bytes: 1 << 20,
+                messages: 16,
+                mtu: 4096,
+                small_messages: 0,
+                source_port_per_qp: true,
+            },
             ranks: 8,
             senders: 8,
-            qps_per_connection: 1,
-            message_bytes: 1 << 20,
-            messages: 16,
-            mtu: 4096,
-            small_messages: 0,
-            source_port_per_qp: true,
             rate_bits_per_s: 100_000_000_000,
             gap_ns: 0,
             jitter_ns: 0,
@@ -103,20 +99,20 @@ impl FromStr for CollectiveSpec {
                     .ok_or_else(|| bad(&format!("a whole number in {min}..={max}")))
             };
             match key {
-                "pattern" => spec.pattern = value.parse().map_err(|e: String| bad(&e))?,
+                "pattern" => spec.exchange.pattern = value.parse().map_err(|e: String| bad(&e))?,
                 "ranks" => spec.ranks = count(2, 256)? as usize,
                 "senders" => senders = Some(count(1, 256)? as usize),
-                "qps" => spec.qps_per_connection = count(1, 4096)?,
+                "qps" => spec.exchange.qps_per_connection = count(1, 4096)?,
                 "message" => {
-                    spec.message_bytes = (scaled(value, BYTE_UNITS).filter(|b| *b >= 1))
+                    spec.exchange.message_bytes = (scaled(value, BYTE_UNITS).filter(|b| *b >= 1))
                         .and_then(|b| u32::try_from(b).ok())
                         .ok_or_else(|| bad("bytes, 1 to 4GiB, with KiB, MiB or GiB"))?
                 }
-                "messages" => spec.messages = count(1, 1_000_000)?,
-                "mtu" => spec.mtu = count(256, 9000)?,
-                "small" => spec.small_messages = count(0, 1024)?,
+                "messages" => spec.exchange.messages = count(1, 1_000_000)?,
+                "mtu" => spec.exchange.mtu = count(256, 9000)?,
+                "small" => spec.exchange.small_messages = count(0, 1024)?,
                 "port-per-qp" => {
-                    spec.source_port_per_qp = match value {
+                    spec.exchange.source_port_per_qp = match value {
                         "yes" => true,
                         "no" => false,
                         _ => return Err(bad("yes or no")),
@@ -227,17 +223,8 @@ impl CollectiveSpec {
 
     /// What rank `rank` sends, as the testbed's generator takes it.
     pub fn workload(&self, rank: usize) -> Workload {
-        Workload {
-            pattern: self.pattern,
-            ranks: (0..self.ranks).map(|r| self.address(self.dst, r)).collect(),
-            rank,
-            qps_per_connection: self.qps_per_connection,
-            message_bytes: self.message_bytes,
-            mtu: self.mtu,
-            messages: self.messages,
-            source_port_per_qp: self.source_port_per_qp,
-            small_messages: self.small_messages,
-        }
+        let ranks = (0..self.ranks).map(|r| self.address(self.dst, r));
+        self.exchange.for_rank(ranks.collect(), rank)
     }
 
     /// Every rank's frames as they reach the box, in time order: each
@@ -275,18 +262,27 @@ impl CollectiveSpec {
 
     /// The spec as it would be written, every key given.
     pub fn describe(&self) -> String {
+        let Exchange {
+            pattern,
+            qps_per_connection,
+            message_bytes,
+            mtu,
+            messages,
+            small_messages,
+            source_port_per_qp,
+        } = &self.exchange;
         format!(
             "pattern={},ranks={},senders={},qps={},message={},messages={},mtu={},small={},port-per-qp={},\
              rate={}bit,gap={}ns,jitter={}ns,src={},dst={},stride={}",
-            self.pattern.as_str(),
+            pattern.as_str(),
             self.ranks,
             self.senders,
-            self.qps_per_connection,
-            self.message_bytes,
-            self.messages,
-            self.mtu,
-            self.small_messages,
-            if self.source_port_per_qp { "yes" } else { "no" },
+            qps_per_connection,
+            message_bytes,
+            messages,
+            mtu,
+            small_messages,
+            if *source_port_per_qp { "yes" } else { "no" },
             self.rate_bits_per_s,
             self.gap_ns,
             self.jitter_ns,
@@ -311,15 +307,17 @@ mod tests {
         assert_eq!(
             spec,
             CollectiveSpec {
-                pattern: Pattern::AllToAll,
+                exchange: Exchange {
+                    pattern: Pattern::AllToAll,
+                    qps_per_connection: 4,
+                    message_bytes: 256 << 10,
+                    messages: 40,
+                    mtu: 1024,
+                    small_messages: 2,
+                    source_port_per_qp: false,
+                },
                 ranks: 16,
                 senders: 16,
-                qps_per_connection: 4,
-                message_bytes: 256 << 10,
-                messages: 40,
-                mtu: 1024,
-                small_messages: 2,
-                source_port_per_qp: false,
                 rate_bits_per_s: 40_500_000,
                 gap_ns: 30_000_000,
                 jitter_ns: 2_000,

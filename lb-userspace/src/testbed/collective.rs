@@ -23,16 +23,8 @@ pub const FIVE_TUPLE: &str =
 /// A collective workload for every sender host.
 #[derive(Clone, Debug)]
 pub struct Collective {
-    pub pattern: traffic::Pattern,
-    pub qps_per_connection: u32,
-    pub message_bytes: u32,
-    pub mtu: u32,
-    pub messages: u32,
+    pub exchange: traffic::Exchange,
     pub pace: traffic::Pace,
-    /// See [`traffic::Workload::source_port_per_qp`].
-    pub source_port_per_qp: bool,
-    /// See [`traffic::Workload::small_messages`].
-    pub small_messages: u32,
     /// Hosts 1..=senders send; all receive.
     pub senders: usize,
     pub leaf: Leaf,
@@ -85,23 +77,6 @@ impl CollectiveReport {
 
 /// Runs `collective` with every host as a rank: the chosen leaf, a sink on
 /// every receiver, the generators on the senders at once.
-impl Collective {
-    /// What the sender of rank `rank` (0-based) sends to `ranks`.
-    pub fn workload(&self, ranks: Vec<Ipv4Addr>, rank: usize) -> traffic::Workload {
-        traffic::Workload {
-            pattern: self.pattern,
-            ranks,
-            rank,
-            qps_per_connection: self.qps_per_connection,
-            message_bytes: self.message_bytes,
-            mtu: self.mtu,
-            messages: self.messages,
-            source_port_per_qp: self.source_port_per_qp,
-            small_messages: self.small_messages,
-        }
-    }
-}
-
 pub fn run_collective(
     bed: &Testbed,
     fabriclb: &Path,
@@ -144,7 +119,7 @@ pub fn run_collective_with<T>(
     let ranks: Vec<Ipv4Addr> = (1..=hosts).map(receiver_addr).collect();
     let senders: Vec<_> = (1..=collective.senders.min(hosts))
         .map(|i| {
-            let workload = collective.workload(ranks.clone(), i - 1);
+            let workload = collective.exchange.for_rank(ranks.clone(), i - 1);
             let (ns, pace) = (bed.ns(&format!("h{i}")), collective.pace);
             let gateway = Ipv4Addr::new(198, 18, 100 + i as u8, 254);
             std::thread::spawn(move || {

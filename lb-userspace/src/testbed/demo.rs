@@ -8,7 +8,7 @@ use super::{
     Collective, FIVE_TUPLE, Leaf, ROCE_MTU, Shape, Testbed, leftovers, run_collective,
     tear_down_on_signal,
 };
-use crate::traffic::{Pace, Pattern};
+use crate::traffic::{Exchange, Pace, Pattern};
 
 /// Builds testbed `name`, runs the collective once per mode, prints the
 /// table, tears down (also on Ctrl-C).
@@ -60,11 +60,15 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
     let mut result = Ok(());
     for (mode, group) in modes {
         let collective = Collective {
-            pattern: Pattern::Ring,
-            qps_per_connection: 4,
-            message_bytes: 65536,
-            mtu: ROCE_MTU,
-            messages,
+            exchange: Exchange {
+                pattern: Pattern::Ring,
+                qps_per_connection: 4,
+                message_bytes: 65536,
+                mtu: ROCE_MTU,
+                source_port_per_qp: true,
+                messages,
+                small_messages: 2,
+            },
             // Gaps between rounds of messages, as collectives have: what
             // lets flowlets move.
             pace: Pace {
@@ -72,8 +76,6 @@ pub fn run(name: &str, s: Shape, messages: u32) -> Result<()> {
                 gap: std::time::Duration::from_millis(1),
                 spread: false,
             },
-            source_port_per_qp: true,
-            small_messages: 2,
             senders: s.hosts,
             leaf: Leaf::Fabriclb { group },
         };

@@ -17,7 +17,7 @@ use super::netns::{in_netns, pin_to_cpu};
 use super::udp::RECEIVE_GRACE;
 use super::{Daemon, LeafCounters, LinkDrops, Testbed, receiver_addr};
 use crate::config::Mode;
-use crate::traffic::{self, Pattern, Workload, live};
+use crate::traffic::{self, Exchange, Pattern, live};
 
 /// What the leaf does with them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,10 +106,8 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         )?),
         Hop::Drop | Hop::Kernel => None,
     };
-    let workload = Workload {
+    let exchange = Exchange {
         pattern: Pattern::Ring,
-        ranks: vec![receiver_addr(1), receiver_addr(2)],
-        rank: 0,
         qps_per_connection: run.qps,
         message_bytes: run.payload,
         mtu: run.payload,
@@ -117,6 +115,7 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         source_port_per_qp: true,
         small_messages: 0,
     };
+    let workload = exchange.for_rank(vec![receiver_addr(1), receiver_addr(2)], 0);
     let packets = run.packets;
     let drops_before = LinkDrops::read(bed)?;
     let (sent, frame_bytes, elapsed) = in_netns(&bed.ns("h1"), move || -> Result<_> {

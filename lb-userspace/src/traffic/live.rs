@@ -69,7 +69,7 @@ impl LiveGenerator {
     /// Loads the generator with every flow of `workload` from `sender`,
     /// to send out of `ifindex` (in the network namespace of the thread
     /// that calls [`Self::send`]). Each packet is a single-packet message
-    /// of `workload.mtu` bytes.
+    /// of the exchange's `mtu` bytes.
     pub fn new(workload: Workload, sender: Sender, ifindex: u32) -> Result<Self> {
         let frames = flow_frames(workload, sender);
         let first = frames.first().context("the workload has no flows")?.clone();
@@ -154,19 +154,13 @@ impl LiveGenerator {
 
 /// One frame per flow of `workload` (every connection's QPs in the order
 /// its rounds use them), each a single-packet WRITE ONLY message of
-/// `workload.mtu` bytes, PSN 0.
-pub fn flow_frames(workload: Workload, sender: Sender) -> Vec<Vec<u8>> {
-    let qps = workload.qps_per_connection.max(1);
-    Generator::new(
-        Workload {
-            message_bytes: workload.mtu,
-            messages: qps,
-            small_messages: 0,
-            ..workload
-        },
-        sender,
-    )
-    .frames()
+/// the exchange's `mtu` bytes, PSN 0.
+pub fn flow_frames(mut workload: Workload, sender: Sender) -> Vec<Vec<u8>> {
+    let exchange = &mut workload.exchange;
+    exchange.message_bytes = exchange.mtu;
+    exchange.messages = exchange.qps_per_connection.max(1);
+    exchange.small_messages = 0;
+    Generator::new(workload, sender).frames()
 }
 
 /// `fabriclb_gen_drop` on an interface: counts the RoCEv2 frames that
@@ -213,7 +207,7 @@ mod tests {
 
     use super::*;
     use crate::dataplane::declared;
-    use crate::traffic::Pattern;
+    use crate::traffic::{Exchange, Pattern};
     use crate::workload::tests::{SENDER, workload};
 
     /// The generator's object carries its own programs and maps, none of
@@ -233,13 +227,14 @@ mod tests {
 
     #[test]
     fn every_qp_of_every_connection_once_with_its_psn_where_the_program_writes_it() {
-        let workload = Workload {
+        let mut workload = workload(Pattern::AllToAll, 0);
+        workload.exchange = Exchange {
             message_bytes: 1 << 20,
             mtu: 256,
             messages: 1000,
             source_port_per_qp: true,
             small_messages: 3,
-            ..workload(Pattern::AllToAll, 0)
+            ..workload.exchange
         };
         let frames = flow_frames(workload, SENDER);
         // Rank 1 of 4: three connections of 4 QPs.

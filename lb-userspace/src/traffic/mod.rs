@@ -6,5 +6,5 @@ pub mod live;
 mod send;
 pub mod txring;
 
-pub use crate::workload::{Generator, Pattern, Sender, Workload};
+pub use crate::workload::{Exchange, Generator, Pattern, Sender, Workload};
 pub use send::{Pace, SendReport, resolve_sender, send};

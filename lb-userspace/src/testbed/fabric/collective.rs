@@ -153,7 +153,7 @@ pub fn run_fabric_collective_with<T>(
     let senders: Vec<_> = (0..collective.senders.min(ranks.len()))
         .map(|rank| {
             let (leaf, host) = rank_place(shape.leaves, rank);
-            let workload = collective.workload(ranks.clone(), rank);
+            let workload = collective.exchange.for_rank(ranks.clone(), rank);
             let ns = fabric.ns(&format!("l{leaf}h{host}"));
             let pace = collective.pace;
             let own = host_addr(leaf, host).octets();

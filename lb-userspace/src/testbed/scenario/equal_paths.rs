@@ -32,8 +32,8 @@ pub fn equal_paths(name: &'static str, paths: u32, messages: u32) -> Scenario {
     let rates = vec![mbit; paths as usize];
     let mut scenario = ring(paths as usize, name, &rates, LOAD, Queues::Lossy, messages);
     let collective = &mut scenario.collective;
-    collective.qps_per_connection = 1;
-    collective.message_bytes = MESSAGE_BYTES;
+    collective.exchange.qps_per_connection = 1;
+    collective.exchange.message_bytes = MESSAGE_BYTES;
     collective.pace.gap = PAUSE;
     scenario.workload = format!(
         "ring of {paths} ranks, one QP each: {paths} flows over {paths} spines at {mbit} \
@@ -59,8 +59,8 @@ pub const SIMULATE_SMALL: u32 = 4;
 pub fn simulate_16(messages: u32) -> Scenario {
     let mut scenario = equal_paths("simulate-16", 16, messages);
     let collective = &mut scenario.collective;
-    collective.qps_per_connection = SIMULATE_QPS;
-    collective.small_messages = SIMULATE_SMALL;
+    collective.exchange.qps_per_connection = SIMULATE_QPS;
+    collective.exchange.small_messages = SIMULATE_SMALL;
     scenario.workload = format!(
         "ring of 16 ranks, {SIMULATE_QPS} QPs per connection: 64 flows over 16 spines at 50 \
          Mbit/s (lossy queues), each rank {messages} messages of 256 KiB sent at {:.0}% of a \
@@ -88,7 +88,10 @@ mod tests {
                 (scenario.shape.hosts, c.senders),
                 (c.senders, paths as usize)
             );
-            assert_eq!((c.qps_per_connection, c.messages), (1, 10));
+            assert_eq!(
+                (c.exchange.qps_per_connection, c.exchange.messages),
+                (1, 10)
+            );
             assert_eq!(scenario.shape.capacity_mbit(), Some(800));
             let pps = 0.8 * f64::from(800 / paths) * 1e6 / 8.0 / f64::from(FRAME_BYTES);
             assert_eq!(c.pace.rate_pps, Some(pps.round() as u64));

@@ -106,20 +106,18 @@ impl Cell {
     /// The cell's collective, its busiest sender sending for `sending`.
     pub fn collective(&self, sending: Duration) -> Collective {
         let shape = self.shape();
-        let once = paced(&shape, self.pattern, self.load, 1);
+        let mut collective = paced(&shape, self.pattern, self.load, 1);
         let ranks = LEAVES * HOSTS;
         let most_peers = (0..ranks)
             .map(|rank| self.pattern.peers(ranks, rank).len())
             .max()
             .unwrap_or(1)
             .max(1);
-        let frames_per_message = once.message_bytes.div_ceil(once.mtu);
-        let frames = sending.as_secs_f64() * once.pace.rate_pps.unwrap_or_default() as f64;
+        let frames_per_message = collective.exchange.packets_per_message();
+        let frames = sending.as_secs_f64() * collective.pace.rate_pps.unwrap_or_default() as f64;
         let messages = frames / (most_peers as f64 * f64::from(frames_per_message));
-        Collective {
-            messages: (messages.round() as u32).max(1),
-            ..once
-        }
+        collective.exchange.messages = (messages.round() as u32).max(1);
+        collective
     }
 }
 
@@ -345,7 +343,7 @@ mod tests {
         let collective = ring.collective(Duration::from_secs(1));
         let pps = 0.9 * 130.0 / 2.0 * 1e6 / 8.0 / f64::from(FRAME_BYTES);
         assert_eq!(collective.pace.rate_pps, Some(pps.round() as u64));
-        assert_eq!(collective.messages, (pps / 32.0).round() as u32);
+        assert_eq!(collective.exchange.messages, (pps / 32.0).round() as u32);
         assert_eq!(
             Degraded::TwoLinks.ports(8),
             [(8, 3), (4, 1)],

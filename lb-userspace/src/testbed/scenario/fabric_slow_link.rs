@@ -23,7 +23,7 @@ use crate::testbed::fabric::{
 };
 use crate::testbed::queues::per_port;
 use crate::testbed::{Collective, Exporters, Leaf, Queues, ROCE_MTU, Routing};
-use crate::traffic::{Pace, Pattern};
+use crate::traffic::{Exchange, Pace, Pattern};
 
 pub const LEAVES: usize = 4;
 pub const SPINES: usize = 4;
@@ -131,18 +131,20 @@ pub(super) fn paced(shape: &FabricShape, pattern: Pattern, load: f64, messages: 
         .fold(f64::INFINITY, f64::min);
     let rate_pps = load * mbit_per_sender * 1e6 / 8.0 / f64::from(FRAME_BYTES);
     Collective {
-        pattern,
-        qps_per_connection: QPS,
-        message_bytes: MESSAGE_BYTES,
-        mtu: ROCE_MTU,
-        messages,
+        exchange: Exchange {
+            pattern,
+            qps_per_connection: QPS,
+            message_bytes: MESSAGE_BYTES,
+            mtu: ROCE_MTU,
+            messages,
+            source_port_per_qp: true,
+            small_messages: 0,
+        },
         pace: Pace {
             rate_pps: Some(rate_pps.round() as u64),
             gap: Duration::ZERO,
             spread: true,
         },
-        source_port_per_qp: true,
-        small_messages: 0,
         senders: shape.leaves * shape.hosts,
         leaf: Leaf::Kernel,
     }
@@ -406,7 +408,7 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
          {SLOW_SPINE}'s toward leaf {SLOW_LEAF} at {SLOW_MBIT}; all-to-all over every host, \
          {QPS} QPs per connection, {} messages of 64 KiB each, {} packets/s per sender ({:.0}% \
          of what leaf {SLOW_LEAF} takes in); flowlet gap {} ms\n",
-        collective.messages,
+        collective.exchange.messages,
         collective.pace.rate_pps.unwrap_or_default(),
         LOAD * 100.0,
         FLOWLET_GAP_US / 1000,

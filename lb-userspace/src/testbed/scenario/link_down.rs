@@ -344,7 +344,7 @@ fn flows(bed: &Testbed, collective: &Collective) -> Vec<FlowFields> {
                 mac: [0; 6],
                 gateway_mac: [0; 6],
             };
-            Generator::new(collective.workload(ranks.clone(), i - 1), sender).flows()
+            Generator::new(collective.exchange.for_rank(ranks.clone(), i - 1), sender).flows()
         })
         .collect()
 }
@@ -427,7 +427,7 @@ mod tests {
             mac: [0; 6],
             gateway_mac: [0; 6],
         };
-        let flows = Generator::new(collective.workload(ranks, 0), sender).flows();
+        let flows = Generator::new(collective.exchange.for_rank(ranks, 0), sender).flows();
         // One connection (to the next rank) of 16 QPs, each its own port.
         assert_eq!(flows.len(), 16);
         let ports: std::collections::BTreeSet<u16> = flows.iter().map(|f| f.src_port).collect();

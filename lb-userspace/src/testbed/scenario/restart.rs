@@ -19,7 +19,7 @@ use super::Scenario;
 use crate::dataplane::pins::{DEFAULT_BPFFS, PinDir};
 use crate::dataplane::remove_instance;
 use crate::testbed::{Collective, Daemon, Leaf, LeafCounters, Shape, Testbed, run_collective_with};
-use crate::traffic::{Pace, Pattern};
+use crate::traffic::{Exchange, Pace, Pattern};
 
 /// How long the full scenario's senders send.
 pub const SECONDS: u32 = 8;
@@ -35,18 +35,20 @@ pub fn scenario(seconds: u32) -> Scenario {
     let packets_per_message = 4;
     let rate = 4_000;
     let collective = Collective {
-        pattern: Pattern::Ring,
-        qps_per_connection: 16,
-        message_bytes: packets_per_message * crate::testbed::ROCE_MTU,
-        mtu: crate::testbed::ROCE_MTU,
-        messages: seconds * rate / packets_per_message,
+        exchange: Exchange {
+            pattern: Pattern::Ring,
+            qps_per_connection: 16,
+            message_bytes: packets_per_message * crate::testbed::ROCE_MTU,
+            mtu: crate::testbed::ROCE_MTU,
+            messages: seconds * rate / packets_per_message,
+            source_port_per_qp: false,
+            small_messages: 0,
+        },
         pace: Pace {
             rate_pps: Some(u64::from(rate)),
             gap: Duration::ZERO,
             spread: false,
         },
-        source_port_per_qp: false,
-        small_messages: 0,
         senders: 2,
         leaf: Leaf::Started,
     };

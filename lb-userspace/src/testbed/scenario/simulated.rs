@@ -95,15 +95,9 @@ pub fn spec(scenario: &Scenario) -> CollectiveSpec {
     let c = &scenario.collective;
     let rate_pps = c.pace.rate_pps.unwrap_or(0);
     CollectiveSpec {
-        pattern: c.pattern,
+        exchange: c.exchange.clone(),
         ranks: scenario.shape.hosts,
         senders: c.senders.min(scenario.shape.hosts),
-        qps_per_connection: c.qps_per_connection,
-        message_bytes: c.message_bytes,
-        messages: c.messages,
-        mtu: c.mtu,
-        small_messages: c.small_messages,
-        source_port_per_qp: c.source_port_per_qp,
         // Unpaced senders send as fast as a veth takes them: call it 10G.
         rate_bits_per_s: match rate_pps {
             0 => 10_000_000_000,
@@ -135,7 +129,7 @@ mod tests {
                 "pattern=ring,ranks=16,senders=16,qps={SIMULATE_QPS},message=262144,messages=10,\
                  mtu={},small={SIMULATE_SMALL},port-per-qp=yes,rate={}bit,gap=30000000ns,jitter=0ns,\
                  src=198.18.101.1,dst=198.19.101.1,stride=256",
-                scenario.collective.mtu,
+                scenario.collective.exchange.mtu,
                 pps * u64::from(FRAME_BYTES) * 8
             )
         );

@@ -14,7 +14,7 @@ use super::Cross;
 use super::reaction::RateChange;
 use super::{FRAME_BYTES, Scenario};
 use crate::testbed::{Collective, Leaf, Queues, ROCE_MTU, Routing, Shape};
-use crate::traffic::{Pace, Pattern};
+use crate::traffic::{Exchange, Pace, Pattern};
 
 /// Spine rates, Mbit/s.
 pub const RATES_MBIT: [u32; 4] = [200, 200, 200, 50];
@@ -164,18 +164,20 @@ pub(super) fn ring(
         flap: None,
         drain: None,
         collective: Collective {
-            pattern: Pattern::Ring,
-            qps_per_connection: QPS,
-            message_bytes: MESSAGE_BYTES,
-            mtu: ROCE_MTU,
-            messages,
+            exchange: Exchange {
+                pattern: Pattern::Ring,
+                qps_per_connection: QPS,
+                message_bytes: MESSAGE_BYTES,
+                mtu: ROCE_MTU,
+                source_port_per_qp: true,
+                messages,
+                small_messages: 0,
+            },
             pace: Pace {
                 rate_pps: Some(rate_pps.round() as u64),
                 gap: Duration::ZERO,
                 spread: false,
             },
-            source_port_per_qp: true,
-            small_messages: 0,
             senders: hosts,
             leaf: Leaf::Fabriclb {
                 group: String::new(),
