@@ -382,22 +382,20 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     );
     // Sprayed packet by packet and read every 10 ms, nothing is too big
     // to split and nothing moves in lumps: spine 4's share follows the
-    // qualities (6.6-7.7% after, an oscillation of 0.2-0.5 points, three
-    // runs here), the reaction loses 6-76 packets and what follows 0-14,
-    // a fifth to a seventieth of the flowlet row's. The release build
-    // lost none in seven runs, inside the 0.1% (50 packets);
-    // these debug daemons, reading the spines every 10 ms beside the rest
-    // of the fabric, lost 90 once, so the bound is looser.
+    // qualities. Each spine writes its ports' speeds into STATE_DB beside
+    // their counters, so the leaves scale spine 4 to a quarter within a
+    // sample of its slowing, before its queue builds: no loss at all
+    // (the 0.1% is 50 packets), the share settled in the first
+    // 50 ms span from 83-100 ms after the change, 7.6-7.8% after, an
+    // oscillation of 0.3 points (release daemons, four runs). Measured
+    // drain rates alone, the reaction lost 6-76 packets and the share
+    // settled 230-990 ms after.
     assert!((0.06..=0.095).contains(&share(sprayed)), "{sprayed:?}");
     let oscillation = sprayed.oscillation.expect("an oscillation");
-    assert!(oscillation <= 0.015, "{sprayed:?}");
-    assert!(sprayed.dropped_after <= 40, "{sprayed:?}");
-    assert!(
-        sprayed.totals.dropped <= 150 && sprayed.totals.dropped * 4 <= steered.totals.dropped,
-        "sprayed {} against {}",
-        sprayed.totals.dropped,
-        steered.totals.dropped
-    );
+    assert!(oscillation <= 0.01, "{sprayed:?}");
+    let settled = sprayed.settle_ms.expect("settled");
+    assert!(settled <= 150.0, "{sprayed:?}");
+    assert!(sprayed.totals.dropped <= 25, "{sprayed:?}");
 }
 
 /// `steered` moved off the slow port toward leaf 3 (its share of leaf 3's

@@ -142,6 +142,15 @@ fn ok(queued_bytes: u64, tx_bytes: Option<u64>) -> Result<Reading, TelemetryErro
     Ok(Reading {
         queued_bytes,
         tx_bytes,
+        speed_bytes_per_s: None,
+    })
+}
+
+/// [`ok`] on a port whose STATE_DB row says it runs at `mbit` Mbit/s.
+fn ok_at(queued_bytes: u64, tx_bytes: Option<u64>, mbit: u64) -> Result<Reading, TelemetryError> {
+    Ok(Reading {
+        speed_bytes_per_s: Some(mbit * 125_000),
+        ..ok(queued_bytes, tx_bytes)?
     })
 }
 
@@ -214,6 +223,10 @@ fn sums_unicast_occupancy_and_reads_out_octets() {
     for p in [&e0, &e4, &e8] {
         db.write(p);
     }
+    // portsorch's operational speeds in STATE_DB; Ethernet8 is not up.
+    let mut state = Db(server.conn(6));
+    state.hset("PORT_TABLE|Ethernet0", &[("speed", "400000".into())]);
+    state.hset("PORT_TABLE|Ethernet4", &[("speed", "100000".into())]);
 
     // Path order is the order given, not the switch's.
     let mut source = over_socket(&server.socket, &["Ethernet4", "Ethernet0", "Ethernet8"]);
@@ -221,13 +234,15 @@ fn sums_unicast_occupancy_and_reads_out_octets() {
     assert_eq!(
         source.poll(),
         [
-            ok(10_500, Some(42)),
-            ok(3_600, Some(123_456_789)),
+            ok_at(10_500, Some(42), 100_000),
+            ok_at(3_600, Some(123_456_789), 400_000),
             ok(36, None)
         ]
     );
 
-    // Counters move: the next poll shows them.
+    // Counters move, and Ethernet0 loses a lane (100G): the next poll
+    // shows them.
+    state.hset("PORT_TABLE|Ethernet0", &[("speed", "100000".into())]);
     db.hset(
         &format!("COUNTERS:{}", e0.queues[3].oid),
         &[(OCCUPANCY, "4000".into())],
@@ -237,14 +252,12 @@ fn sums_unicast_occupancy_and_reads_out_octets() {
         &[(OUT_OCTETS, "123457789".into())],
     );
     db.hset(&format!("COUNTERS:{}", e8.oid), &[(OUT_OCTETS, "5".into())]);
-    assert_eq!(
-        source.poll(),
-        [
-            ok(10_500, Some(42)),
-            ok(7_200, Some(123_457_789)),
-            ok(36, Some(5))
-        ]
-    );
+    let moved = [
+        ok_at(10_500, Some(42), 100_000),
+        ok_at(7_200, Some(123_457_789), 100_000),
+        ok(36, Some(5)),
+    ];
+    assert_eq!(source.poll(), moved);
 
     // Multicast queues fill up: nothing changes.
     db.hset(
@@ -255,14 +268,7 @@ fn sums_unicast_occupancy_and_reads_out_octets() {
         &format!("COUNTERS:{}", e4.queues[9].oid),
         &[(OCCUPANCY, "888888".into())],
     );
-    assert_eq!(
-        source.poll(),
-        [
-            ok(10_500, Some(42)),
-            ok(7_200, Some(123_457_789)),
-            ok(36, Some(5))
-        ]
-    );
+    assert_eq!(source.poll(), moved);
 }
 
 #[test]
@@ -355,6 +361,21 @@ fn garbage_blinds_only_its_own_path() {
         ]
     );
     db.hset(&p0, &[(OUT_OCTETS, "101".into())]);
+
+    // A speed that is not Mbit/s, in STATE_DB: the pipeline visits it
+    // and comes back to COUNTERS_DB for the next poll.
+    let mut state = Db(server.conn(6));
+    state.hset("PORT_TABLE|Ethernet4", &[("speed", "40G".into())]);
+    let bad_speed = garbage(
+        "STATE_DB PORT_TABLE|Ethernet4 speed",
+        "not a decimal count: \"40G\"",
+    );
+    assert_eq!(source.poll(), [ok(36, Some(101)), bad_speed, unknown()]);
+    state.run(&["DEL", "PORT_TABLE|Ethernet4"]);
+    assert_eq!(
+        source.poll(),
+        [ok(36, Some(101)), ok(80, Some(200)), unknown()]
+    );
 
     // A row of the wrong type: Redis answers that command with an error,
     // the rest of the pipeline still reads.

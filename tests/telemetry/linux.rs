@@ -15,6 +15,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
+use fabriclb::netlink::StatsSocket;
 use fabriclb::telemetry::linux::Linux;
 use fabriclb::telemetry::{Reading, Source, TelemetryError};
 use fabriclb::testbed::{PATIENCE, in_netns};
@@ -197,6 +198,27 @@ fn number(qdisc: &Value, field: &str) -> Result<u64> {
 }
 
 /// Path `path`'s reading, which must be one.
+/// Each `(device, qdiscs, rate)`: the device's qdiscs as this namespace's
+/// dump lists them, its TBFs at `rate` bytes per second and the rest
+/// (mq) of no rate.
+fn tbf_rates_read_back(devices: &[(&str, usize, u64)]) -> Result<()> {
+    let mut socket = StatsSocket::open()?;
+    let qdiscs = socket.qdiscs()?;
+    for &(dev, count, rate) in devices {
+        let ifindex = socket.ifindex(dev)?;
+        let rates: Vec<(String, Option<u64>)> = (qdiscs.iter())
+            .filter(|q| q.ifindex == ifindex)
+            .map(|q| (q.kind.clone(), q.rate_bytes_per_s))
+            .collect();
+        ensure!(rates.len() == count, "{dev}: {rates:?}");
+        for (kind, read) in &rates {
+            let expected = (kind == "tbf").then_some(rate);
+            ensure!(*read == expected, "{dev}: {rates:?}, not {rate} B/s");
+        }
+    }
+    Ok(())
+}
+
 fn reading(source: &mut Linux, path: usize) -> Result<Reading> {
     match source.poll().into_iter().nth(path) {
         Some(Ok(reading)) => Ok(reading),
@@ -245,6 +267,8 @@ fn linux_reads_root_backlog_and_tx_bytes() {
             slow_tbf(ns, "lxmq", &["parent", class])?;
         }
         veth(ns, "lxplain", 1, 2)?;
+        // 1 Mbit/s: 125,000 bytes a second.
+        tbf_rates_read_back(&[("lxtbf", 1, 125_000), ("lxmq", 3, 125_000)])?;
 
         let mut source = Linux::new(vec!["lxtbf".into(), "lxmq".into(), "lxplain".into()]);
         assert_eq!(source.name(), "linux");
@@ -270,6 +294,7 @@ fn linux_reads_root_backlog_and_tx_bytes() {
         for class in ["1:1", "1:2"] {
             freeze(ns, "lxmq", &["parent", class])?;
         }
+        tbf_rates_read_back(&[("lxtbf", 1, 125), ("lxmq", 3, 125)])?;
         let (tbf_backlog, tbf_sent) = settled(&mut source, 0, ns, "lxtbf")?;
         let (mq_backlog, mq_sent) = settled(&mut source, 1, ns, "lxmq")?;
         ensure!(tbf_backlog > 0 && mq_backlog > 0, "a frozen queue is empty");

@@ -297,6 +297,7 @@ fn remote_reads_backlog_and_bytes_as_tc_does() {
         Ok(Reading {
             queued_bytes: before.backlog,
             tx_bytes: Some(before.bytes),
+            speed_bytes_per_s: None,
         })
     );
     // The missing device is garbage; the others on its URL still read.
@@ -312,6 +313,7 @@ fn remote_reads_backlog_and_bytes_as_tc_does() {
         Ok(Reading {
             queued_bytes: vb.backlog,
             tx_bytes: Some(vb.bytes),
+            speed_bytes_per_s: None,
         })
     );
 
@@ -368,6 +370,7 @@ const GOOD: &str = "# HELP node_qdisc_backlog Number of bytes currently in queue
 const GOOD_X: Reading = Reading {
     queued_bytes: 1234,
     tx_bytes: Some(5678),
+    speed_bytes_per_s: None,
 };
 
 #[test]
@@ -505,6 +508,7 @@ fn remote_keeps_one_connection_and_scrapes_a_shared_url_once() {
         let y = Reading {
             queued_bytes: 0,
             tx_bytes: Some(91_000_000),
+            speed_bytes_per_s: None,
         };
         assert_eq!(readings, [Ok(GOOD_X), Ok(y), Ok(GOOD_X)]);
         std::thread::sleep(Duration::from_millis(10));

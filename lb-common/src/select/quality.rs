@@ -7,10 +7,13 @@
 //!
 //! The future load is a delay, not a byte count, because paths differ in
 //! speed: 100 KB queued is 4 ms at 200 Mbit/s and 16 ms at 50. An ASIC
-//! knows its ports' speeds; telemetry from the next switch does not say
-//! them, so the drain rate is measured: the egress rate over sampling
-//! intervals in which the queue never emptied (it was queued at both
-//! ends), when a queue drains at exactly its port's rate.
+//! knows its ports' speeds. Telemetry from the next switch says them when
+//! the switch publishes its ports' operational speed (SONiC's STATE_DB);
+//! either way the drain rate is measured too: the egress rate over
+//! sampling intervals in which the queue never emptied (it was queued at
+//! both ends), when a queue drains at exactly its port's rate, which also
+//! catches a port shaped below its speed. A path drains at the lower of
+//! the two.
 //!
 //! Bands change asymmetrically, so paths do not flap: a path gets worse at
 //! once (the next flowlet must not pile onto a queue that is building), but
@@ -122,6 +125,9 @@ pub struct Measures {
     pub load: Option<u64>,
     /// Bytes queued toward the path now.
     pub queued: u64,
+    /// The port's operational speed, bytes per second, where the switch
+    /// says it; `None` otherwise.
+    pub speed: Option<u64>,
 }
 
 impl Profile {
@@ -169,6 +175,8 @@ pub struct PathQuality {
     /// which gives a slow path more than its share, and the queue that
     /// builds there rates it down: the error the bands correct.
     pub peak_rate: u64,
+    /// The port's operational speed as last read, bytes per second.
+    pub speed: Option<u64>,
     /// Bytes queued at the previous sample.
     pub queued: u64,
     /// `0..BANDS`.
@@ -192,6 +200,14 @@ impl PathQuality {
         self.sampled_at_us = Some(at);
         let smoothing = u64::from(profile.smoothing_us);
         let load = measures.load.unwrap_or(0);
+        if measures.speed != self.speed {
+            // What was measured at the old speed says nothing of the new
+            // one: a drain rate kept from a slower speed would hold the
+            // path slow after the port came back.
+            self.speed = measures.speed;
+            self.drain_rate = None;
+            self.peak_rate = 0;
+        }
         if let Some(rate) = measures.load {
             let past_load = follow(self.past_load, rate, since, smoothing);
             self.past_load = Some(past_load);
@@ -246,11 +262,23 @@ impl PathQuality {
         }
     }
 
-    /// What the path is known to carry, bytes per second: its drain rate,
-    /// or before one is measured its peak rate (a lower bound); `None`
-    /// before any rate above 0.
+    /// What the path is known to carry, bytes per second: the lower of
+    /// its port's speed and its drain rate, either where only one is
+    /// known, or with neither its peak rate (a lower bound); `None` before
+    /// any rate above 0.
     pub fn capacity(&self) -> Option<u64> {
-        (self.drain_rate.filter(|&r| r > 0)).or((self.peak_rate > 0).then_some(self.peak_rate))
+        self.drains_at()
+            .or((self.peak_rate > 0).then_some(self.peak_rate))
+    }
+
+    /// What the path is known to drain at: the lower of its port's speed
+    /// and its measured drain rate, where either is known (and above 0).
+    fn drains_at(&self) -> Option<u64> {
+        let known = |rate: Option<u64>| rate.filter(|&r| r > 0);
+        match (known(self.speed), known(self.drain_rate)) {
+            (Some(speed), Some(drain)) => Some(speed.min(drain)),
+            (speed, drain) => speed.or(drain),
+        }
     }
 
     /// The data plane's path quality before scaling: the band's, smoothed.
@@ -261,18 +289,18 @@ impl PathQuality {
 
     /// The path's quality within a row whose fastest path carries
     /// `fastest` bytes per second ([`Self::capacity`]): its quality scaled
-    /// by its own drain rate against that, so a split follows the paths'
+    /// by what it drains at against that, so a split follows the paths'
     /// capacities as well as their congestion. (SONiC's `ARS_INTERFACES`
     /// gives ports of different speeds a scaling factor; the speed of the
-    /// next switch's port is measured here instead.) A path never seen
-    /// draining, or draining at three quarters of the fastest or more,
-    /// counts as fast as the fastest: a rate is read over the reader's
-    /// interval from counters as old as their writer's period, which
-    /// wanders by a quarter, and equal paths must not split by that noise.
-    /// Never 0, which the data plane reads as "avoid".
+    /// next switch's port is read or measured here instead.) A path of no
+    /// known speed never seen draining, or draining at three quarters of
+    /// the fastest or more, counts as fast as the fastest: a rate is read
+    /// over the reader's interval from counters as old as their writer's
+    /// period, which wanders by a quarter, and equal paths must not split
+    /// by that noise. Never 0, which the data plane reads as "avoid".
     pub fn scaled_quality(&self, fastest: u64) -> u32 {
         let quality = u64::from(self.quality());
-        let scaled = match self.drain_rate {
+        let scaled = match self.drains_at() {
             Some(rate) if rate * 4 < fastest * 3 => quality * rate / fastest,
             _ => quality,
         };

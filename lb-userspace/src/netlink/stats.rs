@@ -15,12 +15,21 @@ use rtnetlink::packet_core::NetlinkMessage;
 
 use super::{NetlinkError, Result};
 
-/// `TCA_KIND`, `TCA_STATS2` (`linux/rtnetlink.h`) and, nested in the
-/// latter, `TCA_STATS_BASIC` and `TCA_STATS_QUEUE` (`linux/gen_stats.h`).
+/// `TCA_KIND`, `TCA_OPTIONS`, `TCA_STATS2` (`linux/rtnetlink.h`) and,
+/// nested in the last, `TCA_STATS_BASIC` and `TCA_STATS_QUEUE`
+/// (`linux/gen_stats.h`).
 const TCA_KIND: u16 = 1;
+const TCA_OPTIONS: u16 = 2;
 const TCA_STATS2: u16 = 7;
 const TCA_STATS_BASIC: u16 = 1;
 const TCA_STATS_QUEUE: u16 = 3;
+/// A `tbf`'s options (`linux/pkt_sched.h`): `TCA_TBF_PARMS`, a
+/// `tc_tbf_qopt` whose first member, a `tc_ratespec`, ends in the rate
+/// (bytes per second, 32 bits), and `TCA_TBF_RATE64`, the rate where it
+/// does not fit those.
+const TCA_TBF_PARMS: u16 = 1;
+const TCA_TBF_RATE64: u16 = 4;
+const TC_RATESPEC_RATE: std::ops::Range<usize> = 8..12;
 /// `IFLA_IFNAME` and `IFLA_STATS64` (`linux/if_link.h`).
 const IFLA_IFNAME: u16 = 3;
 const IFLA_STATS64: u16 = 23;
@@ -57,6 +66,8 @@ pub struct Qdisc {
     pub drops: u64,
     /// Bytes it sent since it was created.
     pub sent_bytes: u64,
+    /// A `tbf`'s rate, bytes per second; `None` for other kinds.
+    pub rate_bytes_per_s: Option<u64>,
 }
 
 impl Qdisc {
@@ -230,11 +241,14 @@ fn parse_qdisc(payload: &[u8]) -> Result<Option<Qdisc>> {
         qlen: 0,
         drops: 0,
         sent_bytes: 0,
+        rate_bytes_per_s: None,
     };
     for nla in attributes(&payload[std::mem::size_of::<TcMessageBuffer>()..]) {
         let nla = nla?;
         match nla.kind() {
             TCA_KIND => qdisc.kind = c_string(nla.value()),
+            // The kernel puts TCA_KIND first (`tc_fill_qdisc`).
+            TCA_OPTIONS if qdisc.kind == "tbf" => qdisc.rate_bytes_per_s = tbf_rate(nla.value())?,
             TCA_STATS2 => {
                 for stat in attributes(nla.value()) {
                     let stat = stat?;
@@ -259,6 +273,33 @@ fn parse_qdisc(payload: &[u8]) -> Result<Option<Qdisc>> {
         }
     }
     Ok(Some(qdisc))
+}
+
+/// A `tbf`'s rate out of its `TCA_OPTIONS`.
+fn tbf_rate(options: &[u8]) -> Result<Option<u64>> {
+    let (mut rate, mut rate64) = (None, None);
+    for option in attributes(options) {
+        let option = option?;
+        let value = option.value();
+        match option.kind() {
+            TCA_TBF_PARMS => {
+                let bytes = value.get(TC_RATESPEC_RATE).ok_or_else(|| {
+                    NetlinkError::Malformed(format!("TCA_TBF_PARMS of {} bytes", value.len()))
+                })?;
+                let mut word = [0u8; 4];
+                word.copy_from_slice(bytes);
+                rate = Some(u64::from(u32::from_ne_bytes(word)));
+            }
+            TCA_TBF_RATE64 => {
+                let bytes: [u8; 8] = value.try_into().map_err(|_| {
+                    NetlinkError::Malformed(format!("TCA_TBF_RATE64 of {} bytes", value.len()))
+                })?;
+                rate64 = Some(u64::from_ne_bytes(bytes));
+            }
+            _ => {}
+        }
+    }
+    Ok(rate64.or(rate))
 }
 
 /// An RTM_NEWLINK payload: its index, name and transmitted bytes.

@@ -7,11 +7,16 @@
 //! sent bytes are the port row's `SAI_PORT_STAT_IF_OUT_OCTETS`. Which rows
 //! those are comes from the name maps (`COUNTERS_PORT_NAME_MAP`,
 //! `COUNTERS_QUEUE_NAME_MAP`, `COUNTERS_QUEUE_TYPE_MAP`); see `rows` for
-//! the layout and the choices.
+//! the layout and the choices. The port's operational speed is STATE_DB's
+//! `PORT_TABLE|<port>` `speed` (Mbit/s, as portsorch writes it), read in
+//! the same round trip: a port that runs slower than its peers (a lane
+//! down, a breakout, auto-negotiation) counts at its speed from the first
+//! sample, before a busy interval could measure it.
 //!
 //! Cost: the daemon polls every 10 ms, so a poll is one pipelined round
-//! trip (an `HGET` per port row and per queue row), two when the name maps
-//! are read as well, three with a (re)connect's `SELECT`. The maps change
+//! trip (an `HGET` per port row, per queue row and per port's speed, and
+//! a `SELECT` to STATE_DB and back), two when the name maps are read as
+//! well, three with a (re)connect's `SELECT`. The maps change
 //! rarely, so they are cached and read again only after a reconnect, or
 //! when a lookup missed (a port or queue the maps do not list, a row they
 //! point to that is gone), at most once per `MISS_RELOAD_INTERVAL`.
@@ -31,7 +36,7 @@ use redis::Value;
 pub use address::Address;
 use rows::{Bad, NameMaps, PortRows};
 pub use switches::Switches;
-use wire::{Batch, Failure, Wire};
+use wire::{Batch, Failure, Wire, selected};
 
 use super::{Reading, Source, TelemetryError};
 
@@ -40,6 +45,8 @@ const NAME: &str = "counters-db";
 
 /// SONiC's COUNTERS_DB (`database_config.json`): where syncd writes counters.
 const COUNTERS_DB: i64 = 2;
+/// SONiC's STATE_DB: where portsorch writes each port's operational state.
+const STATE_DB: i64 = 6;
 
 /// How often a missing port, queue or row may trigger reading the name
 /// maps again. Without a bound, one port that is absent for good would add
@@ -197,26 +204,40 @@ impl Session {
                 batch.push(&["HGET", &rows::counters_key(oid), rows::OCCUPANCY]);
             }
         }
-        let replies = if batch.len() == 0 {
+        let counters = batch.len();
+        let read: Vec<&String> = (ports.iter().zip(&self.rows))
+            .filter_map(|(name, port)| port.is_ok().then_some(name))
+            .collect();
+        let replies = if read.is_empty() {
             Vec::new()
         } else {
+            batch.push_select(STATE_DB);
+            for name in &read {
+                batch.push(&["HGET", &rows::port_state_key(name), rows::SPEED]);
+            }
+            batch.push_select(COUNTERS_DB);
             self.wire.round_trip(&batch, deadline)?
         };
+        // One reply per command: the counters, then STATE_DB's visit.
+        let (mut rest, state) = replies.split_at(counters.min(replies.len()));
+        let mut speeds: &[Value] = &[];
+        if let [select, found @ .., back] = state {
+            selected(STATE_DB, select)?;
+            selected(COUNTERS_DB, back)?;
+            speeds = found;
+        }
 
         let mut stale = false;
-        let mut rest = replies.as_slice();
-        let results = self
-            .rows
-            .iter()
-            .map(|port| {
+        let results = (ports.iter().zip(&self.rows))
+            .map(|(name, port)| {
                 let result = match port {
                     Err(bad) => Err(bad.clone()),
                     Ok(port) => {
-                        // round_trip answers one reply per command, so
-                        // these are exactly this port's.
                         let (mine, after) = rest.split_at(1 + port.queue_oids.len());
                         rest = after;
-                        rows::reading(port, &mine[0], &mine[1..])
+                        let (speed, others) = speeds.split_first().unwrap_or((&Value::Nil, &[]));
+                        speeds = others;
+                        rows::reading(name, port, &mine[0], &mine[1..], speed)
                     }
                 };
                 result.map_err(|bad| {

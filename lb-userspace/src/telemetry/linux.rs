@@ -125,6 +125,7 @@ impl Linux {
         Ok(Reading {
             queued_bytes: backlog.saturating_add(inflight),
             tx_bytes,
+            speed_bytes_per_s: None,
         })
     }
 }

@@ -28,6 +28,10 @@ pub struct Reading {
     /// A monotonic counter of bytes sent toward the path (the daemon turns
     /// two readings into a rate); `None` when the source has none.
     pub tx_bytes: Option<u64>,
+    /// The port's operational speed, bytes per second, where the switch
+    /// publishes it (SONiC's STATE_DB); `None` when the source does not
+    /// say.
+    pub speed_bytes_per_s: Option<u64>,
 }
 
 /// Why a path could not be read this time.

@@ -152,6 +152,7 @@ fn read(series: &[Series], target: &Target) -> Result<Reading, TelemetryError> {
     Ok(Reading {
         queued_bytes: queued,
         tx_bytes: total(series, BYTES, target)?,
+        speed_bytes_per_s: None,
     })
 }
 

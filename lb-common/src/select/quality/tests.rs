@@ -32,6 +32,8 @@ struct Sampled {
     path: PathQuality,
     at_us: u64,
     step_us: u64,
+    /// The port's speed each sample reports.
+    speed: Option<u64>,
 }
 
 impl Sampled {
@@ -40,6 +42,7 @@ impl Sampled {
             path,
             at_us: 0,
             step_us,
+            speed: None,
         }
     }
 
@@ -51,6 +54,7 @@ impl Sampled {
                 at_us: self.at_us,
                 load,
                 queued,
+                speed: self.speed,
             },
         )
     }
@@ -195,6 +199,7 @@ fn the_smoothing_counts_in_time_not_in_samples() {
             at_us: path.at_us,
             load: None,
             queued: 0,
+            speed: None,
         },
     );
     assert_eq!(same.quality(), 403);
@@ -343,4 +348,43 @@ fn quality_scales_with_the_drain_rate() {
     assert_eq!(path(Some(1000), 768).scaled_quality(1000), 768);
     assert_eq!(path(None, 1024).scaled_quality(1000), 1024);
     assert_eq!(path(Some(1), 64).scaled_quality(1 << 40), 1);
+}
+
+/// A port whose switch says its speed drains at it from the first sample:
+/// its queue's delay and its scaling need no busy interval. It drains at
+/// the lower of its speed and a measured drain rate (a shaper below the
+/// port's speed), and a change of speed forgets what was measured at the
+/// old one, so a port that comes back to full speed counts at it at once.
+#[test]
+fn a_ports_speed_where_known_is_what_it_drains_at() {
+    let mut sampled = Sampled::every(4 * STEP_US, PathQuality::default());
+    sampled.speed = Some(1_000_000);
+    sampled.take(&QUEUE_ONLY, None, 20_000);
+    assert_eq!(sampled.path.capacity(), Some(1_000_000));
+    assert_eq!(sampled.path.delay_us(20_000), 20_000);
+    assert_eq!(
+        sampled.path.scaled_quality(4_000_000),
+        sampled.path.quality() / 4
+    );
+
+    // Shaped below its speed: queued at both ends, drained at 0.5 MB/s.
+    sampled.take(&QUEUE_ONLY, Some(500_000), 20_000);
+    assert_eq!(sampled.path.drain_rate, Some(500_000));
+    assert_eq!(sampled.path.capacity(), Some(500_000));
+
+    // Back at 4 MB/s: the drain rate measured before is gone.
+    sampled.speed = Some(4_000_000);
+    sampled.take(&QUEUE_ONLY, Some(600_000), 0);
+    assert_eq!(sampled.path.drain_rate, None);
+    assert_eq!(sampled.path.capacity(), Some(4_000_000));
+    assert_eq!(
+        sampled.path.scaled_quality(4_000_000),
+        sampled.path.quality()
+    );
+    // Its speed gone from the switch's answer: back to what is measured,
+    // here the peak of the past load (no busy interval).
+    sampled.speed = None;
+    sampled.take(&QUEUE_ONLY, Some(3_000_000), 0);
+    assert_eq!(sampled.path.drain_rate, None);
+    assert_eq!(sampled.path.capacity(), sampled.path.past_load);
 }

@@ -97,6 +97,7 @@ impl PathState {
                 at_us,
                 load,
                 queued: reading.queued_bytes,
+                speed: reading.speed_bytes_per_s,
             },
         );
     }
@@ -316,6 +317,7 @@ mod tests {
         Reading {
             queued_bytes,
             tx_bytes: Some(tx),
+            speed_bytes_per_s: None,
         }
     }
 

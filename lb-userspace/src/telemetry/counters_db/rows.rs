@@ -13,6 +13,12 @@
 //! COUNTERS:oid:0x15...13   SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES -> "1500"
 //! COUNTERS:oid:0x10...02   SAI_PORT_STAT_IF_OUT_OCTETS         -> "123456"
 //! ```
+//!
+//! and in STATE_DB (portsorch; Mbit/s, absent until the port is up):
+//!
+//! ```text
+//! PORT_TABLE|Ethernet4     speed -> "100000"
+//! ```
 
 use std::collections::HashMap;
 
@@ -25,6 +31,10 @@ pub(super) const QUEUE_NAME_MAP: &str = "COUNTERS_QUEUE_NAME_MAP";
 pub(super) const QUEUE_TYPE_MAP: &str = "COUNTERS_QUEUE_TYPE_MAP";
 pub(super) const OCCUPANCY: &str = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES";
 pub(super) const OUT_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
+/// A port's operational speed in its STATE_DB row, Mbit/s.
+pub(super) const SPEED: &str = "speed";
+/// Bytes per second in a Mbit/s.
+const BYTES_PER_MBIT: u64 = 125_000;
 
 /// Queue types whose occupancy is unicast traffic toward the path.
 /// `ALL` queues carry unicast too (platforms without a unicast/multicast
@@ -36,6 +46,11 @@ const COUNTED_TYPES: [&str; 2] = ["SAI_QUEUE_TYPE_UNICAST", "SAI_QUEUE_TYPE_ALL"
 /// The key of an object's counter row.
 pub(super) fn counters_key(oid: &str) -> String {
     format!("COUNTERS:{oid}")
+}
+
+/// The key of a port's row in STATE_DB.
+pub(super) fn port_state_key(port: &str) -> String {
+    format!("PORT_TABLE|{port}")
 }
 
 /// What went wrong for one path, before it becomes a `TelemetryError`.
@@ -159,12 +174,16 @@ pub(super) fn count(reply: &Value) -> Result<Option<u64>, String> {
         .map_err(|_| format!("count out of range: {text:?}"))
 }
 
-/// One path's reading out of the replies for its rows: `out_octets` for
-/// the port row, `occupancy` one per queue of `rows`, in the same order.
+/// One path's reading out of the replies for port `port`'s rows:
+/// `out_octets` for the port row, `occupancy` one per queue of `rows`, in
+/// the same order, `speed` for its STATE_DB row (a missing or zero speed
+/// is none known).
 pub(super) fn reading(
+    port: &str,
     rows: &PortRows,
     out_octets: &Value,
     occupancy: &[Value],
+    speed: &Value,
 ) -> Result<Reading, Bad> {
     let garbage = |oid: &str, field: &str, why: String, stale: bool| Bad {
         what: format!("{} {field}", counters_key(oid)),
@@ -184,9 +203,16 @@ pub(super) fn reading(
     }
     let tx_bytes =
         count(out_octets).map_err(|why| garbage(&rows.port_oid, OUT_OCTETS, why, false))?;
+    let speed_mbit = count(speed).map_err(|why| Bad {
+        what: format!("STATE_DB {} {SPEED}", port_state_key(port)),
+        why,
+        stale: false,
+    })?;
     Ok(Reading {
         queued_bytes,
         tx_bytes,
+        speed_bytes_per_s: (speed_mbit.filter(|&mbit| mbit > 0))
+            .map(|mbit| mbit.saturating_mul(BYTES_PER_MBIT)),
     })
 }
 
@@ -289,26 +315,35 @@ mod tests {
     }
 
     #[test]
-    fn reading_sums_queues_and_takes_out_octets() {
+    fn reading_sums_queues_and_takes_out_octets_and_speed() {
         let rows = PortRows {
             port_oid: "oid:p".into(),
             queue_oids: vec!["oid:a".into(), "oid:b".into()],
         };
+        let read = |out: &Value, speed: &Value| {
+            reading("Ethernet4", &rows, out, &[bulk("100"), bulk("23")], speed)
+        };
+        // A 400G port: 50 GB/s.
         assert_eq!(
-            reading(&rows, &bulk("900"), &[bulk("100"), bulk("23")]),
+            read(&bulk("900"), &bulk("400000")),
             Ok(Reading {
                 queued_bytes: 123,
-                tx_bytes: Some(900)
+                tx_bytes: Some(900),
+                speed_bytes_per_s: Some(50_000_000_000),
             })
         );
-        // No port row or field: no tx counter, the queues still read.
-        assert_eq!(
-            reading(&rows, &Value::Nil, &[bulk("1"), bulk("2")]),
-            Ok(Reading {
-                queued_bytes: 3,
-                tx_bytes: None
-            })
-        );
+        // No port row or field, no speed (a port not up, or a switch that
+        // does not write it): the queues still read.
+        for speed in [Value::Nil, bulk("0")] {
+            assert_eq!(
+                read(&Value::Nil, &speed),
+                Ok(Reading {
+                    queued_bytes: 123,
+                    tx_bytes: None,
+                    speed_bytes_per_s: None,
+                })
+            );
+        }
     }
 
     #[test]
@@ -317,28 +352,32 @@ mod tests {
             port_oid: "oid:p".into(),
             queue_oids: vec!["oid:a".into(), "oid:b".into()],
         };
-        let bad = reading(&rows, &bulk("1"), &[bulk("1"), bulk("abc")]).expect_err("abc");
+        let read = |out: &Value, occupancy: &[Value], speed: &Value| {
+            reading("Ethernet4", &rows, out, occupancy, speed)
+        };
+        let nil = Value::Nil;
+        let bad = read(&bulk("1"), &[bulk("1"), bulk("abc")], &nil).expect_err("abc");
         assert_eq!(
             bad.what,
             "COUNTERS:oid:b SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES"
         );
         assert_eq!(bad.why, "not a decimal count: \"abc\"");
         assert!(!bad.stale);
-        let missing = reading(&rows, &bulk("1"), &[Value::Nil, bulk("1")]).expect_err("nil");
+        let missing = read(&bulk("1"), &[Value::Nil, bulk("1")], &nil).expect_err("nil");
         assert_eq!(
             missing.what,
             "COUNTERS:oid:a SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES"
         );
         assert!(missing.stale);
-        let tx = reading(&rows, &bulk("x"), &[bulk("1"), bulk("1")]).expect_err("x");
+        let tx = read(&bulk("x"), &[bulk("1"), bulk("1")], &nil).expect_err("x");
         assert_eq!(tx.what, "COUNTERS:oid:p SAI_PORT_STAT_IF_OUT_OCTETS");
-        let sum = reading(
-            &rows,
-            &bulk("1"),
-            &[bulk("18446744073709551615"), bulk("1")],
-        )
-        .expect_err("overflow");
+        let sum = read(&bulk("1"), &[bulk("18446744073709551615"), bulk("1")], &nil)
+            .expect_err("overflow");
         assert_eq!(sum.why, "sum overflows u64");
+        let speed = read(&bulk("1"), &[bulk("1"), bulk("1")], &bulk("100G")).expect_err("100G");
+        assert_eq!(speed.what, "STATE_DB PORT_TABLE|Ethernet4 speed");
+        assert_eq!(speed.why, "not a decimal count: \"100G\"");
+        assert!(!speed.stale);
     }
 
     #[test]

@@ -62,8 +62,26 @@ impl Batch {
         self.commands += 1;
     }
 
+    /// `SELECT db`: the commands after it read database `db`.
+    pub fn push_select(&mut self, db: i64) {
+        self.push(&["SELECT", &db.to_string()]);
+    }
+
     pub fn len(&self) -> usize {
         self.commands
+    }
+}
+
+/// Whether `reply` is a `SELECT db`'s success. Anything else leaves the
+/// connection on a database nobody can name: a failure of the connection.
+pub fn selected(db: i64, reply: &Value) -> Result<(), Failure> {
+    match reply {
+        Value::Okay => Ok(()),
+        Value::SimpleString(ok) if ok == "OK" => Ok(()),
+        reply => Err(Failure {
+            why: format!("SELECT {db}: {}", describe(reply)),
+            timed_out: false,
+        }),
     }
 }
 
@@ -94,14 +112,9 @@ impl Wire {
             parser: redis::Parser::new(),
         };
         let mut select = Batch::default();
-        select.push(&["SELECT", &db.to_string()]);
+        select.push_select(db);
         match wire.round_trip(&select, deadline)?.as_slice() {
-            [Value::Okay] => Ok(wire),
-            [Value::SimpleString(ok)] if ok == "OK" => Ok(wire),
-            [reply] => Err(Failure {
-                why: format!("SELECT {db}: {}", describe(reply)),
-                timed_out: false,
-            }),
+            [reply] => selected(db, reply).map(|()| wire),
             _ => Err(Failure {
                 why: format!("SELECT {db}: no single reply"),
                 timed_out: false,

@@ -36,6 +36,7 @@ fn reads_the_devices_backlog_and_bytes() {
         Ok(Reading {
             queued_bytes: 1234,
             tx_bytes: Some(56_000_000),
+            speed_bytes_per_s: None,
         })
     );
     assert_eq!(
@@ -43,6 +44,7 @@ fn reads_the_devices_backlog_and_bytes() {
         Ok(Reading {
             queued_bytes: 7,
             tx_bytes: Some(9),
+            speed_bytes_per_s: None,
         })
     );
 }
@@ -60,6 +62,7 @@ fn sums_a_devices_kinds() {
         Ok(Reading {
             queued_bytes: 1234,
             tx_bytes: Some(15),
+            speed_bytes_per_s: None,
         })
     );
 }
@@ -72,6 +75,7 @@ fn bytes_are_optional_the_backlog_is_not() {
         Ok(Reading {
             queued_bytes: 3,
             tx_bytes: None,
+            speed_bytes_per_s: None,
         })
     );
     let bytes_only = [series("node_qdisc_bytes_total", "fleaf", "tbf", 3.0)];

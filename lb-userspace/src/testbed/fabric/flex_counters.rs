@@ -5,7 +5,10 @@
 //! COUNTERS_DB every [`INTERVAL`]: one reader of the spine's queues per
 //! period, however many leaves read them. Port `lK` (toward leaf K) is
 //! `oid:0x1000000000K` with one unicast queue, `oid:0x1500000000K`, laid
-//! out as SONiC's orchagent and syncd write them.
+//! out as SONiC's orchagent and syncd write them. The same thread writes
+//! each port's TBF rate as its operational speed into STATE_DB, as
+//! portsorch writes a port's: a spine slowed to a quarter is a port that
+//! runs at a quarter of its speed (a lane down, say), and says so.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -25,8 +28,11 @@ use crate::testbed::redis::{RedisServer, Scratch};
 pub const INTERVAL: Duration = Duration::from_millis(10);
 /// The port each spine's Redis listens on.
 pub const PORT: u16 = 6379;
-/// SONiC's COUNTERS_DB.
+/// SONiC's COUNTERS_DB and STATE_DB.
 const COUNTERS_DB: i64 = 2;
+const STATE_DB: i64 = 6;
+/// Bytes per second in a Mbit/s, the unit of STATE_DB's speeds.
+const BYTES_PER_MBIT: u64 = 125_000;
 
 /// Every spine's Redis and counter writer; stopped on drop.
 pub struct FlexCounters {
@@ -74,6 +80,7 @@ impl FlexCounters {
             );
             let mut db = server.conn(COUNTERS_DB);
             write_maps(&mut db, leaves)?;
+            let mut state = server.conn(STATE_DB);
             let netns =
                 File::open(format!("/run/netns/{ns}")).with_context(|| format!("opening {ns}"))?;
             let (tx, rx) = std::sync::mpsc::channel();
@@ -81,7 +88,7 @@ impl FlexCounters {
             let stop = stop.clone();
             counters.threads.push(std::thread::spawn(move || {
                 setns(&netns, CloneFlags::CLONE_NEWNET).context("setns")?;
-                write_counters(&mut db, leaves, &stop, move || {
+                write_counters(&mut db, &mut state, leaves, &stop, move || {
                     let _ = tx.send(());
                 })
                 .with_context(|| format!("spine s{j}'s counters"))
@@ -159,10 +166,12 @@ fn write_maps(db: &mut redis::Connection, leaves: usize) -> Result<()> {
 }
 
 /// This namespace's TBF on each `lK`: its backlog as the queue's
-/// occupancy, what it sent as the port's out octets, every [`INTERVAL`]
-/// until `stop`; `started` after the first write.
+/// occupancy, what it sent as the port's out octets, its rate as the
+/// port's speed in `state`, every [`INTERVAL`] until `stop`; `started`
+/// after the first write.
 fn write_counters(
     db: &mut redis::Connection,
+    state: &mut redis::Connection,
     leaves: usize,
     stop: &AtomicBool,
     started: impl FnOnce(),
@@ -175,10 +184,18 @@ fn write_counters(
     while !stop.load(Ordering::Relaxed) {
         let qdiscs = socket.qdiscs()?;
         let mut pipe = redis::pipe();
+        let mut speeds = redis::pipe();
         for &(leaf, ifindex) in &ports {
             let Some(q) = qdiscs.iter().find(|q| q.ifindex == ifindex && q.is_root()) else {
                 continue;
             };
+            if let Some(rate) = q.rate_bytes_per_s {
+                speeds.hset(
+                    format!("PORT_TABLE|l{leaf}"),
+                    "speed",
+                    rate / BYTES_PER_MBIT,
+                );
+            }
             pipe.hset(
                 format!("COUNTERS:{}", queue_oid(leaf)),
                 "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
@@ -191,6 +208,7 @@ fn write_counters(
             );
         }
         pipe.query::<()>(db).context("writing counters")?;
+        speeds.query::<()>(state).context("writing speeds")?;
         if let Some(started) = started.take() {
             started();
         }
