@@ -31,7 +31,8 @@ struct Row {
     leaf_cpu: f64,
     spine_cpu: f64,
     /// Reads each spine answers per second: scrapes, or Redis HGETs (a
-    /// leaf's poll of a spine pipelines two per destination).
+    /// leaf's poll of a spine pipelines three per destination: its
+    /// queue, its sent bytes and its speed).
     spine_requests: f64,
 }
 
