@@ -5,14 +5,18 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fabriclb::testbed::fabric::{Fabric, FabricShape, Sampling, host_addr, link_addr};
+use fabriclb::testbed::fabric::{
+    Fabric, FabricShape, FlexCounters, Sampling, host_addr, link_addr,
+};
 use fabriclb::testbed::scenario::fabric_herd;
 use fabriclb::testbed::scenario::fabric_matrix::{self, Degraded};
 use fabriclb::testbed::scenario::fabric_slow_link::{self, FabricRow, SLOW_LEAF, SLOW_SPINE};
-use fabriclb::testbed::{Daemon, LeafCounters, PATIENCE, in_netns, namespaces};
+use fabriclb::testbed::{
+    Daemon, LeafCounters, PATIENCE, in_netns, namespaces, nexthop_labels, read_metric,
+};
 use fabriclb::traffic::Pattern;
 
-use crate::bed::{Turn, fabriclb, name};
+use crate::bed::{Turn, fabriclb, name, wait_for};
 
 const PORT: u16 = 7000;
 /// Per host toward each other host: datagrams, in flows of their own.
@@ -251,6 +255,63 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
         exporters.totals.dropped < linux.totals.dropped,
         "{exporters:?}"
     );
+}
+
+/// Each spine writes its ports' speeds into its STATE_DB as portsorch
+/// does (the testbed's writer takes each port's TBF rate), and every
+/// leaf steering by the spines' COUNTERS_DB rates each path toward each
+/// destination at its port's speed from its first samples, with no
+/// traffic to measure a drain rate by: 40 Mbit/s (5,000,000 B/s), spine
+/// 4's port toward leaf 3 10 Mbit/s. Spine 4 slowed to 20 Mbit/s on
+/// every port, every leaf's paths through it follow within samples.
+#[test]
+fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
+    let _turn = Turn::shared();
+    let name = name("S");
+    let work = Scratch::new(&name);
+    let shape = fabric_slow_link::shape();
+    let fabric = Fabric::up(&name, shape.clone()).expect("fabric");
+    let _counters = FlexCounters::start(&fabric).expect("every spine's COUNTERS_DB");
+    let group = "mode = \"flowlet\"\ntelemetry = \"counters-db\"";
+    let daemons: Vec<Daemon> = (1..=shape.leaves)
+        .map(|k| {
+            let role = format!("l{k}");
+            let config = fabric.leaf_config(k, group, Sampling::FABRIC);
+            Daemon::start_in(&fabric.ns(&role), &role, fabriclb(), &work.0, &config, &[])
+                .expect("fabriclb on every leaf")
+        })
+        .collect();
+    let rates_are = |what: &str, mbit: &dyn Fn(usize, usize) -> u64| {
+        wait_for(what, || {
+            let mut wrong = Vec::new();
+            for (k, daemon) in (1..=shape.leaves).zip(&daemons) {
+                let text = daemon.metrics()?;
+                for j in 1..=shape.spines {
+                    let next_hop = nexthop_labels(&format!("s{j} {}", link_addr(k, j, true)));
+                    for m in (1..=shape.leaves).filter(|&m| m != k) {
+                        let labels = format!("{next_hop},destination=\"l{m}\"");
+                        let read =
+                            read_metric(&text, "fabriclb_nexthop_drain_rate_bytes", &labels)?;
+                        if read != mbit(j, m) * 125_000 {
+                            wrong.push(format!("leaf {k} s{j} toward l{m}: {read}"));
+                        }
+                    }
+                }
+            }
+            Ok(wrong.is_empty().then_some(()))
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let slow = |j: usize, m: usize| (j, m) == (SLOW_SPINE, SLOW_LEAF);
+    rates_are("the ports' speeds", &|j, m| {
+        if slow(j, m) { 10 } else { 40 }
+    });
+    fabric
+        .set_spine_rate(SLOW_SPINE, 20)
+        .expect("spine 4 at 20 Mbit/s");
+    rates_are("spine 4's new speed", &|j, _| {
+        if j == SLOW_SPINE { 20 } else { 40 }
+    });
 }
 
 /// `fabric-herd` at full length, three rows: spine 4 slows to a quarter on

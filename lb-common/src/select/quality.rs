@@ -273,7 +273,7 @@ impl PathQuality {
 
     /// What the path is known to drain at: the lower of its port's speed
     /// and its measured drain rate, where either is known (and above 0).
-    fn drains_at(&self) -> Option<u64> {
+    pub fn drains_at(&self) -> Option<u64> {
         let known = |rate: Option<u64>| rate.filter(|&r| r > 0);
         match (known(self.speed), known(self.drain_rate)) {
             (Some(speed), Some(drain)) => Some(speed.min(drain)),

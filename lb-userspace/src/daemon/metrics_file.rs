@@ -150,6 +150,7 @@ pub(super) fn nexthop_samples<'a>(
             source: p.source,
             band: p.quality.band,
             queued_bytes: p.queued_bytes,
+            drains_at_bytes: p.quality.drains_at().unwrap_or(0),
             age_seconds: telemetry.age(index, now).unwrap_or_default(),
             errors: p.errors,
             stale: p.stale,

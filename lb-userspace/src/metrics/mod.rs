@@ -65,6 +65,9 @@ pub struct PathSample {
     pub band: u32,
     /// Bytes queued toward it at the last good reading.
     pub queued_bytes: u64,
+    /// What its path drains at, bytes per second (its port's speed or its
+    /// measured drain rate, the lower); 0 while neither is known.
+    pub drains_at_bytes: u64,
     /// Seconds since the last good reading (since start if none).
     pub age_seconds: f64,
     /// Reads that failed.
@@ -383,7 +386,7 @@ fn render_tx_errors(out: &mut String, egress: &[EgressSample]) {
 /// The telemetry of the next hops that have a source.
 fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
     type Value = fn(&PathSample) -> String;
-    let per_path: [(&str, &str, &str, Value); 5] = [
+    let per_path: [(&str, &str, &str, Value); 6] = [
         (
             "fabriclb_nexthop_quality_band",
             "Quality band from telemetry, 0 (idle) to 7 (congested).",
@@ -395,6 +398,12 @@ fn render_telemetry(out: &mut String, nexthops: &[NextHopSample<'_>]) {
             "Bytes queued toward the next hop at the last good reading.",
             "gauge",
             |p| p.queued_bytes.to_string(),
+        ),
+        (
+            "fabriclb_nexthop_drain_rate_bytes",
+            "What the path to the next hop drains at, bytes per second: the lower of the next switch's port speed, where the source reads it, and the rate its queue was seen draining at; 0 while neither is known.",
+            "gauge",
+            |p| p.drains_at_bytes.to_string(),
         ),
         (
             "fabriclb_telemetry_age_seconds",

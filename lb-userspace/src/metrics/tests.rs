@@ -58,6 +58,7 @@ fn rendered() -> String {
                 source: "remote",
                 band: 5,
                 queued_bytes: 52000,
+                drains_at_bytes: 5_000_000,
                 age_seconds: 0.0041,
                 errors: 3,
                 stale: false,
@@ -69,6 +70,7 @@ fn rendered() -> String {
                     source: "remote",
                     band: 7,
                     queued_bytes: 90000,
+                    drains_at_bytes: 1_250_000,
                     age_seconds: 0.0041,
                     errors: 0,
                     stale: false,
@@ -252,6 +254,10 @@ fabriclb_nexthop_quality_band{group="spines",interface="eth1",address="10.0.2.2"
 # TYPE fabriclb_nexthop_queue_bytes gauge
 fabriclb_nexthop_queue_bytes{group="spines",interface="eth1",address="10.0.2.2",source="remote"} 52000
 fabriclb_nexthop_queue_bytes{group="spines",interface="eth1",address="10.0.2.2",destination="leaf3",source="remote"} 90000
+# HELP fabriclb_nexthop_drain_rate_bytes What the path to the next hop drains at, bytes per second: the lower of the next switch's port speed, where the source reads it, and the rate its queue was seen draining at; 0 while neither is known.
+# TYPE fabriclb_nexthop_drain_rate_bytes gauge
+fabriclb_nexthop_drain_rate_bytes{group="spines",interface="eth1",address="10.0.2.2",source="remote"} 5000000
+fabriclb_nexthop_drain_rate_bytes{group="spines",interface="eth1",address="10.0.2.2",destination="leaf3",source="remote"} 1250000
 # HELP fabriclb_telemetry_age_seconds Seconds since the next hop's last good telemetry reading.
 # TYPE fabriclb_telemetry_age_seconds gauge
 fabriclb_telemetry_age_seconds{group="spines",interface="eth1",address="10.0.2.2",source="remote"} 0.004
