@@ -267,7 +267,7 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
 #[test]
 fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
     let _turn = Turn::shared();
-    let name = name("R");
+    let name = name("sp");
     let work = Scratch::new(&name);
     let shape = fabric_slow_link::shape();
     let fabric = Fabric::up(&name, shape.clone()).expect("fabric");
