@@ -69,3 +69,5 @@ pub use rows::Rows;
 pub const APPL_DB: i64 = 0;
 pub const COUNTERS_DB: i64 = 2;
 pub const CONFIG_DB: i64 = 4;
+/// Where portsorch writes each port's operational state (its speed).
+pub const STATE_DB: i64 = 6;

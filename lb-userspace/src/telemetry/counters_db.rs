@@ -39,14 +39,10 @@ pub use switches::Switches;
 use wire::{Batch, Failure, Wire, selected};
 
 use super::{Reading, Source, TelemetryError};
+use crate::sonic::{COUNTERS_DB, STATE_DB};
 
 /// The source's name in config and logs.
 const NAME: &str = "counters-db";
-
-/// SONiC's COUNTERS_DB (`database_config.json`): where syncd writes counters.
-const COUNTERS_DB: i64 = 2;
-/// SONiC's STATE_DB: where portsorch writes each port's operational state.
-const STATE_DB: i64 = 6;
 
 /// How often a missing port, queue or row may trigger reading the name
 /// maps again. Without a bound, one port that is absent for good would add

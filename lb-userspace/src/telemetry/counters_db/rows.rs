@@ -24,6 +24,7 @@ use std::collections::HashMap;
 
 use redis::Value;
 
+use crate::config::BYTES_PER_SEC_PER_MBIT;
 use crate::telemetry::Reading;
 
 pub(super) const PORT_NAME_MAP: &str = "COUNTERS_PORT_NAME_MAP";
@@ -33,8 +34,6 @@ pub(super) const OCCUPANCY: &str = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES";
 pub(super) const OUT_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
 /// A port's operational speed in its STATE_DB row, Mbit/s.
 pub(super) const SPEED: &str = "speed";
-/// Bytes per second in a Mbit/s.
-const BYTES_PER_MBIT: u64 = 125_000;
 
 /// Queue types whose occupancy is unicast traffic toward the path.
 /// `ALL` queues carry unicast too (platforms without a unicast/multicast
@@ -212,7 +211,7 @@ pub(super) fn reading(
         queued_bytes,
         tx_bytes,
         speed_bytes_per_s: (speed_mbit.filter(|&mbit| mbit > 0))
-            .map(|mbit| mbit.saturating_mul(BYTES_PER_MBIT)),
+            .map(|mbit| mbit.saturating_mul(BYTES_PER_SEC_PER_MBIT)),
     })
 }
 

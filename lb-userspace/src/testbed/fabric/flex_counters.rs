@@ -20,7 +20,9 @@ use anyhow::{Context, Result, anyhow};
 use nix::sched::{CloneFlags, setns};
 
 use super::{Fabric, Router, mgmt_addr};
+use crate::config::BYTES_PER_SEC_PER_MBIT;
 use crate::netlink::StatsSocket;
+use crate::sonic::{COUNTERS_DB, STATE_DB};
 use crate::testbed::redis::{RedisServer, Scratch};
 
 /// How often each spine's counters are written: what the daemons poll at
@@ -28,11 +30,6 @@ use crate::testbed::redis::{RedisServer, Scratch};
 pub const INTERVAL: Duration = Duration::from_millis(10);
 /// The port each spine's Redis listens on.
 pub const PORT: u16 = 6379;
-/// SONiC's COUNTERS_DB and STATE_DB.
-const COUNTERS_DB: i64 = 2;
-const STATE_DB: i64 = 6;
-/// Bytes per second in a Mbit/s, the unit of STATE_DB's speeds.
-const BYTES_PER_MBIT: u64 = 125_000;
 
 /// Every spine's Redis and counter writer; stopped on drop.
 pub struct FlexCounters {
@@ -193,7 +190,7 @@ fn write_counters(
                 speeds.hset(
                     format!("PORT_TABLE|l{leaf}"),
                     "speed",
-                    rate / BYTES_PER_MBIT,
+                    rate / BYTES_PER_SEC_PER_MBIT,
                 );
             }
             pipe.hset(
