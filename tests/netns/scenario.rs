@@ -237,18 +237,17 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// `equal-paths-8`: eight flows over eight equal spines. ECMP's hash
 /// puts two flows on one spine and none on another (busiest 2.0x the
 /// mean, the same every run: the five-tuples and the seed are fixed).
-/// Flowlets weighing every CPU's loads spread them: blind 1.03-1.15x
-/// here (debug daemons, three runs and one CI run), losing a fifth to a
-/// ninth of ECMP's (0.42 of it in CI, whose slower machine stretched the
-/// sending from 1.3 s to 1.5 s and so lost less in every row);
-/// steered by the spines' queues 1.13-1.35x, losing less than ECMP but
-/// not much less (a paused flow leaves no queue behind: see the README);
-/// 1.52x in one release run and 1.55x in the CI run of stop 34, whose
-/// steered row's senders stalled (2.55 s of sending against 1.67 s in
-/// the other rows), so the paused flows' flowlets moved on stale queues.
-/// Each CPU weighing only its own loads, as before, blind flowlets were
-/// exactly the hash's 2.0x (the two CPUs' flows met two to a spine) and
-/// steered ones 1.43-1.65x, losing more than ECMP.
+/// Flowlets weighing every CPU's loads and their path's idle peers
+/// spread them: blind 1.025-1.05x here (debug daemons, three runs),
+/// losing 9-23 packets against ECMP's 1916-2385; before the idle peers
+/// were weighed 1.03-1.15x, one flow sharing a spine until the turns
+/// offered it the idle one, losing a fifth to a ninth of ECMP's. The
+/// bound is one message over 1.05 (the share moves in fortieths). Steered
+/// by the spines' queues 1.10-1.25x (three runs), losing less than ECMP
+/// but not much less (a paused flow leaves no queue behind: see the
+/// README); 1.13-1.35x before, and 1.52-1.55x in two runs whose steered
+/// senders stalled (2.55 s of sending against 1.67 s in the other rows),
+/// so the paused flows' flowlets moved on stale queues.
 #[test]
 fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     let scenario = equal_paths::equal_paths("equal-paths-8", 8, equal_paths::MESSAGES);
@@ -274,9 +273,9 @@ fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     }
     assert!((ecmp.spine_mmr - 2.0).abs() < 0.01, "{ecmp:?}");
     assert_eq!(ecmp.flowlet_moves, 0, "{ecmp:?}");
-    assert!(blind.spine_mmr <= 1.25, "{blind:?}");
-    assert!(blind.dropped * 2 <= ecmp.dropped, "{blind:?}");
-    assert!(steered.spine_mmr <= 1.7, "{steered:?}");
+    assert!(blind.spine_mmr <= 1.075, "{blind:?}");
+    assert!(blind.dropped * 20 <= ecmp.dropped, "{blind:?}");
+    assert!(steered.spine_mmr <= 1.6, "{steered:?}");
 }
 
 /// `scenario` on a testbed of `tag`, run with ECMP and with flowlets

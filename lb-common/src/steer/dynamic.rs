@@ -10,7 +10,7 @@ use crate::abi::{
 use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 use crate::route::Destination;
 use crate::select::{
-    choice::{Drawn, draw_positions, drawn, draws},
+    choice::{Drawn, draw_positions, drawn, draws, weighs_peers},
     flowlet::{FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step},
     placement::{Placement, placement},
 };
@@ -188,7 +188,18 @@ pub fn dynamic<M: Maps>(
         match placement(next, |slot| maps.usable(member(group, slot)), ecmp_start) {
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
-                let drawn = draw(maps, group, destination, hash)?;
+                let (drawn, position) = draw(maps, group, destination, hash)?;
+                // At about every second flowlet ([`weighs_peers`]) a
+                // drawn flowlet also weighs the idle peers of the path it
+                // is on: a flow that shares its path with another finds the
+                // one left idle among equals at once, instead of when the
+                // turns come to it (`choice::IDLE_PEER_SHARE`).
+                let drawn = match offered {
+                    Some(slot) if !drawn.is_all() && weighs_peers(hash, position) => {
+                        drawn.with_peers_of(maps.quality(destination, member(group, slot)))
+                    }
+                    _ => drawn,
+                };
                 drawn_for = drawn;
                 let chosen = maps.choose(group, destination, epoch, offered, previous_own, drawn);
                 let chosen = match chosen {
@@ -273,15 +284,16 @@ fn draw<M: Maps>(
     group: &GroupEntry,
     destination: Destination,
     hash: u32,
-) -> Result<Drawn, Reason> {
+) -> Result<(Drawn, u64), Reason> {
     if !draws(group.choice) {
-        return Ok(Drawn::ALL);
+        return Ok((Drawn::ALL, 0));
     }
     let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
     let [a, b] = draw_positions(group.draw_flow_mask, hash, group.hash_seed, position);
-    Ok(drawn(
+    let drawn = drawn(
         group.choice,
         maps.spray_entry(destination, a),
         maps.spray_entry(destination, b),
-    ))
+    );
+    Ok((drawn, position))
 }

@@ -3,7 +3,7 @@
 //! through [`MemberWalk::visit`].
 
 use crate::limits::NO_NEXTHOP;
-use crate::select::choice::Drawn;
+use crate::select::choice::{Drawn, IDLE_PEER_SHARE};
 use crate::select::flowlet::{Candidate, PathChoice};
 
 /// Of the usable members `drawn` admits, the one with the least recent
@@ -13,16 +13,20 @@ pub struct MemberWalk {
     drawn: Drawn,
     /// The flow's slot; [`NO_NEXTHOP`] for none.
     current: u32,
+    /// The flow's own recent load.
+    own: u64,
     choice: PathChoice,
     offered: Option<Candidate>,
 }
 
 impl MemberWalk {
+    /// A walk for a flow on `current` whose own recent load is `own`.
     #[inline(always)]
-    pub fn new(drawn: Drawn, current: Option<u32>) -> Self {
+    pub fn new(drawn: Drawn, current: Option<u32>, own: u64) -> Self {
         Self {
             drawn,
             current: current.unwrap_or(NO_NEXTHOP),
+            own,
             choice: PathChoice::default(),
             offered: None,
         }
@@ -38,9 +42,9 @@ impl MemberWalk {
         usable: bool,
         weigh: impl FnOnce() -> (u64, u32),
     ) {
-        let drawn = self.drawn.admits(nh_id);
+        let named = self.drawn.admits(nh_id);
         let current = self.current == slot;
-        if !usable || !(drawn || current) {
+        if !usable || !(named || current || self.drawn.has_floor()) {
             return;
         }
         let (load, quality) = weigh();
@@ -49,7 +53,8 @@ impl MemberWalk {
             load,
             quality,
         };
-        if drawn {
+        let idle_peer = self.drawn.admits_quality(quality) && load * IDLE_PEER_SHARE < self.own;
+        if named || idle_peer {
             self.choice.consider(candidate);
         }
         if current {
@@ -57,10 +62,56 @@ impl MemberWalk {
         }
     }
 
-    /// The slot the flowlet takes, given the flow's `own` recent load;
-    /// `None` when no member was usable.
+    /// The slot the flowlet takes; `None` when no member was usable.
     #[inline(always)]
-    pub fn decide(&self, own: u64) -> Option<u32> {
-        self.choice.decide(self.offered, own)
+    pub fn decide(&self) -> Option<u32> {
+        self.choice.decide(self.offered, self.own)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::flowlet::PATH_QUALITY_DEFAULT;
+
+    const FLOW: u64 = 1 << 20;
+
+    /// Walks members 10..14 in slots 0..4, each `(load, quality)`.
+    fn walk(drawn: Drawn, current: u32, members: [(u64, u32); 4]) -> Option<u32> {
+        let mut walk = MemberWalk::new(drawn, Some(current), FLOW);
+        for (slot, (load, quality)) in (0u32..).zip(members) {
+            walk.visit(slot, 10 + slot, true, || (load, quality));
+        }
+        walk.decide()
+    }
+
+    /// A flow sharing slot 0 with another draws slot 1, which carries a
+    /// flow too: it stays, unless the draw weighs the path's idle peers,
+    /// where it finds slot 2. Slot 3, idle but worth less than three
+    /// quarters of the flow's path, is a peer of none.
+    #[test]
+    fn a_flow_on_a_shared_path_finds_an_idle_peer() {
+        let q = PATH_QUALITY_DEFAULT;
+        let members = [(2 * FLOW, q), (FLOW, q), (0, q - q / 8), (0, q * 5 / 8)];
+        let drawn = Drawn::pair(11, 11);
+        assert_eq!(walk(drawn, 0, members), Some(0));
+        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
+        let members = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
+        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        // A peer whose flow is between messages still carries a quarter
+        // of the flow's load or more: not idle, not weighed.
+        let members = [(2 * FLOW, q), (FLOW, q), (FLOW / 4, q), (0, q * 5 / 8)];
+        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        let members = [(2 * FLOW, q), (FLOW, q), (FLOW / 4 - 1, q), (0, q * 5 / 8)];
+        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
+        // Alone on its path, a flow leaves it for no idle peer.
+        let members = [(FLOW, q), (FLOW, q), (0, q), (0, q * 5 / 8)];
+        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        let members = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
+        // Drawn, the slower path is weighed, and cheaper per quality.
+        assert_eq!(
+            walk(Drawn::pair(13, 13).with_peers_of(q), 0, members),
+            Some(3)
+        );
     }
 }

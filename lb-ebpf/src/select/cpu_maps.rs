@@ -63,10 +63,10 @@ impl Maps for CpuMaps {
             group,
             destination,
             epoch,
-            walk: MemberWalk::new(drawn, current),
+            walk: MemberWalk::new(drawn, current, own),
         };
         over_slots(&mut walk, consider_member);
-        walk.walk.decide(own)
+        walk.walk.decide()
     }
 
     #[inline(always)]

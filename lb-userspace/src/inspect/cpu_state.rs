@@ -153,7 +153,7 @@ impl Maps for CpuState<'_> {
         own: u64,
         drawn: Drawn,
     ) -> Option<u32> {
-        let mut walk = MemberWalk::new(drawn, current);
+        let mut walk = MemberWalk::new(drawn, current, own);
         for slot in 0..group.member_count {
             let nh_id = member(group, slot);
             if nh_id == NO_NEXTHOP {
@@ -163,7 +163,7 @@ impl Maps for CpuState<'_> {
                 (self.load(nh_id, epoch), self.quality(destination, nh_id))
             });
         }
-        walk.decide(own)
+        walk.decide()
     }
 
     fn spray_entry(&self, destination: Destination, index: u32) -> Option<u32> {

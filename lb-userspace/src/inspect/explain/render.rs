@@ -7,6 +7,7 @@ use lb_common::abi::NextHop;
 use lb_common::limits::LOCAL_ROUTE;
 use lb_common::packet::parse::{IPPROTO_TCP, IPPROTO_UDP, Parsed};
 use lb_common::route::Destination;
+use lb_common::select::choice::IDLE_PEER_SHARE;
 use lb_common::select::flowlet::{FlowletStep, HYSTERESIS_DEN, HYSTERESIS_NUM};
 use lb_common::steer::Spray;
 use lb_common::verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT};
@@ -197,6 +198,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             own,
             new_flowlet,
             drawn,
+            peers_from,
             draining,
         } => {
             write!(out, "flowlet (cpu {}", d.cpu).unwrap();
@@ -242,18 +244,26 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             if *draining {
                 out.push_str("  members (a new flowlet takes the flow's ECMP slot):\n");
             } else if let Some([a, b]) = drawn {
-                let what = if a == b {
+                let mut what = if a == b {
                     format!(
                         "the one next hop drawn from the quality-weighted sequence, now {}",
                         nexthop_name(*a, names)
                     )
                 } else {
                     format!(
-                        "two drawn in proportion to quality, now {} and {}, and takes the lesser (load + 4096) / quality",
+                        "two drawn in proportion to quality, now {} and {}",
                         nexthop_name(*a, names),
                         nexthop_name(*b, names)
                     )
                 };
+                if let Some(floor) = peers_from {
+                    what.push_str(&format!(
+                        " and every member of quality {floor} or more carrying under 1/{IDLE_PEER_SHARE} of the flow's load (its path's idle peers)"
+                    ));
+                }
+                if a != b || peers_from.is_some() {
+                    what.push_str(", and takes the least (load + 4096) / quality");
+                }
                 writeln!(
                     out,
                     "  members (a new flowlet weighs {what}; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
