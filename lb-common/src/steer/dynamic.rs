@@ -188,18 +188,7 @@ pub fn dynamic<M: Maps>(
         match placement(next, |slot| maps.usable(member(group, slot)), ecmp_start) {
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
-                let (drawn, position) = draw(maps, group, destination, hash)?;
-                // At about every second flowlet ([`weighs_peers`]) a
-                // drawn flowlet also weighs the idle peers of the path it
-                // is on: a flow that shares its path with another finds the
-                // one left idle among equals at once, instead of when the
-                // turns come to it (`choice::IDLE_PEER_SHARE`).
-                let drawn = match offered {
-                    Some(slot) if !drawn.is_all() && weighs_peers(hash, position) => {
-                        drawn.with_peers_of(maps.quality(destination, member(group, slot)))
-                    }
-                    _ => drawn,
-                };
+                let drawn = draw(maps, group, destination, hash, offered)?;
                 drawn_for = drawn;
                 let chosen = maps.choose(group, destination, epoch, offered, previous_own, drawn);
                 let chosen = match chosen {
@@ -277,16 +266,18 @@ pub fn dynamic<M: Maps>(
 
 /// The members a new flowlet of flow `hash` weighs: for a rule that
 /// draws, those drawn from the spray sequence of `destination` at its
-/// cursor, which moves on; every member otherwise.
+/// cursor, which moves on, and by the coin the idle peers of the flow's
+/// `offered` slot; every member otherwise.
 #[inline(always)]
 fn draw<M: Maps>(
     maps: &mut M,
     group: &GroupEntry,
     destination: Destination,
     hash: u32,
-) -> Result<(Drawn, u64), Reason> {
+    offered: Option<u32>,
+) -> Result<Drawn, Reason> {
     if !draws(group.choice) {
-        return Ok((Drawn::ALL, 0));
+        return Ok(Drawn::ALL);
     }
     let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
     let [a, b] = draw_positions(group.draw_flow_mask, hash, group.hash_seed, position);
@@ -295,5 +286,14 @@ fn draw<M: Maps>(
         maps.spray_entry(destination, a),
         maps.spray_entry(destination, b),
     );
-    Ok((drawn, position))
+    // At about every second flowlet ([`weighs_peers`]) a drawn flowlet
+    // also weighs the idle peers of the path it is on: a flow that shares
+    // its path with another finds the one left idle among equals at once,
+    // instead of when the turns come to it (`choice::IDLE_PEER_SHARE`).
+    Ok(match offered {
+        Some(slot) if !drawn.is_all() && weighs_peers(hash, position) => {
+            drawn.with_peers_of(maps.quality(destination, member(group, slot)))
+        }
+        _ => drawn,
+    })
 }
