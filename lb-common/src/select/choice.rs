@@ -22,19 +22,20 @@
 //! turns leave them even), and a path rated down loses only its share of
 //! the quality, not every new flowlet of every leaf at once.
 //!
-//! Both drawing rules also weigh the idle peers of the path a flow is on
-//! (members of at least three quarters of its quality that carry under a
-//! quarter of the flow's own load, [`IDLE_PEER_SHARE`]),
-//! at about every second flowlet ([`weighs_peers`]): with as many fat
-//! flows as equal paths, flows start where ECMP's hash puts them, two to
-//! some paths, and a flow sharing one was offered the idle path only when
-//! the turns came to it, one candidate per flowlet: 8 flows over 8
-//! spines ended up to 1.25x the mean on the busiest, 1.025 with the idle
-//! peers weighed. Idle, because a fabric leaf's uplinks each carry several
-//! destinations' flows: weighing every peer there balanced those loads
-//! and moved each destination's flowlets onto single spine ports
-//! (`fabric-herd` lost 3-5%); an idle uplink is rare there, and the rule
-//! with it left the fabric's scenarios as they were.
+//! In the group's own row both drawing rules also weigh the idle peers
+//! of the path a flow is on (members of at least three quarters of its
+//! quality that carry under a quarter of the flow's own load,
+//! [`IDLE_PEER_SHARE`]), at about every second flowlet ([`weighs_peers`]):
+//! with as many fat flows as equal paths, flows start where ECMP's hash
+//! puts them, two to some paths, and a flow sharing one was offered the
+//! idle path only when the turns came to it, one candidate per flowlet:
+//! 8 flows over 8 spines ended up to 1.25x the mean on the busiest, 1.025
+//! with the idle peers weighed. Idle, because a fabric leaf's uplinks
+//! each carry several destinations' flows: weighing every peer there
+//! balanced those loads and moved each destination's flowlets onto single
+//! spine ports (`fabric-herd` lost 3-5%, the `linux` rows, which are the
+//! group's own, put a third of their drops on fast ports); idle uplinks
+//! are rare on a fabric, and those rows stayed as they were.
 
 use crate::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS, NO_NEXTHOP};
 
@@ -218,19 +219,28 @@ pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, cursor: u64) -> [u32
 /// 3-5%, the `linux` rows put a third of their drops on fast ports).
 pub const IDLE_PEER_SHARE: u64 = 4;
 
-/// Whether the flowlet of flow `hash` drawn at cursor `position` also
-/// weighs its path's idle peers: at about every second flowlet, by a
-/// coin of the flow and the cursor. Two flows sharing a path whose
-/// flowlets start together (a collective's steps) on two CPUs, each
-/// seeing the idle peer before the other's move reached it (the CPUs
-/// hear each other's loads every 10 ms), both took it and met there, and
-/// came back together: 30 moves each way in one run over 16 paths. With
-/// the coin one moves alone in half the rounds.
+/// Whether the flowlet of flow `hash` toward a destination of `class`,
+/// drawn at cursor `position`, also weighs its path's idle peers.
+///
+/// At about every second flowlet, by a coin of the flow and the cursor.
+/// Two flows sharing a path whose flowlets start together (a
+/// collective's steps) on two CPUs, each seeing the idle peer before the
+/// other's move reached it (the CPUs hear each other's loads every
+/// 10 ms), both took it and met there, and came back together: 30 moves
+/// each way in one run over 16 paths. With the coin one moves alone in
+/// half the rounds.
+///
+/// Only in the group's own row (class 0). A destination's row is a
+/// fabric's: its flows wait at the next switch's port toward that
+/// destination, which the other leaves fill too, and this leaf's idle
+/// uplink says nothing of it. There the rule made a slowed spine's share
+/// swing about twice as much (`fabric-herd`'s oscillation 6.0 points
+/// against 3.3, nine runs each).
 #[inline(always)]
-pub fn weighs_peers(hash: u32, position: u64) -> bool {
+pub fn weighs_peers(class: u32, hash: u32, position: u64) -> bool {
     // The golden ratio's multiply spreads consecutive cursors over the
     // word; its top bit is the coin.
-    (hash ^ position as u32).wrapping_mul(0x9E37_79B9) >> 31 == 1
+    class == 0 && (hash ^ position as u32).wrapping_mul(0x9E37_79B9) >> 31 == 1
 }
 
 #[cfg(test)]
@@ -313,11 +323,11 @@ mod tests {
 
     /// The coin: about every second flowlet of a flow, whatever its hash,
     /// and never the same side for long; two flows at one cursor (two
-    /// CPUs' flowlets at once) toss apart.
+    /// CPUs' flowlets at once) toss apart. No coin in a destination's row.
     #[test]
     fn peers_are_weighed_at_about_every_second_flowlet() {
         for hash in [0u32, 1, 0xdead_beef, u32::MAX] {
-            let tosses: Vec<bool> = (0..1024u64).map(|at| weighs_peers(hash, at)).collect();
+            let tosses: Vec<bool> = (0..1024u64).map(|at| weighs_peers(0, hash, at)).collect();
             let heads = tosses.iter().filter(|&&t| t).count();
             assert!((448..=576).contains(&heads), "hash {hash:#x}: {heads}");
             let longest = tosses
@@ -328,9 +338,11 @@ mod tests {
             assert!(longest <= 4, "hash {hash:#x}: a run of {longest}");
         }
         let apart = (0..1024u64)
-            .filter(|&at| weighs_peers(0x1234_5678, at) != weighs_peers(0x8765_4321, at))
+            .filter(|&at| weighs_peers(0, 0x1234_5678, at) != weighs_peers(0, 0x8765_4321, at))
             .count();
         assert!((384..=640).contains(&apart), "{apart}");
+        // Never in a destination's row.
+        assert!((0..1024u64).all(|at| !weighs_peers(3, 0xdead_beef, at)));
     }
 
     /// Weighted takes the sequence in turn: four successive flowlets over

@@ -286,12 +286,12 @@ fn draw<M: Maps>(
         maps.spray_entry(destination, a),
         maps.spray_entry(destination, b),
     );
-    // At about every second flowlet ([`weighs_peers`]) a drawn flowlet
-    // also weighs the idle peers of the path it is on: a flow that shares
-    // its path with another finds the one left idle among equals at once,
-    // instead of when the turns come to it (`choice::IDLE_PEER_SHARE`).
+    // By [`weighs_peers`] a drawn flowlet also weighs the idle peers of
+    // the path it is on: a flow that shares its path with another finds
+    // the one left idle among equals at once, instead of when the turns
+    // come to it (`choice::IDLE_PEER_SHARE`).
     Ok(match offered {
-        Some(slot) if !drawn.is_all() && weighs_peers(hash, position) => {
+        Some(slot) if !drawn.is_all() && weighs_peers(destination.class, hash, position) => {
             drawn.with_peers_of(maps.quality(destination, member(group, slot)))
         }
         _ => drawn,
