@@ -212,11 +212,12 @@ pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, cursor: u64) -> [u32
 
 /// A peer of the flow's path ([`Drawn::with_peers_of`]) is weighed only
 /// while it carries under one `IDLE_PEER_SHARE`th of the flow's own load:
-/// an idle path, not one whose flow is between messages. On a fabric every uplink
-/// carries several destinations' flows, so a leaf's uplinks are seldom
-/// idle and the peers seldom weighed: balancing those loads moved each
-/// destination's flowlets onto single spine ports (`fabric-herd` lost
-/// 3-5%, the `linux` rows put a third of their drops on fast ports).
+/// an idle path, not one whose flow is between messages. On a fabric
+/// every uplink carries several destinations' flows, so a leaf's uplinks
+/// are seldom idle and the peers seldom weighed: weighing them whatever
+/// their load balanced those loads and moved each destination's flowlets
+/// onto single spine ports (`fabric-herd` lost 3-5%, the `linux` rows put
+/// a third of their drops on fast ports).
 pub const IDLE_PEER_SHARE: u64 = 4;
 
 /// Whether the flowlet of flow `hash` toward a destination of `class`,

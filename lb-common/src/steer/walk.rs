@@ -96,8 +96,10 @@ mod tests {
         let drawn = Drawn::pair(11, 11);
         assert_eq!(walk(drawn, 0, members), Some(0));
         assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
-        let members = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        let busy = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
+        assert_eq!(walk(drawn.with_peers_of(q), 0, busy), Some(0));
+        // Drawn, the slower path is weighed, and cheaper per quality.
+        assert_eq!(walk(Drawn::pair(13, 13).with_peers_of(q), 0, busy), Some(3));
         // A peer whose flow is between messages still carries a quarter
         // of the flow's load or more: not idle, not weighed.
         let members = [(2 * FLOW, q), (FLOW, q), (FLOW / 4, q), (0, q * 5 / 8)];
@@ -107,11 +109,5 @@ mod tests {
         // Alone on its path, a flow leaves it for no idle peer.
         let members = [(FLOW, q), (FLOW, q), (0, q), (0, q * 5 / 8)];
         assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
-        let members = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
-        // Drawn, the slower path is weighed, and cheaper per quality.
-        assert_eq!(
-            walk(Drawn::pair(13, 13).with_peers_of(q), 0, members),
-            Some(3)
-        );
     }
 }

@@ -129,8 +129,8 @@ pub enum Dynamic {
         /// With a rule that draws, the next hops a new flowlet would weigh
         /// (twice the same one for `weighted`).
         drawn: Option<[u32; 2]>,
-        /// The least quality of a member it would weigh besides those:
-        /// the peers of the flow's path.
+        /// The least quality of a member it would weigh besides those
+        /// while the member is idle: the idle peers of the flow's path.
         peers_from: Option<u32>,
         /// An ECMP group draining from a flowlet mode: a flowlet that ends
         /// takes the flow's ECMP slot.

@@ -8,7 +8,7 @@ use lb_common::limits::LOCAL_ROUTE;
 use lb_common::packet::parse::{IPPROTO_TCP, IPPROTO_UDP, Parsed};
 use lb_common::route::Destination;
 use lb_common::select::choice::IDLE_PEER_SHARE;
-use lb_common::select::flowlet::{FlowletStep, HYSTERESIS_DEN, HYSTERESIS_NUM};
+use lb_common::select::flowlet::{FlowletStep, HYSTERESIS_DEN, HYSTERESIS_NUM, LOAD_BIAS};
 use lb_common::steer::Spray;
 use lb_common::verdict::{Reason, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
@@ -262,7 +262,9 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
                     ));
                 }
                 if a != b || peers_from.is_some() {
-                    what.push_str(", and takes the least (load + 4096) / quality");
+                    what.push_str(&format!(
+                        ", and takes the least (load + {LOAD_BIAS}) / quality"
+                    ));
                 }
                 writeln!(
                     out,
@@ -272,7 +274,7 @@ fn dynamic_lines(d: &DynamicStep, gap_ns: u64, names: &Names, out: &mut String) 
             } else {
                 writeln!(
                     out,
-                    "  members (a new flowlet takes the least (load + 4096) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
+                    "  members (a new flowlet takes the least (load + {LOAD_BIAS}) / quality; it leaves its slot only below {HYSTERESIS_NUM}/{HYSTERESIS_DEN} of its cost):"
                 )
                 .unwrap();
             }
