@@ -388,3 +388,57 @@ fn a_ports_speed_where_known_is_what_it_drains_at() {
     assert_eq!(sampled.path.drain_rate, None);
     assert_eq!(sampled.path.capacity(), sampled.path.past_load);
 }
+
+/// A drain rate read low (a fifth of the path's speed) and then no busy
+/// interval while the path carries a trickle: it holds for 200 ms, then
+/// relaxes toward the 3 MB/s the path was seen to carry, a 400 ms time
+/// constant; a busy interval measures it again and holds it again. A
+/// path that carries half its drain rate or more keeps it.
+#[test]
+fn a_starved_paths_drain_rate_relaxes_toward_its_peak() {
+    let measured_low = PathQuality {
+        drain_rate: Some(600_000),
+        drain_measured_us: Some(0),
+        peak_rate: 3_000_000,
+        sampled_at_us: Some(0),
+        ..PathQuality::default()
+    };
+    let mut carrying = Sampled::every(STEP_US, measured_low);
+    for _ in 0..60 {
+        carrying.take(&QUEUE_ONLY, Some(300_000), 0);
+    }
+    assert_eq!(carrying.path.drain_rate, Some(600_000), "carries half");
+
+    let mut sampled = Sampled::every(STEP_US, measured_low);
+    // Starved: a trickle, never queued.
+    let trickle = |sampled: &mut Sampled| sampled.take(&QUEUE_ONLY, Some(50_000), 0);
+    for _ in 0..20 {
+        trickle(&mut sampled);
+    }
+    assert_eq!(sampled.path.drain_rate, Some(600_000), "held to 200 ms");
+    trickle(&mut sampled);
+    // 10 ms of a 400 ms time constant: 1598/65536 of the 2.4 MB/s gap.
+    assert_eq!(
+        sampled.path.drain_rate,
+        Some(600_000 + 2_400_000 * 1598 / 65_536)
+    );
+    for _ in 0..39 {
+        trickle(&mut sampled);
+    }
+    // 400 ms in: about 1 - 1/e of the way (0.62 at 10 ms steps).
+    let drain = sampled.path.drain_rate.unwrap_or(0);
+    assert!((2_080_000..2_110_000).contains(&drain), "{drain}");
+    assert_eq!(sampled.path.peak_rate, 3_000_000);
+
+    // Queued at both ends at 1 MB/s: measured a fifth of the way (10 ms
+    // of the 40 ms drain time constant), then held again.
+    sampled.take(&QUEUE_ONLY, Some(1_000_000), 10_000);
+    let before = sampled.path.drain_rate.unwrap_or(0);
+    sampled.take(&QUEUE_ONLY, Some(1_000_000), 10_000);
+    let measured = before - (before - 1_000_000) * 13_107 / 65_536;
+    assert_eq!(sampled.path.drain_rate, Some(measured));
+    for _ in 0..20 {
+        trickle(&mut sampled);
+    }
+    assert_eq!(sampled.path.drain_rate, Some(measured));
+}
