@@ -18,7 +18,14 @@
 //! Bands change asymmetrically, so paths do not flap: a path gets worse at
 //! once (the next flowlet must not pile onto a queue that is building), but
 //! better only one band per sample, and only once its level is below its
-//! band's lower edge by a hysteresis margin.
+//! band's lower edge by a hysteresis margin. A path whose queue two
+//! samples in a row found empty, and whose level reads idle, is idle at
+//! once: the queue it was rated by has drained. Stepping down from a full
+//! queue holds a path below seven eighths of an idle one for some 130 ms
+//! at 10 ms samples (the queue drains, seven steps, the quality's EWMA),
+//! and a flow left alone on it after a collision moved off at its next
+//! flowlet too, into new collisions: 16 fat flows on 16 equal spines
+//! steered made 17-53 moves a run, 7-35 since.
 //!
 //! Every smoothing counts in time, not in samples: a sample moves an EWMA
 //! by `dt / (tau + dt)` of the way, `dt` the time since the previous one,
@@ -231,6 +238,7 @@ impl PathQuality {
             }
         }
         self.relax_drain_rate(at, since);
+        let drained = self.queued == 0 && measures.queued == 0;
         self.queued = measures.queued;
         let level = profile.level(
             self.past_load.unwrap_or(0),
@@ -240,6 +248,8 @@ impl PathQuality {
         let target = (level / LEVEL_UNIT).min(BANDS - 1);
         if target > self.band {
             self.band = target;
+        } else if drained && level == 0 {
+            self.band = 0;
         } else if target < self.band && level + profile.hysteresis < self.band * LEVEL_UNIT {
             self.band -= 1;
         }

@@ -143,14 +143,44 @@ fn bands_map_to_sixteenths_and_a_held_worst_band_to_an_eighth() {
     assert_eq!(stalled.delay_us(3), 1_000_000);
 }
 
+/// Worse at once, better one band per sample while a queue remains; a
+/// queue found empty twice in a row is idle at once.
 #[test]
 fn a_path_gets_worse_at_once_and_better_one_band_per_sample() {
     let mut path = Sampled::every(STEP_US, draining());
     let mut bands = Vec::new();
-    for bytes in [0, 8192 + 5 * 8192 + 100, 1 << 30, 0, 0, 0, 0, 0, 0, 0, 0] {
+    let low = 8192 / 2;
+    for bytes in [0, 8192 + 5 * 8192 + 100, 1 << 30, low, low, low, 0, 0, 0] {
         bands.push(path.queued(bytes));
     }
-    assert_eq!(bands, [0, 5, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
+    assert_eq!(bands, [0, 5, 7, 6, 5, 4, 3, 0, 0]);
+    // Empty once, between two queues: one band, as any sample.
+    let mut bands = Vec::new();
+    for bytes in [1 << 30, 0, low, 0, 0] {
+        bands.push(path.queued(bytes));
+    }
+    assert_eq!(bands, [7, 6, 5, 4, 0]);
+}
+
+/// A profile that weighs the load too: an empty queue leaves the load's
+/// level (half of the 8 MB/s scale, weighed half: band 2), and the band
+/// steps down to it one per sample as before.
+#[test]
+fn an_empty_queue_is_idle_at_once_only_where_nothing_else_counts() {
+    let profile = Profile {
+        past_load: Scale {
+            min: 0,
+            max: 8_000_000,
+            weight: 1,
+        },
+        ..QUEUE_ONLY
+    };
+    let mut path = Sampled::every(STEP_US, draining());
+    let mut bands = Vec::new();
+    for bytes in [1 << 30, 0, 0, 0, 0] {
+        bands.push(path.take(&profile, Some(4_000_000), bytes));
+    }
+    assert_eq!(bands, [5, 4, 3, 2, 2]);
 }
 
 /// The quality follows the band a quarter of the way per 10 ms sample
