@@ -272,8 +272,8 @@ impl PathQuality {
     /// reading that came out low (its queue emptied and refilled between
     /// two samples that both found it queued, or a counter's write
     /// landed a poll late) would starve it for good. Equal spines were
-    /// rated at a fifth of their speed that way and carried 0.2-0.3% of
-    /// a 16-way split. So a drain rate no busy interval has measured for
+    /// rated at a fifth of their speed that way and carried 0.2-2% of a
+    /// 16-way split (one spine in 4 runs of 15). So a drain rate no busy interval has measured for
     /// [`DRAIN_HOLD_US`] while the path carries under half of it relaxes
     /// toward its peak rate, the most it was seen to carry: a path that is
     /// slow queues again as its share grows, and is measured slow again.
