@@ -41,6 +41,10 @@ pub const LOCAL_ROUTE: u32 = u32::MAX;
 /// Quality rows and spray sequences: one per group (class 0), one per
 /// class above it.
 pub const SPRAY_ROWS: u32 = MAX_GROUPS + MAX_CLASSES - 1;
+/// Recent loads kept per class above 0 and member slot: what a CPU sent
+/// toward each destination over each path
+/// ([`crate::route::Destination::class_load_index`]).
+pub const CLASS_LOAD_ROWS: u32 = (MAX_CLASSES - 1) * MAX_NEXTHOPS_PER_GROUP as u32;
 
 #[cfg(test)]
 mod tests {

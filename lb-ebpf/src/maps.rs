@@ -13,13 +13,13 @@ use lb_common::{
         tx_errors::{TxErrors, TxWatch},
     },
     limits::{
-        BUCKETS_PER_GROUP, FLOWLET_TABLE_DEFAULT, MAX_CLASSES, MAX_EGRESS_PORTS, MAX_GROUPS,
-        MAX_LOCAL_ROUTES, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, MAX_ROUTES, ROUTE4_POOL_BLOCKS,
-        ROUTE6_POOL_BLOCKS, SPRAY_ROWS,
+        BUCKETS_PER_GROUP, CLASS_LOAD_ROWS, FLOWLET_TABLE_DEFAULT, MAX_CLASSES, MAX_EGRESS_PORTS,
+        MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, MAX_ROUTES,
+        ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS, SPRAY_ROWS,
     },
     packet::parse::Parsed,
     route::table::{BLOCK_ENTRIES, FIRST_ENTRIES},
-    select::flowlet::FlowletState,
+    select::{flowlet::FlowletState, load::RecentLoad},
     verdict::Reason,
 };
 
@@ -79,6 +79,15 @@ pub static FL_NH_STATS: PerCpuArray<NextHopStats> = PerCpuArray::with_max_entrie
 /// Next-hop id -> what the other CPUs' flows put on it, from the daemon.
 #[map]
 pub static FL_NH_PEER_LOAD: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_NEXTHOPS, 0);
+/// (Class above 0, member slot) -> what this CPU sent toward the class
+/// over the member lately.
+#[map]
+pub static FL_CLASS_LOAD: PerCpuArray<RecentLoad> =
+    PerCpuArray::with_max_entries(CLASS_LOAD_ROWS, 0);
+/// (Class above 0, member slot) -> what the other CPUs' flows put there,
+/// from the daemon.
+#[map]
+pub static FL_CLASS_PEERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(CLASS_LOAD_ROWS, 0);
 /// Flowlets by `flowlet_index`: when the flows in an entry were last
 /// seen, their recent load, their slot.
 #[map]

@@ -10,7 +10,7 @@ use lb_common::{
 };
 
 use crate::maps::{FL_EVENT_BUDGET, FL_EVENT_CONFIG, FL_EVENT_PENDING, FL_FLOW_EVENTS, FL_SCRATCH};
-use crate::select::{load, quality};
+use crate::select::{quality, weighed_load};
 
 /// Notes `pending` for [`flush`] at the packet's verdict.
 #[inline(always)]
@@ -70,10 +70,10 @@ fn send(pending: &mut PendingEvent) {
         (*event).gap_ns = noted.gap_ns;
         (*event).from.nh_id = noted.from;
         (*event).from.quality = quality(destination, noted.from);
-        (*event).from.load = load(noted.from, noted.epoch);
+        (*event).from.load = weighed_load(destination, noted.from_slot, noted.from, noted.epoch);
         (*event).to.nh_id = noted.to;
         (*event).to.quality = quality(destination, noted.to);
-        (*event).to.load = load(noted.to, noted.epoch);
+        (*event).to.load = weighed_load(destination, noted.to_slot, noted.to, noted.epoch);
         match FL_SCRATCH.get(0) {
             Some(parsed) => (*event).flow = parsed.flow,
             None => (*event).flow = Default::default(),

@@ -1,10 +1,13 @@
 //! Destination classes: one group's routes toward two destinations, each
 //! steered by its own row of path qualities, on the real program.
 
-use lb_common::packet::roce::WRITE_ONLY;
-use lb_common::route::quality_index;
+use std::time::Duration;
 
-use crate::flowlet::roce_packet;
+use fabriclb::dataplane::LoadRow;
+use lb_common::packet::roce::WRITE_ONLY;
+use lb_common::route::{class_load_index, quality_index};
+
+use crate::flowlet::{roce_packet, udp_packet};
 use crate::harness::{Harness, pin_to_one_cpu};
 use crate::packets::PEER_MAC;
 use crate::switch::LB_MAC;
@@ -88,4 +91,65 @@ fn each_destination_sprays_by_its_own_qualities() {
     );
     assert_eq!(spray(&mut h, [10, 21, 0, 2]), [16; 4]);
     assert_eq!(spray(&mut h, [10, 22, 0, 2]), [16; 4]);
+}
+
+/// [`CONFIG`] in flowlet mode, with a gap of a millisecond; a new
+/// flowlet weighs every member.
+fn flowlet_config() -> String {
+    CONFIG.replace(
+        "mode = \"per-packet\"",
+        "mode = \"flowlet\"\nflowlet_gap_us = 1000\nflowlet_choice = \"least-cost\"",
+    )
+}
+
+/// A new flowlet toward a destination weighs what went toward it over
+/// each member, not the next hops' loads toward every destination. The
+/// other CPUs' flows are said to put a MiB on each of members 1-3 in all
+/// and a MiB toward `a` on each of members 0-2: a flow toward `a` takes
+/// member 3 at its second flowlet, where the next hops' loads would put
+/// it on member 0. What it forwarded counts toward `a` on the member it
+/// took, the first flowlet's bytes moved there with it, and nothing
+/// toward `b`.
+#[test]
+fn a_flowlet_toward_a_destination_weighs_the_loads_toward_it() {
+    pin_to_one_cpu();
+    let mut h = Harness::with_config(&flowlet_config());
+    let cpus = aya::util::nr_cpus().expect("CPUs");
+    let members = h.tables.groups[0].members.clone();
+    let (class_a, class_b) = (1, 2);
+    for (slot, &id) in (0..).zip(&members) {
+        let (all, toward_a) = match slot {
+            0 => (0, 1 << 20),
+            3 => (1 << 20, 0),
+            _ => (1 << 20, 1 << 20),
+        };
+        let a = LoadRow::Class(class_load_index(class_a, slot));
+        for (row, bytes) in [(LoadRow::Nexthop(id), all), (a, toward_a)] {
+            h.dp.set_peer_loads(row, vec![bytes; cpus])
+                .expect("set peer loads");
+        }
+    }
+    let (ip, l4) = udp_packet([10, 20, 0, 2], 4000);
+    let frame = ip.frame(LB_MAC, PEER_MAC, &[], &l4);
+    let mut slots = Vec::new();
+    for _ in 0..2 {
+        let (verdict, out) = h.run(&frame);
+        assert_eq!(verdict, lb_common::verdict::XDP_REDIRECT);
+        slots.push(usize::from(out[5] & 0x0f) - 1);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(slots[1], 3, "flowlets' members {slots:?}");
+    let clocks = h.dp.load_clocks().expect("load clocks");
+    let toward = |class, slot| {
+        let row = LoadRow::Class(class_load_index(class, slot));
+        h.dp.recent_loads(row, &clocks).expect("class loads")[0]
+    };
+    assert_eq!(toward(class_a, 3), 2 * frame.len() as u64);
+    for slot in 0..4 {
+        assert_eq!(toward(class_b, slot), 0, "toward b on member {slot}");
+    }
+    // The first flowlet's load moved with the flow.
+    for slot in 0..3 {
+        assert_eq!(toward(class_a, slot), 0, "toward a on member {slot}");
+    }
 }

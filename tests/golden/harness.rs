@@ -9,7 +9,7 @@ use fabriclb::{
     config,
     dataplane::tables::route_table::{Family, Level},
     dataplane::tables::{self, Tables},
-    dataplane::{Dataplane, DataplaneError},
+    dataplane::{Dataplane, DataplaneError, LoadRow},
 };
 use lb_common::{
     abi::{
@@ -170,7 +170,7 @@ impl Harness {
         let cpus = aya::util::nr_cpus().expect("CPUs");
         let id = self.id(group, slot);
         self.dp
-            .set_peer_loads(id, vec![bytes; cpus])
+            .set_peer_loads(LoadRow::Nexthop(id), vec![bytes; cpus])
             .expect("set peer loads");
     }
 

@@ -135,6 +135,11 @@ pub struct PendingEvent {
     pub class: u32,
     pub from: u32,
     pub to: u32,
+    /// `from`'s and `to`'s member slots, which a class's loads are kept
+    /// by; `NO_NEXTHOP` where not known (the report then gives the next
+    /// hop's load).
+    pub from_slot: u32,
+    pub to_slot: u32,
     /// The flow's hash, which samples it.
     pub hash: u32,
     pub override_index: u32,
@@ -233,6 +238,6 @@ mod tests {
         assert_eq!(core::mem::size_of::<PathSeen>(), 16);
         assert_eq!(core::mem::size_of::<FlowEvent>(), 16 + 32 + 48 + 24);
         assert_eq!(core::mem::size_of::<EventBudget>(), 40);
-        assert_eq!(core::mem::size_of::<PendingEvent>(), 48);
+        assert_eq!(core::mem::size_of::<PendingEvent>(), 56);
     }
 }

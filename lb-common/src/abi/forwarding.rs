@@ -41,6 +41,13 @@ pub const NEXTHOP_STATS: &str = "FL_NH_STATS";
 /// (`u64`, in this CPU's recent-load units), written by the daemon from
 /// every CPU's [`NEXTHOP_STATS`] ([`crate::select::load::peer_loads`]).
 pub const PEER_LOAD: &str = "FL_NH_PEER_LOAD";
+/// Per-CPU array: [`crate::route::Destination::class_load_index`] (class
+/// above 0, member slot) -> [`crate::select::load::RecentLoad`]: what
+/// this CPU sent toward the class over the member.
+pub const CLASS_LOAD: &str = "FL_CLASS_LOAD";
+/// Per-CPU array: as [`CLASS_LOAD`] -> what the other CPUs' flows put
+/// there (`u64`, in this CPU's recent-load units), as [`PEER_LOAD`].
+pub const CLASS_PEER_LOAD: &str = "FL_CLASS_PEERS";
 /// Per-CPU array: [`crate::select::flowlet::flowlet_index`] ->
 /// [`crate::select::flowlet::FlowletState`]. Its size is set at load time,
 /// with [`FLOWLET_TABLE_SIZE`] to match.
@@ -285,6 +292,7 @@ mod pod {
     unsafe impl aya::Pod for super::OverrideStats {}
     unsafe impl aya::Pod for super::PortMacs {}
     unsafe impl aya::Pod for crate::select::flowlet::FlowletState {}
+    unsafe impl aya::Pod for crate::select::load::RecentLoad {}
 }
 
 #[cfg(test)]

@@ -70,14 +70,18 @@ pub fn member_load(own: &RecentLoad, epoch: u64, peers: u64) -> u64 {
 const PEER_LOAD_MASK: u64 = (LOAD_MAX << 1) - 1;
 
 /// What one CPU forwarded lately and where: its share of the traffic
-/// and its next hops' recent loads, for [`peer_loads`].
+/// and some of its recent loads, for [`peer_loads`].
 #[derive(Clone, Copy, Debug)]
 pub struct CpuLoads<'a> {
     /// Bytes it forwarded in dynamic groups lately (the daemon's smoothed
     /// count over the same time for every CPU).
     pub recent: u64,
-    /// Each next hop's recent load on it as of its own epoch, the same
-    /// next hops in the same order for every CPU.
+    /// Its next hops' recent loads summed: what its loads count in
+    /// ([`total`]).
+    pub total: u64,
+    /// Recent loads on it as of its own epoch, the same ones in the same
+    /// order for every CPU: its next hops', or its loads toward classes
+    /// over members, which count in the same units.
     pub loads: &'a [u64],
 }
 
@@ -102,19 +106,18 @@ pub fn peer_loads(cpus: &[CpuLoads], cpu: usize, out: &mut [u64]) {
     if own_recent == 0 {
         return;
     }
-    let own_total = match total(own.loads) {
+    let own_total = match own.total {
         0 => 2 << LOAD_HALF_LIFE_SHIFT,
         t => t,
     };
-    // Each peer's bytes lately, split over the next hops as its loads
-    // split: at most its bytes in all, so the sums stay in a u64.
+    // Each peer's bytes lately, split as its loads split over its total:
+    // at most its bytes in all, so the sums stay in a u64.
     for (_, peer) in cpus.iter().enumerate().filter(|&(c, _)| c != cpu) {
-        let peer_total = total(peer.loads);
-        if peer_total == 0 {
+        if peer.total == 0 {
             continue;
         }
         for (o, &load) in out.iter_mut().zip(peer.loads) {
-            let share = peer.recent as u128 * load as u128 / peer_total as u128;
+            let share = peer.recent as u128 * load as u128 / peer.total as u128;
             *o = o.saturating_add(share as u64);
         }
     }
@@ -124,7 +127,8 @@ pub fn peer_loads(cpus: &[CpuLoads], cpu: usize, out: &mut [u64]) {
     }
 }
 
-fn total(loads: &[u64]) -> u64 {
+/// `loads` summed, saturating.
+pub fn total(loads: &[u64]) -> u64 {
     loads.iter().fold(0u64, |sum, &l| sum.saturating_add(l))
 }
 
@@ -134,7 +138,11 @@ mod tests {
 
     fn views<'a>(cpus: &'a [(u64, &'a [u64])]) -> Vec<CpuLoads<'a>> {
         cpus.iter()
-            .map(|&(recent, loads)| CpuLoads { recent, loads })
+            .map(|&(recent, loads)| CpuLoads {
+                recent,
+                total: total(loads),
+                loads,
+            })
             .collect()
     }
 
@@ -173,6 +181,30 @@ mod tests {
             peers_of(&cpus, 2),
             [1_000 * (2 << 20) / 46, 2_000 * (2 << 20) / 46]
         );
+    }
+
+    #[test]
+    fn class_loads_count_in_their_cpus_next_hop_units() {
+        // Each CPU sent a quarter of its traffic toward the class, all of
+        // it over member 0 on CPU 0 and over member 1 on CPU 1; CPU 1
+        // forwards twice CPU 0's bytes.
+        let cpus = [
+            CpuLoads {
+                recent: 1_000,
+                total: 4 << 20,
+                loads: &[1 << 20, 0],
+            },
+            CpuLoads {
+                recent: 2_000,
+                total: 4 << 20,
+                loads: &[0, 1 << 20],
+            },
+        ];
+        let mut out = [u64::MAX; 2];
+        peer_loads(&cpus, 0, &mut out);
+        assert_eq!(out, [0, 2 << 20]);
+        peer_loads(&cpus, 1, &mut out);
+        assert_eq!(out, [1 << 19, 0]);
     }
 
     #[test]

@@ -128,6 +128,12 @@ pub fn dynamic<M: Maps>(
             None if listed_usable => listed,
             None => return Err(Reason::NoNextHop),
         };
+        // Sprayed packets add to the next hops' loads only, not to their
+        // class's: a listed next hop's slot is not known without a walk
+        // over the members, which every sprayed packet would pay. The
+        // sequence splits them by quality, so each path of a class
+        // carries about its share of them, and flowlet choices lose little
+        // by not seeing them.
         maps.count(group_id, Counted::Sprayed);
         *out = Choice {
             nh_id,
@@ -219,6 +225,8 @@ pub fn dynamic<M: Maps>(
         FlowletStep::Continue(slot) => (previous_own, Some(slot)),
         FlowletStep::Choose { current } => (previous_own, current),
         FlowletStep::Start => (0, None),
+        // Another generation's flow holds the entry: this one keeps no
+        // state, and its bytes count in the next hop's load only.
         FlowletStep::Occupied => {
             *out = chosen;
             return Ok(());
@@ -227,6 +235,7 @@ pub fn dynamic<M: Maps>(
     if !matches!(next, FlowletStep::Continue(s) if s == slot) {
         maps.count(group_id, Counted::NewFlowlet);
     }
+    let mut moved = 0;
     if let Some(from) = from.filter(|&from| from != slot) {
         maps.count(group_id, Counted::FlowletMove);
         let from_id = member(group, from);
@@ -239,13 +248,19 @@ pub fn dynamic<M: Maps>(
             class: destination.class,
             from: from_id,
             to: chosen.nh_id,
+            from_slot: from,
+            to_slot: slot,
             hash,
             override_index: NO_NEXTHOP,
         });
         // The flow's recent bytes go with it, so the next flowlet to
         // choose sees where the load is now, not where it was.
         maps.move_load(from_id, chosen.nh_id, epoch, own);
+        maps.remove_class_load(destination, from, epoch, own);
+        moved = own;
     }
+    // The packet and the bytes that moved here, in one write.
+    maps.add_class_load(destination, slot, epoch, len + moved);
     let mut load = match next {
         FlowletStep::Start => Default::default(),
         _ => previous.load,

@@ -60,6 +60,17 @@ pub trait Maps {
     fn set_flowlet(&mut self, index: u32, state: FlowletState);
     /// Moves a flow's recent `bytes` from next hop `from` to `to`.
     fn move_load(&mut self, from: u32, to: u32, epoch: u64, bytes: u64);
+    /// Adds a packet of `len` bytes toward `destination` to its class's
+    /// load over the member in `slot`, for a class above 0. Here, where
+    /// the slot is known, not with the next hop's load at the verdict:
+    /// an index carried there in the choice, a constant on some paths and
+    /// computed on others, had the verifier check the program's tail
+    /// apart for each (84k instructions more, twice the whole).
+    fn add_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, len: u64);
+    /// Takes a moving flow's recent `bytes` toward `destination` off its
+    /// class's load over the member in `slot` ([`Self::add_class_load`]
+    /// puts them on the new one).
+    fn remove_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, bytes: u64);
     fn count(&mut self, group: u32, counted: Counted);
     /// Counts a packet of `len` bytes sent to override `index`'s member,
     /// or, with `fallback`, one that matched while it was unusable.
@@ -184,6 +195,8 @@ pub fn next_hop<M: Maps>(
                 } else {
                     NO_NEXTHOP
                 },
+                from_slot: pin.slot,
+                to_slot: NO_NEXTHOP,
                 hash,
                 override_index: pin.index,
             });

@@ -17,8 +17,8 @@ use lb_common::{
 
 use super::{flowlet_clock, pin};
 use crate::maps::{
-    FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_NEXTHOPS, FL_NH_PEER_LOAD, FL_NH_STATS,
-    FL_PATH_QUALITY, FL_SPRAY, FL_SPRAY_CURSOR, flowlet_table_size,
+    FL_CLASS_LOAD, FL_CLASS_PEERS, FL_FLOWLETS, FL_GROUP_STATS, FL_LOAD_CLOCK, FL_NEXTHOPS,
+    FL_NH_PEER_LOAD, FL_NH_STATS, FL_PATH_QUALITY, FL_SPRAY, FL_SPRAY_CURSOR, flowlet_table_size,
 };
 use crate::report;
 
@@ -133,6 +133,16 @@ impl Maps for CpuMaps {
     }
 
     #[inline(always)]
+    fn add_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, len: u64) {
+        add_class_load(destination.class_load_index(slot), epoch, len);
+    }
+
+    #[inline(always)]
+    fn remove_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, bytes: u64) {
+        remove_class_load(destination.class_load_index(slot), epoch, bytes);
+    }
+
+    #[inline(always)]
     fn count(&mut self, group: u32, counted: Counted) {
         let Some(stats) = FL_GROUP_STATS.get_ptr_mut(group) else {
             return;
@@ -158,6 +168,27 @@ impl Maps for CpuMaps {
     }
 }
 
+/// Adds `len` bytes at `epoch` to class load `index`. Not inlined, nor
+/// [`remove_class_load`]: in `dynamic` their lookups kept one more value
+/// live and its frame grew 8 bytes, past what the benchmark object's call
+/// chain allows (512 bytes in all).
+#[inline(never)]
+fn add_class_load(index: u32, epoch: u64, len: u64) {
+    if let Some(load) = FL_CLASS_LOAD.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot, no concurrent writer.
+        unsafe { (*load).add(epoch, len) };
+    }
+}
+
+/// Takes `bytes` at `epoch` off class load `index`.
+#[inline(never)]
+fn remove_class_load(index: u32, epoch: u64, bytes: u64) {
+    if let Some(load) = FL_CLASS_LOAD.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot, no concurrent writer.
+        unsafe { (*load).remove(epoch, bytes) };
+    }
+}
+
 /// Next hop `nh_id`'s path quality toward `destination`'s class; 0
 /// (avoid) for an id past the map.
 #[inline(always)]
@@ -168,10 +199,22 @@ pub(crate) fn quality(destination: Destination, nh_id: u32) -> u32 {
         .unwrap_or(0)
 }
 
-/// Next hop `nh_id`'s recent load as a choice weighs it: this CPU's at
-/// `epoch` and what the other CPUs' flows put there.
+/// What a choice toward `destination` weighs of the member `nh_id` in
+/// `slot`: for a class above 0, the load toward the class over it, else
+/// the next hop's ([`load`]).
 #[inline(always)]
-pub(crate) fn load(nh_id: u32, epoch: u64) -> u64 {
+pub(crate) fn weighed_load(destination: Destination, slot: u32, nh_id: u32, epoch: u64) -> u64 {
+    let index = destination.class_load_index(slot);
+    match FL_CLASS_LOAD.get(index) {
+        Some(own) => member_load(own, epoch, FL_CLASS_PEERS.get(index).copied().unwrap_or(0)),
+        None => load(nh_id, epoch),
+    }
+}
+
+/// Next hop `nh_id`'s recent load: this CPU's at `epoch` and what the
+/// other CPUs' flows put there.
+#[inline(always)]
+fn load(nh_id: u32, epoch: u64) -> u64 {
     member_load(
         &FL_NH_STATS
             .get(nh_id)
@@ -244,7 +287,10 @@ extern "C" fn consider_member(index: u64, walk: *mut c_void) -> i64 {
     }
     let (destination, epoch) = (walk.destination, walk.epoch);
     walk.walk.visit(slot, nh_id, CpuMaps.usable(nh_id), || {
-        (load(nh_id, epoch), quality(destination, nh_id))
+        (
+            weighed_load(destination, slot, nh_id, epoch),
+            quality(destination, nh_id),
+        )
     });
     0
 }

@@ -21,7 +21,7 @@ use lb_common::{
 
 use crate::maps::FL_BUCKETS;
 use cpu_maps::CpuMaps;
-pub(crate) use cpu_maps::{load, quality};
+pub(crate) use cpu_maps::{quality, weighed_load};
 
 /// The clock flowlet gaps are measured on, in ns: read once by every
 /// packet that keeps to a flowlet, and timed alone by the benchmark.

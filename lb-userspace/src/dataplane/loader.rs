@@ -24,6 +24,7 @@ mod pinning;
 mod ports;
 mod routes;
 mod tx_counting;
+pub use peer_load::LoadRow;
 pub use pinning::{Pinned, PinningError, Plan, holder, remove_instance};
 
 /// The production XDP object, built from lb-ebpf by the build script: the
@@ -527,6 +528,8 @@ mod tests {
             names::VERDICTS,
             names::NEXTHOP_STATS,
             names::PEER_LOAD,
+            names::CLASS_LOAD,
+            names::CLASS_PEER_LOAD,
             names::FLOWLETS,
             names::PATH_QUALITY,
             names::SPRAY,

@@ -10,6 +10,7 @@ use lb_common::abi::{
     PortMacs, VerdictCount,
 };
 use lb_common::select::flowlet::FlowletState;
+use lb_common::select::load::RecentLoad;
 use lb_common::verdict::Reason;
 
 pub struct Maps {
@@ -30,6 +31,8 @@ pub struct Maps {
     pub verdicts: PerCpuArray<MapData, VerdictCount>,
     pub nexthop_stats: PerCpuArray<MapData, NextHopStats>,
     pub peer_load: PerCpuArray<MapData, u64>,
+    pub class_load: PerCpuArray<MapData, RecentLoad>,
+    pub class_peer_load: PerCpuArray<MapData, u64>,
     pub group_stats: PerCpuArray<MapData, GroupStats>,
     pub spray_cursor: PerCpuArray<MapData, u64>,
     pub flowlets: PerCpuArray<MapData, FlowletState>,
@@ -70,6 +73,8 @@ impl Maps {
             verdicts: typed!(names::VERDICTS),
             nexthop_stats: typed!(names::NEXTHOP_STATS),
             peer_load: typed!(names::PEER_LOAD),
+            class_load: typed!(names::CLASS_LOAD),
+            class_peer_load: typed!(names::CLASS_PEER_LOAD),
             group_stats: typed!(names::GROUP_STATS),
             spray_cursor: typed!(names::SPRAY_CURSOR),
             flowlets: typed!(names::FLOWLETS),

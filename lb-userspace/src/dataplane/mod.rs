@@ -19,5 +19,7 @@ pub use bpffs::mount_bpffs;
 #[cfg(all(test, feature = "tooling"))]
 pub(crate) use loader::declared;
 pub(crate) use loader::said;
-pub use loader::{Dataplane, DataplaneError, Pinned, PinningError, Plan, holder, remove_instance};
+pub use loader::{
+    Dataplane, DataplaneError, LoadRow, Pinned, PinningError, Plan, holder, remove_instance,
+};
 pub use maps::Maps;

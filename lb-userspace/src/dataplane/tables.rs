@@ -25,7 +25,7 @@ use lb_common::{
         BUCKETS_PER_GROUP, LOCAL_ROUTE, MAX_GROUPS, MAX_LOCAL_ROUTES, MAX_NEXTHOPS, NO_NEXTHOP,
         ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
     },
-    route::{Destination, quality_index},
+    route::{Destination, class_load_index, quality_index},
     select::buckets::{fit, spray_sequence},
     select::choice,
     select::flowlet::MODE_ECMP,
@@ -395,6 +395,22 @@ impl Tables {
             .flat_map(|g| g.members.iter().copied())
             .collect();
         members.into_iter().collect()
+    }
+
+    /// The class loads ([`class_load_index`]) of the classes of groups
+    /// that choose by load, over each of their members' slots.
+    pub fn dynamic_class_loads(&self) -> Vec<u32> {
+        let mut indices: Vec<u32> = (self.groups.iter())
+            .filter(|g| g.entry.mode != MODE_ECMP)
+            .flat_map(|g| {
+                let slots = 0..g.members.len() as u32;
+                (g.classes.iter()).flat_map(move |class| {
+                    slots.clone().map(|slot| class_load_index(class.id, slot))
+                })
+            })
+            .collect();
+        indices.sort_unstable();
+        indices
     }
 
     /// Egress ports the devmap must hold.

@@ -14,7 +14,7 @@ use lb_common::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 use lb_common::route::Destination;
 use lb_common::select::choice::Drawn;
 use lb_common::select::flowlet::FlowletState;
-use lb_common::select::load::member_load;
+use lb_common::select::load::{RecentLoad, member_load};
 use lb_common::steer::{Counted, Decision, Maps, MemberWalk, member};
 
 use super::maps::InspectError;
@@ -30,6 +30,8 @@ pub struct CpuState<'a> {
     flowlets: HashMap<u32, FlowletState>,
     cursors: HashMap<u32, u64>,
     nexthops: HashMap<u32, NextHopStats>,
+    /// By [`Destination::class_load_index`].
+    class_loads: HashMap<u32, RecentLoad>,
     groups: HashMap<u32, GroupStats>,
     /// The flow event the last packet noted.
     noted: PendingEvent,
@@ -49,6 +51,7 @@ impl<'a> CpuState<'a> {
             flowlets: HashMap::new(),
             cursors: HashMap::new(),
             nexthops: HashMap::new(),
+            class_loads: HashMap::new(),
             groups: HashMap::new(),
             noted: PendingEvent::default(),
             decision: None,
@@ -122,9 +125,30 @@ impl<'a> CpuState<'a> {
         self.nexthops.entry(nh_id).or_insert(stats)
     }
 
-    /// Next hop `nh_id`'s load as the choice weighs it: this CPU's and
-    /// what the daemon told it of the others'.
-    fn load(&self, nh_id: u32, epoch: u64) -> u64 {
+    /// Class load `index`, as the view has it or this CPU left it; `None`
+    /// past the map ([`lb_common::limits::NO_NEXTHOP`] included).
+    fn class_load(&self, index: u32) -> Option<RecentLoad> {
+        match self.class_loads.get(&index) {
+            Some(load) => Some(*load),
+            None => self.on_cpu(self.view.class_loads(index)),
+        }
+    }
+
+    fn class_load_mut(&mut self, index: u32) -> Option<&mut RecentLoad> {
+        let load = self.class_load(index)?;
+        Some(self.class_loads.entry(index).or_insert(load))
+    }
+
+    /// What a choice toward `destination` weighs of the member `nh_id` in
+    /// `slot`, this CPU's and what the daemon told it of the others': the
+    /// load toward a class above 0 over it, else the next hop's (the
+    /// program's `weighed_load`).
+    fn load(&self, destination: Destination, slot: u32, nh_id: u32, epoch: u64) -> u64 {
+        let index = destination.class_load_index(slot);
+        if let Some(own) = self.class_load(index) {
+            let peers = self.on_cpu(self.view.class_peer_loads(index)).unwrap_or(0);
+            return member_load(&own, epoch, peers);
+        }
         let peers = self.on_cpu(self.view.peer_loads(nh_id)).unwrap_or(0);
         member_load(&self.stats(nh_id).load, epoch, peers)
     }
@@ -160,7 +184,10 @@ impl Maps for CpuState<'_> {
                 break;
             }
             walk.visit(slot, nh_id, self.usable(nh_id), || {
-                (self.load(nh_id, epoch), self.quality(destination, nh_id))
+                (
+                    self.load(destination, slot, nh_id, epoch),
+                    self.quality(destination, nh_id),
+                )
             });
         }
         walk.decide()
@@ -212,6 +239,18 @@ impl Maps for CpuState<'_> {
     fn move_load(&mut self, from: u32, to: u32, epoch: u64, bytes: u64) {
         self.stats_mut(from).load.remove(epoch, bytes);
         self.stats_mut(to).load.add(epoch, bytes);
+    }
+
+    fn add_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, len: u64) {
+        if let Some(load) = self.class_load_mut(destination.class_load_index(slot)) {
+            load.add(epoch, len);
+        }
+    }
+
+    fn remove_class_load(&mut self, destination: Destination, slot: u32, epoch: u64, bytes: u64) {
+        if let Some(load) = self.class_load_mut(destination.class_load_index(slot)) {
+            load.remove(epoch, bytes);
+        }
     }
 
     fn count(&mut self, group: u32, counted: Counted) {

@@ -21,7 +21,7 @@ use lb_common::select::flowlet::{
     FlowletState, FlowletStep, MODE_ECMP, flowlet_index, flowlet_rules,
 };
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
-use lb_common::select::load::member_load;
+use lb_common::select::load::{RecentLoad, member_load};
 use lb_common::select::overrides::{matches, override_index};
 use lb_common::steer::{self, Decision, Maps as _, Pin, Spray};
 use lb_common::verdict::Reason;
@@ -431,9 +431,7 @@ impl InGroup<'_> {
             if id == NO_NEXTHOP {
                 break;
             }
-            let own = self.maps.nexthop_stats(id)?;
-            let own = own.map_or_else(Default::default, |s| s[cpu].load);
-            let peers = self.maps.peer_loads(id)?.map_or(0, |p| p[cpu]);
+            let (own, peers) = self.load(slot, id, cpu)?;
             members.push(Member {
                 slot,
                 id,
@@ -443,6 +441,20 @@ impl InGroup<'_> {
             });
         }
         Ok(members)
+    }
+
+    /// What the choice weighs of member `id` in `slot` on `cpu`: the load
+    /// toward the destination's class over it where the class has one,
+    /// else the next hop's; and what the other CPUs put there.
+    fn load(&self, slot: u32, id: u32, cpu: usize) -> Result<(RecentLoad, u64)> {
+        let index = self.destination.class_load_index(slot);
+        if let Some(loads) = self.maps.class_loads(index)? {
+            let peers = self.maps.class_peer_loads(index)?.map_or(0, |p| p[cpu]);
+            return Ok((loads[cpu], peers));
+        }
+        let own = self.maps.nexthop_stats(id)?;
+        let own = own.map_or_else(Default::default, |s| s[cpu].load);
+        Ok((own, self.maps.peer_loads(id)?.map_or(0, |p| p[cpu])))
     }
 
     /// The CPU whose state a flowlet of flow `hash` is explained on:

@@ -15,7 +15,7 @@ use lb_common::abi::{
 };
 use lb_common::route::table::{Levels, entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
-use lb_common::select::load::load_epoch;
+use lb_common::select::load::{RecentLoad, load_epoch};
 use lb_common::verdict::Reason;
 
 use super::view::MapView;
@@ -234,6 +234,17 @@ impl MapView for MapSet {
 
     fn peer_loads(&self, id: u32) -> Result<Option<Vec<u64>>> {
         let loads = absent_is_none(self.typed.peer_load.get(&id, 0), names::PEER_LOAD)?;
+        Ok(loads.map(|l| l.to_vec()))
+    }
+
+    fn class_loads(&self, index: u32) -> Result<Option<Vec<RecentLoad>>> {
+        let loads = absent_is_none(self.typed.class_load.get(&index, 0), names::CLASS_LOAD)?;
+        Ok(loads.map(|l| l.to_vec()))
+    }
+
+    fn class_peer_loads(&self, index: u32) -> Result<Option<Vec<u64>>> {
+        let loads = self.typed.class_peer_load.get(&index, 0);
+        let loads = absent_is_none(loads, names::CLASS_PEER_LOAD)?;
         Ok(loads.map(|l| l.to_vec()))
     }
 

@@ -13,11 +13,12 @@ use std::net::IpAddr;
 
 use lb_common::abi::{GroupEntry, NEXTHOP_USABLE, NextHop, NextHopStats, OverrideEntry, PortMacs};
 use lb_common::limits::{
-    BUCKETS_PER_GROUP, MAX_GROUPS, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP, SPRAY_ROWS,
+    BUCKETS_PER_GROUP, CLASS_LOAD_ROWS, MAX_GROUPS, MAX_NEXTHOPS, MAX_OVERRIDES_PER_GROUP,
+    SPRAY_ROWS,
 };
 use lb_common::route::table::{entry_value, lookup_entry, or_trie};
 use lb_common::select::flowlet::FlowletState;
-use lb_common::select::load::load_epoch;
+use lb_common::select::load::{RecentLoad, load_epoch};
 use lb_common::select::overrides::override_index;
 
 use super::interfaces::Interfaces;
@@ -302,6 +303,14 @@ impl MapView for Offline {
 
     fn peer_loads(&self, id: u32) -> Result<Option<Vec<u64>>> {
         Ok(array(id, MAX_NEXTHOPS, None).map(|l| vec![l]))
+    }
+
+    fn class_loads(&self, index: u32) -> Result<Option<Vec<RecentLoad>>> {
+        Ok(array(index, CLASS_LOAD_ROWS, None).map(|l| vec![l]))
+    }
+
+    fn class_peer_loads(&self, index: u32) -> Result<Option<Vec<u64>>> {
+        Ok(array(index, CLASS_LOAD_ROWS, None).map(|l| vec![l]))
     }
 
     fn spray_cursor(&self, _row: u32) -> Result<Vec<u64>> {

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 
 use lb_common::abi::{GroupEntry, NextHop, NextHopStats, OverrideEntry, PortMacs};
 use lb_common::select::flowlet::FlowletState;
+use lb_common::select::load::RecentLoad;
 
 use super::maps::InspectError;
 
@@ -48,6 +49,11 @@ pub trait MapView {
     fn nexthop_stats(&self, id: u32) -> Result<Option<Vec<NextHopStats>>>;
     /// What each CPU was told the others' flows put on next hop `id`.
     fn peer_loads(&self, id: u32) -> Result<Option<Vec<u64>>>;
+    /// Entry `index` ([`lb_common::route::Destination::class_load_index`])
+    /// of the loads toward a class over a member, per CPU.
+    fn class_loads(&self, index: u32) -> Result<Option<Vec<RecentLoad>>>;
+    /// What each CPU was told the others' flows put at class load `index`.
+    fn class_peer_loads(&self, index: u32) -> Result<Option<Vec<u64>>>;
     /// Spray row `row`'s cursor, per CPU.
     fn spray_cursor(&self, row: u32) -> Result<Vec<u64>>;
     /// Flowlet table entry `index`, per CPU.
