@@ -153,13 +153,14 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
         (1.1..=1.25).contains(&ecmp.healthy_share_on_degraded_spine),
         "{ecmp:?}"
     );
-    // With every CPU's loads weighed (six runs): 3.7-6.1% toward leaf 3,
-    // 1.03-1.08 toward the others, 12-241 lost against ECMP's 1108-1121;
-    // before, 4.7%, 1.08, 93 against 1123 (0.08). With bands worth
-    // (8 - b) / 8: 111 of 1124, and five runs of an earlier form 0.14-0.63
-    // of ECMP's (the start, before the first samples show spine 4's port,
-    // is a large part of this short run, and its debug daemons are
-    // slower).
+    // Each destination's flowlets weighing the loads toward it (three
+    // runs): 4.9-7.7% toward leaf 3, 0.94-1.06 toward the others, 21-63
+    // lost against ECMP's 1112-1124. Weighing the next hops' whole loads
+    // (six runs): 3.7-6.1%, 1.03-1.08, 12-241 against 1108-1121. With
+    // bands worth (8 - b) / 8: 111 of 1124, and five runs of an earlier
+    // form 0.14-0.63 of ECMP's (the start, before the first samples show
+    // spine 4's port, is a large part of this short run, and its debug
+    // daemons are slower).
     steered_around_the_slow_port(steered, ecmp, 0.1, 25);
 }
 
@@ -236,18 +237,22 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops * 100 >= linux.totals.dropped * 75, "{linux:?}");
     // Debug daemons react later than the release build's (0.09-0.23%
-    // lost against 4.3-5.1% there). From COUNTERS_DB, spine 4 carries
-    // 1.4-1.7% of leaf 3's bytes (three runs; blind 13.5-16.9%), or about
-    // its capacity share (7.7%): 8.0% and 9.3% in fresh-clone run 71,
-    // losing 35 and 222, so held below 10%, under the blind rows; and the
-    // loss is 0.13-0.32 of the blind row's (271-653 of 1923-2036), most
-    // of it at the fast ports the leaves moved to together; in fresh-clone
-    // run 73 the blind row lost only 998 and this one 551 (0.55), so
-    // held at 0.6. The
-    // exporters' row, scraped over the loaded cores, keeps 14-20% there:
-    // its samples come late and it moves flowlets only while the queue
-    // is deep, yet loses 0.15-0.21 of the blind row's (313-410; 0.58, 740
-    // of 1272, in a fresh-clone run whose senders stalled), which it
+    // lost against 4.3-5.1% there). From COUNTERS_DB, with each
+    // destination's flowlets weighing the loads toward it, spine 4
+    // carries about its capacity share (7.7%) of leaf 3's bytes: 6.5%,
+    // losing 207 against the blind row's 2061 (one run; the exporters'
+    // row 8.0%, 358). Weighing the next hops' whole loads it carried
+    // 1.4-1.7% (three runs), or 8.0% and 9.3% in fresh-clone run 71,
+    // losing 35 and 222, so held below 10%, under the blind rows'
+    // 13.5-16.9%; and the loss was 0.13-0.32 of the blind row's (271-653
+    // of 1923-2036), most of it at the fast ports the leaves moved to
+    // together; in fresh-clone run 73 the blind row lost only 998 and
+    // this one 551 (0.55), so held at 0.6. The
+    // exporters' row, scraped over the loaded cores, kept 14-20% there
+    // (8.0% in the run above): its samples come late and it moves
+    // flowlets only while the queue is deep, yet loses 0.15-0.21 of the
+    // blind row's (313-410, 358 since; 0.58, 740 of 1272, in a
+    // fresh-clone run whose senders stalled), which it
     // would not had the daemon not read the spines at their `{switch}`
     // addresses; only its loss is held, under the blind row's.
     steered_around_the_slow_port(counters, linux, 0.1, 60);
