@@ -34,6 +34,8 @@ struct Sampled {
     step_us: u64,
     /// The port's speed each sample reports.
     speed: Option<u64>,
+    /// Whether each sample is of a queue other switches fill too.
+    shared: bool,
 }
 
 impl Sampled {
@@ -43,6 +45,7 @@ impl Sampled {
             at_us: 0,
             step_us,
             speed: None,
+            shared: false,
         }
     }
 
@@ -55,6 +58,7 @@ impl Sampled {
                 load,
                 queued,
                 speed: self.speed,
+                shared: self.shared,
             },
         )
     }
@@ -207,6 +211,24 @@ fn the_quality_follows_the_band_through_the_ewma() {
     assert_eq!(first.path.quality(), band_quality(7, false));
 }
 
+/// A queue other leaves fill too (a destination's row) is never cut to
+/// an eighth, however long it stays in the worst band: its quality
+/// follows band 7's 576 and stays there.
+#[test]
+fn a_shared_queue_in_the_worst_band_is_not_cut_to_an_eighth() {
+    let mut path = Sampled::every(STEP_US, draining());
+    path.shared = true;
+    let mut qualities = Vec::new();
+    for bytes in [0, 1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30] {
+        path.queued(bytes);
+        qualities.push(path.path.quality());
+    }
+    // 1024 - 448/4, 912 - 336/4, 828 - 252/4, 765 - 189/4, 718 - 142/4.
+    assert_eq!(qualities, [1024, 912, 828, 765, 718, 683]);
+    assert_eq!(path.path.worst_since_us, Some(20_000));
+    assert!(!path.path.worst_held);
+}
+
 /// The same time constant at four times the interval moves the EWMA
 /// 40 / (30 + 40) of the way per sample, and the worst band held 20 ms
 /// cuts at its second sample: the profile means the same in time.
@@ -230,6 +252,7 @@ fn the_smoothing_counts_in_time_not_in_samples() {
             load: None,
             queued: 0,
             speed: None,
+            shared: false,
         },
     );
     assert_eq!(same.quality(), 403);

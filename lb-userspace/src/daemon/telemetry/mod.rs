@@ -67,8 +67,9 @@ impl PathState {
         }
     }
 
-    /// Takes a good reading made at `at`, `at_us` on the samples' clock.
-    fn take(&mut self, reading: Reading, at: Instant, at_us: u64, judge: &Judge) {
+    /// Takes a good reading made at `at`, `at_us` on the samples' clock;
+    /// `shared`: of a destination's row, a queue other leaves fill too.
+    fn take(&mut self, reading: Reading, at: Instant, at_us: u64, judge: &Judge, shared: bool) {
         self.last_good = Some(at);
         self.stale = false;
         self.queued_bytes = reading.queued_bytes;
@@ -98,6 +99,7 @@ impl PathState {
                 load,
                 queued: reading.queued_bytes,
                 speed: reading.speed_bytes_per_s,
+                shared,
             },
         );
     }
@@ -203,7 +205,8 @@ impl Telemetry {
                     if std::mem::take(&mut path.failing) {
                         info!(group = %name, next_hop = %label(), "telemetry recovered");
                     }
-                    path.take(reading, batch.at, at_us, &self.judge);
+                    let shared = quality_path(index).0 != 0;
+                    path.take(reading, batch.at, at_us, &self.judge, shared);
                 }
                 Err(e) => {
                     path.errors += 1;
@@ -328,15 +331,15 @@ mod tests {
     fn a_reading_of_the_same_write_gives_no_rate() {
         let (judge, now) = (judge(), Instant::now());
         let mut path = PathState::new("counters-db");
-        path.take(reading(0, 1_000), now, 0, &judge);
+        path.take(reading(0, 1_000), now, 0, &judge, false);
         assert_eq!(path.quality.sampled_at_us, None, "primed only");
-        path.take(reading(5_000, 3_000), now, 20_000, &judge);
+        path.take(reading(5_000, 3_000), now, 20_000, &judge, false);
         assert_eq!(path.quality.past_load, Some(100_000));
-        path.take(reading(0, 3_000), now, 30_000, &judge);
+        path.take(reading(0, 3_000), now, 30_000, &judge, false);
         assert_eq!(path.quality.sampled_at_us, Some(30_000), "queue sampled");
         assert_eq!(path.quality.queued, 0);
         assert_eq!(path.quality.past_load, Some(100_000), "no rate");
-        path.take(reading(6_000, 7_000), now, 40_000, &judge);
+        path.take(reading(6_000, 7_000), now, 40_000, &judge, false);
         // 4000 B over the 20 ms since the last change: 200 kB/s, which the
         // past load (and its peak) follows a quarter of the way.
         assert_eq!(path.quality.past_load, Some(125_000));
