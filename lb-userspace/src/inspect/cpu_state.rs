@@ -143,7 +143,7 @@ impl<'a> CpuState<'a> {
     /// `slot`, this CPU's and what the daemon told it of the others': the
     /// load toward a class above 0 over it, else the next hop's (the
     /// program's `weighed_load`).
-    fn load(&self, destination: Destination, slot: u32, nh_id: u32, epoch: u64) -> u64 {
+    pub fn weighed_load(&self, destination: Destination, slot: u32, nh_id: u32, epoch: u64) -> u64 {
         let index = destination.class_load_index(slot);
         if let Some(own) = self.class_load(index) {
             let peers = self.on_cpu(self.view.class_peer_loads(index)).unwrap_or(0);
@@ -185,7 +185,7 @@ impl Maps for CpuState<'_> {
             }
             walk.visit(slot, nh_id, self.usable(nh_id), || {
                 (
-                    self.load(destination, slot, nh_id, epoch),
+                    self.weighed_load(destination, slot, nh_id, epoch),
                     self.quality(destination, nh_id),
                 )
             });

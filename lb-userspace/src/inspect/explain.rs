@@ -21,7 +21,6 @@ use lb_common::select::flowlet::{
     FlowletState, FlowletStep, MODE_ECMP, flowlet_index, flowlet_rules,
 };
 use lb_common::select::hash::{HashFields, HashInput, flow_hash, hash_input};
-use lb_common::select::load::{RecentLoad, member_load};
 use lb_common::select::overrides::{matches, override_index};
 use lb_common::steer::{self, Decision, Maps as _, Pin, Spray};
 use lb_common::verdict::Reason;
@@ -423,38 +422,25 @@ impl InGroup<'_> {
             .is_some_and(|nh| nh.flags & NEXTHOP_USABLE != 0))
     }
 
-    /// The members up to the first empty slot, as seen on `cpu` at `epoch`.
-    fn members(&self, cpu: usize, epoch: u64) -> Result<Vec<Member>> {
+    /// The members up to the first empty slot, each with its load at
+    /// `epoch` as the choice weighs it on `state`'s CPU.
+    fn members(&self, state: &CpuState, epoch: u64) -> Result<Vec<Member>> {
         let mut members = Vec::new();
         for slot in 0..MAX_NEXTHOPS_PER_GROUP as u32 {
             let id = self.member(slot);
             if id == NO_NEXTHOP {
                 break;
             }
-            let (own, peers) = self.load(slot, id, cpu)?;
             members.push(Member {
                 slot,
                 id,
                 usable: self.usable(id)?,
-                load: member_load(&own, epoch, peers),
+                load: state.weighed_load(self.destination, slot, id, epoch),
                 quality: self.maps.quality(self.destination.quality_index(id))?,
             });
         }
+        state.failed()?;
         Ok(members)
-    }
-
-    /// What the choice weighs of member `id` in `slot` on `cpu`: the load
-    /// toward the destination's class over it where the class has one,
-    /// else the next hop's; and what the other CPUs put there.
-    fn load(&self, slot: u32, id: u32, cpu: usize) -> Result<(RecentLoad, u64)> {
-        let index = self.destination.class_load_index(slot);
-        if let Some(loads) = self.maps.class_loads(index)? {
-            let peers = self.maps.class_peer_loads(index)?.map_or(0, |p| p[cpu]);
-            return Ok((loads[cpu], peers));
-        }
-        let own = self.maps.nexthop_stats(id)?;
-        let own = own.map_or_else(Default::default, |s| s[cpu].load);
-        Ok((own, self.maps.peer_loads(id)?.map_or(0, |p| p[cpu])))
     }
 
     /// The CPU whose state a flowlet of flow `hash` is explained on:
@@ -488,7 +474,9 @@ impl InGroup<'_> {
         pin: Pin,
     ) -> Result<DynamicStep> {
         let epoch = self.maps.epochs(self.len)?[cpu];
-        let members = self.members(cpu, epoch)?;
+        // The state before this packet's choice.
+        let before = CpuState::new(self.maps, cpu, now_ns);
+        let members = self.members(&before, epoch)?;
         let kind = match decision {
             Decision::Sprayed(spray) => Dynamic::Sprayed(spray),
             Decision::Flowlet {
@@ -512,8 +500,6 @@ impl InGroup<'_> {
                             FlowletStep::Choose { current } => current,
                             FlowletStep::Start | FlowletStep::Occupied => None,
                         };
-                        // The state before this packet's choice.
-                        let before = CpuState::new(self.maps, cpu, now_ns);
                         let choose = |drawn| {
                             before.choose(self.group, self.destination, epoch, current, own, drawn)
                         };
