@@ -287,15 +287,16 @@ impl PathQuality {
     /// two samples that both found it queued, or a counter's write
     /// landed a poll late) would starve it for good. Equal spines were
     /// rated at a fifth of their speed that way and carried 0.2-2% of a
-    /// 16-way split (one spine in 4 runs of 15). So a drain rate no busy interval has measured for
-    /// [`DRAIN_HOLD_US`] while the path carries under half of it relaxes
-    /// toward its peak rate, the most it was seen to carry: a path that is
-    /// slow queues again as its share grows, and is measured slow again.
-    /// One that carries about what it is rated for keeps its rate: it is
-    /// not starved, and a spine slowed to a quarter whose share keeps its
-    /// queue just empty would be probed back up to its old speed every
-    /// few hundred milliseconds (relaxed on the hold alone, `spine-slowdown`'s
-    /// sprayed row lost 0.09-0.30% in three runs, 0.02-0.04% before).
+    /// 16-way split (one spine in 4 runs of 15). So a drain rate no busy
+    /// interval has measured for [`DRAIN_HOLD_US`] while the path carries
+    /// under half of it relaxes toward its peak rate, the most it was seen
+    /// to carry: a path that is slow queues again as its share grows, and
+    /// is measured slow again. One that carries about what it is rated for
+    /// keeps its rate: it is not starved, and a spine slowed to a quarter
+    /// whose share keeps its queue just empty would be probed back up to
+    /// its old speed every few hundred milliseconds (relaxed on the hold
+    /// alone, `spine-slowdown`'s sprayed row lost 0.09-0.30% in three
+    /// runs, 0.02-0.04% before).
     fn relax_drain_rate(&mut self, at: u64, since: Option<u64>) {
         let (Some(drain), Some(measured)) = (self.drain_rate, self.drain_measured_us) else {
             return;
