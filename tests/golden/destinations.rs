@@ -153,3 +153,47 @@ fn a_flowlet_toward_a_destination_weighs_the_loads_toward_it() {
         assert_eq!(toward(class_a, slot), 0, "toward a on member {slot}");
     }
 }
+
+/// [`CONFIG`] in flowlet mode with `weighted` choices and a gap of a
+/// millisecond.
+fn weighted_config() -> String {
+    CONFIG.replace(
+        "mode = \"per-packet\"",
+        "mode = \"flowlet\"\nflowlet_gap_us = 1000\nflowlet_choice = \"weighted\"",
+    )
+}
+
+/// The members five flowlets of one flow to `dst` take.
+fn flowlet_members(h: &mut Harness, dst: [u8; 4]) -> Vec<usize> {
+    let (ip, l4) = udp_packet(dst, 4000);
+    let frame = ip.frame(LB_MAC, PEER_MAC, &[], &l4);
+    (0..5)
+        .map(|_| {
+            let (verdict, out) = h.run(&frame);
+            assert_eq!(verdict, lb_common::verdict::XDP_REDIRECT, "to {dst:?}");
+            std::thread::sleep(Duration::from_millis(5));
+            usize::from(out[5] & 0x0f) - 1
+        })
+        .collect()
+}
+
+/// A `weighted` flowlet toward a destination takes its turn in the
+/// destination's sequence, wherever the flow is: after its first
+/// flowlet, a flow toward `a` takes each of the four equal members in
+/// turn. A flow on the route in no destination (the group's own row)
+/// stays where it started: no other member is cheaper by the hysteresis
+/// margin than the one it has to itself.
+#[test]
+fn a_weighted_flowlet_toward_a_destination_takes_its_turn() {
+    pin_to_one_cpu();
+    let mut h = Harness::with_config(&weighted_config());
+    let toward_a = flowlet_members(&mut h, [10, 20, 0, 2]);
+    let mut turns = toward_a[1..].to_vec();
+    turns.sort_unstable();
+    assert_eq!(turns, [0, 1, 2, 3], "flowlets' members {toward_a:?}");
+    let elsewhere = flowlet_members(&mut h, [10, 22, 0, 2]);
+    assert!(
+        elsewhere.iter().all(|&m| m == elsewhere[0]),
+        "flowlets' members {elsewhere:?}"
+    );
+}

@@ -20,7 +20,10 @@
 //! flowlets, weighted, in turn rather than at random: among equal paths a
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
 //! turns leave them even), and a path rated down loses only its share of
-//! the quality, not every new flowlet of every leaf at once.
+//! the quality, not every new flowlet of every leaf at once. In the
+//! group's own row a flow still stays where it is unless the turn's member
+//! is cheaper by the hysteresis margin; in a destination's row it takes
+//! the turn ([`weighs_staying`]).
 //!
 //! In the group's own row both drawing rules also weigh the idle peers
 //! of the path a flow is on (members of at least three quarters of its
@@ -242,6 +245,28 @@ pub fn weighs_peers(class: u32, hash: u32, position: u64) -> bool {
     // The golden ratio's multiply spreads consecutive cursors over the
     // word; its top bit is the coin.
     class == 0 && (hash ^ position as u32).wrapping_mul(0x9E37_79B9) >> 31 == 1
+}
+
+/// Whether a new flowlet of a group choosing by `choice`, toward a
+/// destination of `class`, may stay on its path when the draw offers
+/// another that is not cheaper by the hysteresis margin
+/// ([`crate::select::flowlet::PathChoice::decide`]).
+///
+/// Not for `weighted` in a destination's row: there every flowlet takes
+/// its turn, so each leaf splits its flowlets toward a leaf over the
+/// spines in proportion to their quality for that leaf. With the stay, a
+/// flow left its path only for one lighter by this leaf's own loads, so
+/// a spine's share was what the flows that happened to stay on it made
+/// it, not its quality's: around a spine slowed to a quarter its share
+/// swung between 2% and 20% in 10 ms windows against its 7.7%, and the
+/// fast spines' ports toward one leaf filled to their limit in turn.
+/// Taking the turns, the leaves move only their quality's share of
+/// flowlets when a queue builds. In the group's own row the stay keeps a
+/// flow alone on its path among equals, where the turns would move it
+/// into a collision (`equal-paths-8` and `-16`).
+#[inline(always)]
+pub fn weighs_staying(choice: u32, class: u32) -> bool {
+    class == 0 || choice != CHOICE_WEIGHTED
 }
 
 #[cfg(test)]

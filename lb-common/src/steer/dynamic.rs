@@ -10,7 +10,7 @@ use crate::abi::{
 use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
 use crate::route::Destination;
 use crate::select::{
-    choice::{Drawn, draw_positions, drawn, draws, weighs_peers},
+    choice::{Drawn, draw_positions, drawn, draws, weighs_peers, weighs_staying},
     flowlet::{FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step},
     placement::{Placement, placement},
 };
@@ -194,6 +194,7 @@ pub fn dynamic<M: Maps>(
         match placement(next, |slot| maps.usable(member(group, slot)), ecmp_start) {
             Placement::Slot(slot) => slot,
             Placement::LeastCost { offered } => {
+                let offered = offered.filter(|_| weighs_staying(group.choice, destination.class));
                 let drawn = draw(maps, group, destination, hash, offered)?;
                 drawn_for = drawn;
                 let chosen = maps.choose(group, destination, epoch, offered, previous_own, drawn);
