@@ -153,15 +153,15 @@ fn a_slow_spine_port_toward_one_leaf_is_steered_around_per_destination() {
         (1.1..=1.25).contains(&ecmp.healthy_share_on_degraded_spine),
         "{ecmp:?}"
     );
-    // Each destination's flowlets weighing the loads toward it (three
-    // runs): 4.9-7.7% toward leaf 3, 0.94-1.06 toward the others, 21-63
-    // lost against ECMP's 1112-1124. Weighing the next hops' whole loads
-    // (six runs): 3.7-6.1%, 1.03-1.08, 12-241 against 1108-1121. With
-    // bands worth (8 - b) / 8: 111 of 1124, and five runs of an earlier
-    // form 0.14-0.63 of ECMP's (the start, before the first samples show
-    // spine 4's port, is a large part of this short run, and its debug
-    // daemons are slower).
-    steered_around_the_slow_port(steered, ecmp, 0.1, 25);
+    // Each destination's flowlets taking their turns (three runs):
+    // 6.3-9.0% toward leaf 3, 1.00-1.04 toward the others, 0-24 lost
+    // against ECMP's 1113-1120. Staying on their paths unless a turn was
+    // lighter by the hysteresis margin (three runs): 4.9-7.7%,
+    // 0.94-1.06, 21-63 against 1112-1124. Weighing the next hops' whole
+    // loads (six runs): 3.7-6.1%, 1.03-1.08, 12-241 against 1108-1121
+    // (the start, before the first samples show spine 4's port, is a
+    // large part of this short run, and its debug daemons are slower).
+    steered_around_the_slow_port(steered, ecmp, 0.1, 10);
 }
 
 /// `fabric-bgp` at full length: `fabric-slow-link` with every router's
@@ -231,17 +231,20 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
             assert!(leaf.iter().all(|&s| s > 0.1), "{row:?}");
         }
     }
-    assert!(linux.degraded_port_share > 0.12, "{linux:?}");
+    // 11.5-13.1% in three runs since, 13.1-16.9% before.
+    assert!(linux.degraded_port_share > 0.11, "{linux:?}");
     // At least 75% of its drops at the slow port: 82-99% in three runs
     // (blind flowlets also herd onto the fast ports now and then).
     let slow_drops = linux.port_dropped[SLOW_SPINE - 1][SLOW_LEAF - 1];
     assert!(slow_drops * 100 >= linux.totals.dropped * 75, "{linux:?}");
-    // Debug daemons react later than the release build's (0.09-0.23%
-    // lost against 4.3-5.1% there). From COUNTERS_DB, with each
-    // destination's flowlets weighing the loads toward it, spine 4
-    // carries about its capacity share (7.7%) of leaf 3's bytes: 6.5%,
-    // losing 207 against the blind row's 2061 (one run; the exporters'
-    // row 8.0%, 358). Weighing the next hops' whole loads it carried
+    // Debug daemons react later than the release build's (0.00-0.08%
+    // lost against 3.8% there). From COUNTERS_DB, with each
+    // destination's flowlets taking their turns, spine 4 carries about
+    // its capacity share (7.7%) of leaf 3's bytes: 6.9-7.6%, losing 0-49
+    // against the blind row's 1816-2338 (three runs; the exporters' row
+    // 7.4-8.7%, 76-162). Staying on their paths unless a turn was lighter
+    // by the hysteresis margin: 6.5%, 207 against 2061 (one run; the
+    // exporters' row 8.0%, 358). Weighing the next hops' whole loads it carried
     // 1.4-1.7% (three runs), or 8.0% and 9.3% in fresh-clone run 71,
     // losing 35 and 222, so held below 10%, under the blind rows'
     // 13.5-16.9%; and the loss was 0.13-0.32 of the blind row's (271-653
@@ -254,10 +257,11 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     // blind row's (313-410, 358 since; 0.58, 740 of 1272, in a
     // fresh-clone run whose senders stalled), which it
     // would not had the daemon not read the spines at their `{switch}`
-    // addresses; only its loss is held, under the blind row's.
-    steered_around_the_slow_port(counters, linux, 0.1, 60);
+    // addresses. Only its loss is held: under 0.3 of the blind row's
+    // (0.03-0.08 in the three runs taking turns).
+    steered_around_the_slow_port(counters, linux, 0.1, 20);
     assert!(
-        exporters.totals.dropped < linux.totals.dropped,
+        exporters.totals.dropped * 100 <= linux.totals.dropped * 30,
         "{exporters:?}"
     );
 }
@@ -324,11 +328,12 @@ fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
 /// all-to-all over four leaves. ECMP keeps sending it what the hash gives
 /// it (30.5% of the bytes) and loses 11-14%; with every leaf steering on
 /// the spines' COUNTERS_DB (weighted) its share from 200 ms after the
-/// change is near its capacity share (7.6-9.7% measured against 7.7%),
-/// and the loss a tenth to a sixteenth of ECMP's: 341-694 of ECMP's
-/// 5698-6607 in this test (debug daemons, six runs), 0.67-0.80% with the
-/// release build against 14%; not the 0.1%, which 40 ms samples
-/// cannot reach here (see the README). The third row sprays every packet
+/// change is near its capacity share (6.8-7.3% measured against 7.7%),
+/// and the loss a twentieth to a two-hundredth of ECMP's: 37-400 of
+/// ECMP's 7097-7127 in this test (debug daemons, seven runs; 341-694 of
+/// 5698-6607 when a flow stayed unless a turn was lighter), 0.03-0.47%
+/// with the release build against 14%; above the 0.1% in most
+/// runs, lost while the leaves react (see the README). The third row sprays every packet
 /// on every leaf and reads the spines every 10 ms: what the qualities do
 /// without flowlets to move, which meets it.
 #[test]
@@ -421,7 +426,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         share(steered)
     );
     assert!(
-        steered.totals.dropped * 4 <= ecmp.totals.dropped,
+        steered.totals.dropped * 8 <= ecmp.totals.dropped,
         "{}",
         steered.totals.dropped
     );
@@ -429,19 +434,20 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     // (about 700 then, 4100 in the 800 ms after).
     assert!(ecmp.dropped_after > ecmp.dropped_reacting * 3, "{ecmp:?}");
     // Steering cuts both parts: what is lost while the leaves react, five
-    // 40 ms samples after the change (220-223 against ECMP's 690-750
-    // locally, 275 and 364 against 707 and 583 in fresh-clone run 95;
-    // 102-301 against 652-763 with release daemons), and once they have
-    // moved (157 against 4123-4178 locally, 448 and 620 against 4234 and
-    // 4124 in run 95; 30-290 against 4103-4225 with release daemons).
+    // 40 ms samples after the change (0-160 against ECMP's 737-756
+    // locally; 0-177 against 693-771 with release daemons), and once
+    // they have moved (0-209 against 4077-4189 locally; 0-102 with
+    // release daemons). When a flow stayed unless a turn was lighter:
+    // 220-223 and 157 locally, 275 and 364, 448 and 620 in fresh-clone
+    // run 95.
     assert!(
-        steered.dropped_reacting <= ecmp.dropped_reacting,
+        steered.dropped_reacting * 2 <= ecmp.dropped_reacting,
         "reacting: {} against {}",
         steered.dropped_reacting,
         ecmp.dropped_reacting
     );
     assert!(
-        steered.dropped_after * 5 <= ecmp.dropped_after,
+        steered.dropped_after * 8 <= ecmp.dropped_after,
         "after: {} against {}",
         steered.dropped_after,
         ecmp.dropped_after
@@ -454,7 +460,8 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     // (the 0.1% is 50 packets), the share settled in the first
     // 50 ms span from 78-88 ms after the change, 7.8% after, an
     // oscillation of 0.2-0.3 points (release daemons, four runs). These
-    // debug daemons lost nothing either (eight runs), 7.2-8.6% after, an
+    // debug daemons lost nothing either (eight runs), 7.2-8.6% after
+    // (up to 9.4%, and once above 9.5%, in seven runs since), an
     // oscillation of 0.2-0.6 points, 1.0 where the share never settled
     // (1.75 once in fresh-clone run 106, beside the suite's other tests),
     // but settled anywhere from 107 to 778 ms (or never): their watcher
@@ -462,7 +469,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     // the scenario's to show, not this test's. Measured drain rates
     // alone, these debug daemons lost 6-76 packets in the reaction, and
     // release ones settled 232-255 ms after the change.
-    assert!((0.06..=0.095).contains(&share(sprayed)), "{sprayed:?}");
+    assert!((0.06..=0.10).contains(&share(sprayed)), "{sprayed:?}");
     let oscillation = sprayed.oscillation.expect("an oscillation");
     assert!(oscillation <= 0.025, "{sprayed:?}");
     assert!(sprayed.totals.dropped <= 25, "{sprayed:?}");
@@ -491,13 +498,18 @@ fn steered_around_the_slow_port(steered: &FabricRow, blind: &FabricRow, share: f
 /// one of its QP: none in ECMP, whose paths never change; where flowlets
 /// move, a sender that stalls longer than the gap mid-message may move
 /// the rest of the message past what still waits in the slow port's
-/// queue (which holds up to 72 ms), a message's 32 packets each time. At
-/// most two such messages: none or one packet in most rows beside
-/// nothing else, but 11-34 in CI's loaded runs, where senders stall.
+/// queue (which holds up to 72 ms), a message's 32 packets each time.
+/// At most four such messages. Flowlets toward a leaf take their turns
+/// among the spines, so a flow moves at most of its flowlets (900-1100
+/// moves in a row against about 300 when a flow stayed unless a turn was
+/// lighter), and more of those stalls move it: 0-78 packets in three
+/// runs of the exporters' row beside nothing else, where staying had
+/// none or one, and 11-34 in CI's loaded runs. The scenarios, with
+/// release daemons, have none.
 fn sent_whole_and_in_order(row: &FabricRow, messages: u32) {
     assert_eq!(row.totals.sent, 8 * 7 * u64::from(messages) * 32, "{row:?}");
     assert_eq!(row.share.len(), 4, "{row:?}");
-    let overtaken = if row.mode == "ecmp" { 0 } else { 64 };
+    let overtaken = if row.mode == "ecmp" { 0 } else { 128 };
     assert!(row.totals.late_packets <= overtaken, "{row:?}");
 }
 
