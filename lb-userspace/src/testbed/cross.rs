@@ -17,6 +17,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::Testbed;
 use super::netns::in_netns;
+use super::topology::remove_cross_port;
 
 /// Datagram payload: with headers, about what the collective's frames are.
 const PAYLOAD: usize = 1400;
@@ -133,10 +134,7 @@ impl Drop for CrossTraffic {
     fn drop(&mut self) {
         self.stop_sending.store(true, Ordering::Relaxed);
         self.stop_receiving.store(true, Ordering::Relaxed);
-        let _ = std::process::Command::new("ip")
-            .args(["netns", "del", &self.ns])
-            .stderr(std::process::Stdio::null())
-            .status();
+        remove_cross_port(&self.ns);
     }
 }
 

@@ -370,10 +370,9 @@ impl Testbed {
     pub fn add_cross_port(&self, j: usize) -> Result<String> {
         let (ns, spine) = (self.ns(&format!("c{j}")), self.ns(&format!("s{j}")));
         // A stale one from a run that was killed; none is the usual case.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &ns])
-            .stderr(std::process::Stdio::null())
-            .status();
+        // Its spine's end goes first: see [`remove_cross_port`].
+        ip_quietly(&["-n", &spine, "link", "del", "cross"]);
+        ip_quietly(&["netns", "del", &ns]);
         ip(&["netns", "add", &ns])?;
         ip(&["-n", &ns, "link", "set", "lo", "up"])?;
         veth(&ns, "eth0", &spine, "cross")?;
@@ -487,6 +486,25 @@ pub fn tear_down_on_signal(name: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Removes cross-traffic namespace `ns` ([`Testbed::add_cross_port`]),
+/// its veth first. `ip netns del` returns before the kernel has torn the
+/// namespace down, and the veth's other end, on the spine, goes only
+/// then: the next row's cross port, made at once, found that end still
+/// there ("File exists"). Deleting one end of a veth takes both before
+/// it returns.
+pub fn remove_cross_port(ns: &str) {
+    ip_quietly(&["-n", ns, "link", "del", "eth0"]);
+    ip_quietly(&["netns", "del", ns]);
+}
+
+/// Runs `ip` with `args`, for a cleanup that may find nothing to do.
+fn ip_quietly(args: &[&str]) {
+    let _ = Command::new("ip")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 /// Removes testbed `name` (`fabriclb testbed down`, or a stale one).
