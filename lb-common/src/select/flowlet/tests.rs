@@ -142,6 +142,29 @@ fn hysteresis_keeps_a_flowlet_unless_the_gain_is_real() {
 }
 
 #[test]
+fn a_flowlet_leaves_a_queued_path_for_a_lighter_or_clearly_better_one() {
+    let with = |slot, load, quality| Candidate {
+        slot,
+        load,
+        quality,
+    };
+    // Two flows of 64k met on slot 0, whose queue rated it to band 7
+    // (576); slot 1 carries one such flow at full quality. By cost the
+    // move pays (128k + 64k over 1024 against 7/8 of 128k over 576), but
+    // slot 1 would then carry 128k, as slot 0 does now: it stays.
+    let current = with(0, 131_072, 576);
+    let c = choice(&[current, with(1, 65_536, 1024)]);
+    assert_eq!(c.decide(Some(current), 65_536), Some(0));
+    // An idle path is lighter: it moves.
+    let c = choice(&[current, with(1, 0, 1024)]);
+    assert_eq!(c.decide(Some(current), 65_536), Some(1));
+    // A path twice as good is clearly better, loaded or not: it moves.
+    let slowed = with(0, 131_072, 512);
+    let c = choice(&[slowed, with(1, 65_536, 1024)]);
+    assert_eq!(c.decide(Some(slowed), 65_536), Some(1));
+}
+
+#[test]
 fn only_self_contained_roce_is_sprayed_by_default() {
     let bth = |opcode| Bth {
         opcode,
