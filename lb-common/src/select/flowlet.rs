@@ -6,7 +6,8 @@
 //! move cannot reorder it. Each new flowlet takes the next hop with the least
 //! recent load per unit of path quality, unless its current next hop is
 //! within [`HYSTERESIS_NUM`]/[`HYSTERESIS_DEN`] of that (a move for a marginal
-//! gain only churns). Per-packet mode sprays the packets that carry their own
+//! gain only churns), or the move would leave the new path as loaded as
+//! the old one and it is not twice as good ([`MOVE_ONTO_LOAD_QUALITY`]). Per-packet mode sprays the packets that carry their own
 //! placement and keeps the rest on flowlets.
 
 use crate::packet::parse::Bth;
@@ -211,10 +212,10 @@ impl PathChoice {
     /// and the cost over that quality sent one of them onto a path that
     /// carried a flow already, where the two met again, and so on (16 fat
     /// flows over 16 equal spines steered by the spines' queues made
-    /// 19-82 moves a run, its flowlets ending 1.125-1.225 times the mean on the
-    /// busiest). A flow leaves such a path for one lighter than it, or for
-    /// one clearly better: a path slowed to a half or less, or held at an
-    /// eighth for a queue that stays.
+    /// 19-82 moves a run, the flowlets ending 1.125-1.225 times the mean
+    /// on the busiest). A flow leaves such a path for one lighter than
+    /// it, or for one clearly better: a path slowed to a half or less, or
+    /// held at an eighth for a queue that stays.
     #[inline(always)]
     pub fn decide(&self, current: Option<Candidate>, own: u64) -> Option<u32> {
         let best = self.best?;
