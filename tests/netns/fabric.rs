@@ -245,8 +245,8 @@ fn routes_from_bgp_are_steered_by_each_learned_spines_queues() {
     // against the blind row's 1816-2338 (three runs; the exporters' row
     // 7.4-8.7%, 76-162). Staying on their paths unless a turn was lighter
     // by the hysteresis margin: 6.5%, 207 against 2061 (one run; the
-    // exporters' row 8.0%, 358). Weighing the next hops' whole loads it carried
-    // 1.4-1.7% (three runs), or 8.0% and 9.3% in fresh-clone run 71,
+    // exporters' row 8.0%, 358). Weighing the next hops' whole loads it
+    // carried 1.4-1.7% (three runs), or 8.0% and 9.3% in fresh-clone run 71,
     // losing 35 and 222, so held below 10%, under the blind rows'
     // 13.5-16.9%; and the loss was 0.13-0.32 of the blind row's (271-653
     // of 1923-2036), most of it at the fast ports the leaves moved to
@@ -334,9 +334,9 @@ fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
 /// ECMP's 7097-7127 in this test (debug daemons, seven runs; 341-694 of
 /// 5698-6607 when a flow stayed unless a turn was lighter), 0.03-0.47%
 /// with the release build against 14%; above the 0.1% in most
-/// runs, lost while the leaves react (see the README). The third row sprays every packet
-/// on every leaf and reads the spines every 10 ms: what the qualities do
-/// without flowlets to move, which meets it.
+/// runs, lost while the leaves react (see the README). The third row
+/// sprays every packet on every leaf and reads the spines every 10 ms:
+/// what the qualities do without flowlets to move, which meets it.
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();

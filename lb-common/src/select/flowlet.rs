@@ -6,9 +6,10 @@
 //! move cannot reorder it. Each new flowlet takes the next hop with the least
 //! recent load per unit of path quality, unless its current next hop is
 //! within [`HYSTERESIS_NUM`]/[`HYSTERESIS_DEN`] of that (a move for a marginal
-//! gain only churns), or the move would leave the new path as loaded as
-//! the old one and it is not twice as good ([`MOVE_ONTO_LOAD_QUALITY`]). Per-packet mode sprays the packets that carry their own
-//! placement and keeps the rest on flowlets.
+//! gain only churns), or the move would leave the new next hop as loaded
+//! as the old one while its quality is under twice the old one's
+//! ([`MOVE_ONTO_LOAD_QUALITY`]). Per-packet mode sprays the packets that
+//! carry their own placement and keeps the rest on flowlets.
 
 use crate::packet::parse::Bth;
 use crate::packet::roce;

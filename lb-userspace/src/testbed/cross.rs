@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::Testbed;
 use super::netns::in_netns;
-use super::topology::remove_cross_port;
+use super::topology::CrossPort;
 
 /// Datagram payload: with headers, about what the collective's frames are.
 const PAYLOAD: usize = 1400;
@@ -35,8 +35,8 @@ const EMPTY_READS_AFTER: u64 = 3;
 
 /// UDP at a fixed rate through one spine, until stopped.
 pub struct CrossTraffic {
-    /// The namespace it is sent from, removed on drop.
-    ns: String,
+    /// The namespace it is sent from, held to be removed on drop.
+    _port: CrossPort,
     /// Stops the sender; the receiver has a flag of its own, so that it
     /// keeps counting while the queue drains.
     stop_sending: Arc<AtomicBool>,
@@ -66,7 +66,7 @@ impl CrossTraffic {
     /// address on its link with that spine, which the spine sends out of
     /// its shaped device.
     pub fn start(bed: &Testbed, j: usize, mbit: u32) -> Result<Self> {
-        let ns = bed.add_cross_port(j)?;
+        let port = bed.add_cross_port(j)?;
         let target = Ipv4Addr::new(198, 19, j as u8, 2);
         let socket = in_netns(&bed.ns("fleaf"), move || UdpSocket::bind((target, PORT)))??;
         socket.set_read_timeout(Some(EMPTY_READ))?;
@@ -81,11 +81,11 @@ impl CrossTraffic {
             std::thread::spawn(move || receive(&socket, &stop, &counts))
         };
         let sender = {
-            let (stop, ns) = (stop_sending.clone(), ns.clone());
+            let (stop, ns) = (stop_sending.clone(), port.ns().to_owned());
             std::thread::spawn(move || in_netns(&ns, move || send(target, mbit, &stop))?)
         };
         Ok(Self {
-            ns,
+            _port: port,
             stop_sending,
             stop_receiving,
             sender: Some(sender),
@@ -134,7 +134,6 @@ impl Drop for CrossTraffic {
     fn drop(&mut self) {
         self.stop_sending.store(true, Ordering::Relaxed);
         self.stop_receiving.store(true, Ordering::Relaxed);
-        remove_cross_port(&self.ns);
     }
 }
 

@@ -365,29 +365,31 @@ impl Testbed {
 
     /// A namespace `c{j}` attached to spine `j` only, its address
     /// 198.18.(200+j).1 routed through the spine: a source of traffic the
-    /// spine forwards toward the far leaf without the leaf seeing it. Torn
-    /// down with the testbed; returns the namespace.
-    pub fn add_cross_port(&self, j: usize) -> Result<String> {
-        let (ns, spine) = (self.ns(&format!("c{j}")), self.ns(&format!("s{j}")));
+    /// spine forwards toward the far leaf without the leaf seeing it.
+    /// Removed when the port is dropped, or with the testbed.
+    pub fn add_cross_port(&self, j: usize) -> Result<CrossPort> {
+        let port = CrossPort {
+            ns: self.ns(&format!("c{j}")),
+            spine: self.ns(&format!("s{j}")),
+        };
+        let (ns, spine) = (port.ns.as_str(), port.spine.as_str());
         // A stale one from a run that was killed; none is the usual case.
-        // Its spine's end goes first: see [`remove_cross_port`].
-        ip_quietly(&["-n", &spine, "link", "del", "cross"]);
-        ip_quietly(&["netns", "del", &ns]);
-        ip(&["netns", "add", &ns])?;
-        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-        veth(&ns, "eth0", &spine, "cross")?;
-        addr(&ns, "eth0", &format!("198.18.{}.1/24", 200 + j))?;
-        addr(&spine, "cross", &format!("198.18.{}.254/24", 200 + j))?;
+        port.remove();
+        ip(&["netns", "add", ns])?;
+        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        veth(ns, "eth0", spine, "cross")?;
+        addr(ns, "eth0", &format!("198.18.{}.1/24", 200 + j))?;
+        addr(spine, "cross", &format!("198.18.{}.254/24", 200 + j))?;
         ip(&[
             "-n",
-            &ns,
+            ns,
             "route",
             "add",
             "default",
             "via",
             &format!("198.18.{}.254", 200 + j),
         ])?;
-        Ok(ns)
+        Ok(port)
     }
 
     /// The name of the leaf's group over the spines in fabriclb's metrics
@@ -488,15 +490,34 @@ pub fn tear_down_on_signal(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Removes cross-traffic namespace `ns` ([`Testbed::add_cross_port`]),
-/// its veth first. `ip netns del` returns before the kernel has torn the
-/// namespace down, and the veth's other end, on the spine, goes only
-/// then: the next row's cross port, made at once, found that end still
-/// there ("File exists"). Deleting one end of a veth takes both before
-/// it returns.
-pub fn remove_cross_port(ns: &str) {
-    ip_quietly(&["-n", ns, "link", "del", "eth0"]);
-    ip_quietly(&["netns", "del", ns]);
+/// A cross-traffic namespace on one spine ([`Testbed::add_cross_port`]),
+/// removed on drop.
+pub struct CrossPort {
+    ns: String,
+    spine: String,
+}
+
+impl CrossPort {
+    /// The namespace the traffic is sent from.
+    pub fn ns(&self) -> &str {
+        &self.ns
+    }
+
+    /// Removes the namespace, its veth first. `ip netns del` returns
+    /// before the kernel has torn the namespace down, and the veth's end
+    /// on the spine goes only then: the next row's cross port, made at
+    /// once, found that end still there ("File exists"). Deleting one end
+    /// of a veth takes both before it returns.
+    fn remove(&self) {
+        ip_quietly(&["-n", &self.spine, "link", "del", "cross"]);
+        ip_quietly(&["netns", "del", &self.ns]);
+    }
+}
+
+impl Drop for CrossPort {
+    fn drop(&mut self) {
+        self.remove();
+    }
 }
 
 /// Runs `ip` with `args`, for a cleanup that may find nothing to do.
