@@ -15,7 +15,9 @@
 //! Mitzenmacher's power of two choices).
 //!
 //! `weighted` takes the next member of the spray sequence at the group's
-//! cursor, whatever the load: a smooth weighted round robin of flowlets,
+//! cursor, whatever the load: a weighted round robin of flowlets (the
+//! sequence spreads each member's entries evenly and keeps them in place
+//! as the weights change, [`crate::select::buckets::spray_sequence`]),
 //! so each path gets new flowlets in proportion to its quality (LetFlow's
 //! flowlets, weighted, in turn rather than at random: among equal paths a
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
@@ -181,16 +183,18 @@ pub const PHASE_STEP: u64 = 16;
 
 /// Where in the spray sequence a flowlet of flow `hash` draws its two
 /// candidates under its group's rule, its destination's cursor on this CPU at
-/// `cursor`: consecutive entries, which a smooth weighted round robin
-/// fills with two different members unless one outweighs all the others
-/// together. For `two-choices` from a position the flow and the cursor
-/// set, so that one flow's successive flowlets, other flows and other
-/// leaves draw other pairs; for `weighted` (which takes the first) at the
-/// cursor from an offset of the switch's `seed`, so that successive
-/// flowlets take the sequence in turn, and switches that start together
-/// (every leaf of a fabric at a collective's first step, with the same
-/// qualities, so the same sequence) do not take it in step. Which of the
-/// two is the group's [`draw_flow_mask`] (`flow_mask`).
+/// `cursor`: consecutive entries, whose points on the sequence's line lie
+/// a quarter of it apart or more, so they name two different members
+/// unless one member's stretch spans both. For `two-choices` from a
+/// position the flow and the cursor set, so that one flow's successive
+/// flowlets, other flows and other leaves draw other pairs; for
+/// `weighted` (which takes the first) at the cursor from an offset of the
+/// switch's `seed`, so that successive flowlets take the sequence in
+/// turn. Switches that start together (every leaf of a fabric at a
+/// collective's first step, with the same qualities) do not take it in
+/// step: their sequences are turned apart by their seeds
+/// ([`crate::select::buckets::sequence_phase`]). Which of the two is the
+/// group's [`draw_flow_mask`] (`flow_mask`).
 ///
 /// The position moves one entry per flowlet and one more every
 /// [`PHASE_STEP`] flowlets. In plain turns, a flow whose flowlets come in
@@ -272,7 +276,7 @@ pub fn weighs_staying(choice: u32, class: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::buckets::spray_sequence;
+    use crate::select::buckets::{SprayLayout, spray_sequence};
 
     const TWO: u32 = draw_flow_mask(CHOICE_TWO);
     const WEIGHTED: u32 = draw_flow_mask(CHOICE_WEIGHTED);
@@ -326,7 +330,11 @@ mod tests {
     #[test]
     fn draws_follow_the_sequence_weights() {
         let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(&mut sequence, &[(10, 4), (11, 4), (12, 4), (13, 4)]);
+        spray_sequence(
+            &mut sequence,
+            &[(10, 4), (11, 4), (12, 4), (13, 4)],
+            SprayLayout::RoundRobin,
+        );
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
             let [a, b] = draw_positions(TWO, 77, 0, cursor).map(|p| sequence[p as usize]);
@@ -336,7 +344,11 @@ mod tests {
             }
         }
         assert_eq!(drawn, [256; 4]);
-        spray_sequence(&mut sequence, &[(10, 2), (11, 4), (12, 4), (13, 4)]);
+        spray_sequence(
+            &mut sequence,
+            &[(10, 2), (11, 4), (12, 4), (13, 4)],
+            SprayLayout::RoundRobin,
+        );
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
             for p in draw_positions(TWO, 77, 0, cursor) {
@@ -377,7 +389,11 @@ mod tests {
     #[test]
     fn weighted_flowlets_take_equal_members_in_turn() {
         let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(&mut sequence, &[(10, 4), (11, 4), (12, 4), (13, 4)]);
+        spray_sequence(
+            &mut sequence,
+            &[(10, 4), (11, 4), (12, 4), (13, 4)],
+            SprayLayout::RoundRobin,
+        );
         for start in [0u64, 3, 16, 508] {
             let mut taken: Vec<u32> = (start..start + 4)
                 .map(|cursor| {
@@ -397,7 +413,11 @@ mod tests {
     #[test]
     fn a_flow_in_step_with_the_cursor_still_draws_every_member() {
         let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(&mut sequence, &[(10, 4), (11, 4), (12, 4), (13, 4)]);
+        spray_sequence(
+            &mut sequence,
+            &[(10, 4), (11, 4), (12, 4), (13, 4)],
+            SprayLayout::RoundRobin,
+        );
         for every in [2u64, 4, 8] {
             for first in 0..every {
                 let mut seen = [false; 4];

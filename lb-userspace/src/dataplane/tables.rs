@@ -26,7 +26,7 @@ use lb_common::{
         ROUTE4_POOL_BLOCKS, ROUTE6_POOL_BLOCKS,
     },
     route::{Destination, class_load_index, quality_index},
-    select::buckets::{fit, spray_sequence},
+    select::buckets::{SprayLayout, fit, sequence_phase, spray_sequence},
     select::choice,
     select::flowlet::MODE_ECMP,
 };
@@ -665,9 +665,12 @@ impl GroupTable {
             let of = |id: u32| quality.get(quality_index(class, id) as usize).copied();
             live.iter().map(|&id| (id, of(id).unwrap_or(0))).collect()
         };
-        spray_sequence(&mut self.spray, &weighted(0));
+        spray_sequence(&mut self.spray, &weighted(0), SprayLayout::RoundRobin);
+        let points = SprayLayout::Points {
+            phase: sequence_phase(self.entry.hash_seed),
+        };
         for class in &mut self.classes {
-            spray_sequence(&mut class.spray, &weighted(class.id));
+            spray_sequence(&mut class.spray, &weighted(class.id), points);
         }
     }
 }
