@@ -426,8 +426,10 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         "{}",
         share(steered)
     );
+    // Steered, these debug daemons lost 47-164 (four runs) against
+    // ECMP's 7092; release daemons 0-12 in eleven runs.
     assert!(
-        steered.totals.dropped * 8 <= ecmp.totals.dropped,
+        steered.totals.dropped * 20 <= ecmp.totals.dropped,
         "{}",
         steered.totals.dropped
     );
@@ -435,12 +437,12 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     // (about 700 then, 4100 in the 800 ms after).
     assert!(ecmp.dropped_after > ecmp.dropped_reacting * 3, "{ecmp:?}");
     // Steering cuts both parts: what is lost while the leaves react, five
-    // 40 ms samples after the change (0-160 against ECMP's 737-756
-    // locally; 0-177 against 693-771 with release daemons), and once
-    // they have moved (0-209 against 4077-4189 locally; 0-102 with
-    // release daemons). When a flow stayed unless a turn was lighter:
-    // 220-223 and 157 locally, 275 and 364, 448 and 620 in fresh-clone
-    // run 95.
+    // 40 ms samples after the change (24-106 against ECMP's 766 locally;
+    // 0-12 with release daemons), and once they have moved (12-36
+    // against 4046 locally, 0-1 with release daemons). With sequences
+    // rebuilt from their start at every change of a quality (which moved
+    // a recovering spine's entries toward the cursors), 0-209 after
+    // locally, 0-163 with release daemons.
     assert!(
         steered.dropped_reacting * 2 <= ecmp.dropped_reacting,
         "reacting: {} against {}",
@@ -448,7 +450,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         ecmp.dropped_reacting
     );
     assert!(
-        steered.dropped_after * 8 <= ecmp.dropped_after,
+        steered.dropped_after * 40 <= ecmp.dropped_after,
         "after: {} against {}",
         steered.dropped_after,
         ecmp.dropped_after
