@@ -15,10 +15,10 @@
 //! Mitzenmacher's power of two choices).
 //!
 //! `weighted` takes the next member of the spray sequence at the group's
-//! cursor, whatever the load: a weighted round robin of flowlets (the
-//! sequence spreads each member's entries evenly and keeps them in place
-//! as the weights change, [`crate::select::buckets::spray_sequence`]),
-//! so each path gets new flowlets in proportion to its quality (LetFlow's
+//! cursor, whatever the load: a weighted round robin of flowlets (each
+//! member's entries spread evenly; a destination's kept in place as the
+//! weights change, [`crate::select::buckets::SprayLayout`]), so each
+//! path gets new flowlets in proportion to its quality (LetFlow's
 //! flowlets, weighted, in turn rather than at random: among equal paths a
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
 //! turns leave them even), and a path rated down loses only its share of
@@ -183,9 +183,10 @@ pub const PHASE_STEP: u64 = 16;
 
 /// Where in the spray sequence a flowlet of flow `hash` draws its two
 /// candidates under its group's rule, its destination's cursor on this CPU at
-/// `cursor`: consecutive entries, whose points on the sequence's line lie
-/// a quarter of it apart or more, so they name two different members
-/// unless one member's stretch spans both. For `two-choices` from a
+/// `cursor`: consecutive entries, which name two different members
+/// unless one outweighs the others (in the group's round robin, all of
+/// them together; in a destination's points, a quarter of the line apart
+/// or more, one whose stretch spans both). For `two-choices` from a
 /// position the flow and the cursor set, so that one flow's successive
 /// flowlets, other flows and other leaves draw other pairs; for
 /// `weighted` (which takes the first) at the cursor from an offset of the
