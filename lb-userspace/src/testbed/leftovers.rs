@@ -37,12 +37,27 @@ pub fn remove_all() {
     }
 }
 
+/// How often a directory's removal is tried, [`REMOVE_PAUSE`] apart.
+const REMOVE_TRIES: u32 = 20;
+const REMOVE_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn remove_path(path: &Path) {
     if !path.is_dir() {
         let _ = std::fs::remove_file(path);
         return;
     }
-    // EINVAL where nothing is mounted: a plain directory.
-    let _ = nix::mount::umount2(path, nix::mount::MntFlags::MNT_DETACH);
-    let _ = std::fs::remove_dir_all(path);
+    // A run stopped by a signal removes its directories while its daemons
+    // still run (the process's exit takes them down), and a daemon that
+    // writes its metrics file (a temporary file, renamed) while
+    // `remove_dir_all` walks the directory leaves it behind, not empty:
+    // the scenario's scratch directory outlived a Ctrl-C once in a
+    // fresh-clone run of the suite.
+    for _ in 0..REMOVE_TRIES {
+        // EINVAL where nothing is mounted: a plain directory.
+        let _ = nix::mount::umount2(path, nix::mount::MntFlags::MNT_DETACH);
+        if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+            return;
+        }
+        std::thread::sleep(REMOVE_PAUSE);
+    }
 }
