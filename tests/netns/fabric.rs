@@ -329,14 +329,14 @@ fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
 /// all-to-all over four leaves. ECMP keeps sending it what the hash gives
 /// it (30.5% of the bytes) and loses 11-14%; with every leaf steering on
 /// the spines' COUNTERS_DB (weighted) its share from 200 ms after the
-/// change is near its capacity share (6.8-7.3% measured against 7.7%),
-/// and the loss a twentieth to a two-hundredth of ECMP's: 37-400 of
-/// ECMP's 7097-7127 in this test (debug daemons, seven runs; 341-694 of
-/// 5698-6607 when a flow stayed unless a turn was lighter), 0.03-0.47%
-/// with the release build against 14%; above the 0.1% in most
-/// runs, lost while the leaves react (see the README). The third row
-/// sprays every packet on every leaf and reads the spines every 10 ms:
-/// what the qualities do without flowlets to move, which meets it.
+/// change is near its capacity share (6.1-7.0% measured against 7.7%),
+/// and the loss a fortieth to a hundred-and-fiftieth of ECMP's: 47-164
+/// of ECMP's 7092 in this test (debug daemons, four runs; 37-400 with
+/// each destination's sequence rebuilt at every quality change),
+/// 0.00-0.02% with the release build against 14%, within the issue's
+/// 0.1% (see the README). The third row sprays every packet on every
+/// leaf and reads the spines every 10 ms: what the qualities do without
+/// flowlets to move.
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();

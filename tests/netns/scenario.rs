@@ -249,9 +249,9 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// but not much less (a paused flow leaves no queue behind: see the
 /// README); 1.075-1.325x, losing 222-706, in three runs since a flow
 /// leaves its path only for a lighter one or one twice as good (release
-/// daemons: 1.025-1.05x); 1.13-1.35x before, and 1.52-1.55x in two runs whose steered
-/// senders stalled (2.55 s of sending against 1.67 s in the other rows),
-/// so the paused flows' flowlets moved on stale queues.
+/// daemons: 1.025-1.05x); 1.13-1.35x before, and 1.52-1.55x in two runs
+/// whose steered senders stalled (2.55 s of sending against 1.67 s in
+/// the other rows), so the paused flows' flowlets moved on stale queues.
 #[test]
 fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     let scenario = equal_paths::equal_paths("equal-paths-8", 8, equal_paths::MESSAGES);
