@@ -17,7 +17,8 @@
 //! `weighted` takes the next member of the spray sequence at the group's
 //! cursor, whatever the load: a weighted round robin of flowlets (each
 //! member's entries spread evenly; a destination's kept in place as the
-//! weights change, [`crate::select::buckets::SprayLayout`]), so each
+//! weights change, [`crate::select::buckets::SprayLayout`], and stepped
+//! through by its own stride, [`row_stride`]), so each
 //! path gets new flowlets in proportion to its quality (LetFlow's
 //! flowlets, weighted, in turn rather than at random: among equal paths a
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
@@ -197,25 +198,55 @@ pub const PHASE_STEP: u64 = 16;
 /// ([`crate::select::buckets::sequence_phase`]). Which of the two is the
 /// group's [`draw_flow_mask`] (`flow_mask`).
 ///
-/// The position moves one entry per flowlet and one more every
-/// [`PHASE_STEP`] flowlets. In plain turns, a flow whose flowlets come in
-/// step with the cursor (every second flowlet of its CPU, as two senders
-/// sharing a core make them) would only ever see every second entry,
-/// which over equal members is half of them, so a flow started on a
-/// crowded path might never draw the one with room (the likely cause of
-/// 16 flows over 4 paths ending 1.30x the mean on the busiest in about
-/// one CI run in ten, which never showed on an idle machine). The extra
-/// step turns such a flow's phase through every entry; four successive
-/// flowlets still take four different members but where they straddle it.
+/// The position moves [`row_stride`] entries per flowlet (one in the
+/// group's own row) and as many more every [`PHASE_STEP`] flowlets. In
+/// plain turns, a flow whose flowlets come in step with the cursor (every
+/// second flowlet of its CPU, as two senders sharing a core make them)
+/// would only ever see every second entry, which over equal members is
+/// half of them, so a flow started on a crowded path might never draw the
+/// one with room (the likely cause of 16 flows over 4 paths ending 1.30x
+/// the mean on the busiest in about one CI run in ten, which never showed
+/// on an idle machine). The extra step turns such a flow's phase through
+/// every entry; four successive flowlets still take four different
+/// members but where they straddle it.
 #[inline(always)]
-pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, cursor: u64) -> [u32; 2] {
+pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, class: u32, cursor: u64) -> [u32; 2] {
     let from = (hash & flow_mask) | (seed & !flow_mask);
-    let phase = cursor / PHASE_STEP;
-    let at = from.wrapping_add(cursor as u32).wrapping_add(phase as u32);
+    let steps = cursor.wrapping_add(cursor / PHASE_STEP) as u32;
+    let at = from.wrapping_add(steps.wrapping_mul(row_stride(class)));
     [
         at & (BUCKETS_PER_GROUP - 1),
         at.wrapping_add(1) & (BUCKETS_PER_GROUP - 1),
     ]
+}
+
+/// How many entries a destination of `class`'s cursor moves per draw or
+/// sprayed packet: a different odd number for each destination, 1 for the
+/// group's own row.
+///
+/// A leaf's destinations' rows hold the same sequence wherever their
+/// qualities agree, and their cursors, all starting at the leaf's seed,
+/// move at about the same pace (a collective sends toward each
+/// destination in turn). In steps of one they met a path's entries at the
+/// same draws: in `fabric-herd` each leaf moved a flowlet of every
+/// destination onto the slowed spine in the same round and none for the
+/// next few rounds (a trace of every leaf's moves), so the spine's share
+/// of what the leaves sent swung between 0 and 19% of 10 ms windows
+/// around its 7.7% while the qualities every leaf wrote held it at 7.7%.
+/// Different strides meet a path's entries at different draws. An odd
+/// stride keeps what the layout promises of a run: `2^k` draws in a row
+/// visit every residue modulo `2^k` once, so they still hold one point in
+/// each `2^-k` of the line, and equal members still take strict turns.
+#[inline(always)]
+pub const fn row_stride(class: u32) -> u32 {
+    class.wrapping_mul(2) | 1
+}
+
+/// The entry of its destination's spray sequence that the sprayed packet
+/// at `cursor` takes: [`row_stride`] entries on from the one before.
+#[inline(always)]
+pub const fn spray_position(class: u32, cursor: u64) -> u32 {
+    (cursor as u32).wrapping_mul(row_stride(class)) & (BUCKETS_PER_GROUP - 1)
 }
 
 /// A peer of the flow's path ([`Drawn::with_peers_of`]) is weighed only
@@ -311,18 +342,21 @@ mod tests {
 
     #[test]
     fn positions_wrap_within_the_sequence_and_move_with_the_cursor() {
-        assert_eq!(draw_positions(TWO, 0, 9, 0), [0, 1]);
-        assert_eq!(draw_positions(TWO, 511, 9, 0), [511, 0]);
-        assert_eq!(draw_positions(TWO, u32::MAX, 9, 2), [1, 2]);
-        assert_ne!(draw_positions(TWO, 5, 9, 0), draw_positions(TWO, 5, 9, 1));
+        assert_eq!(draw_positions(TWO, 0, 9, 0, 0), [0, 1]);
+        assert_eq!(draw_positions(TWO, 511, 9, 0, 0), [511, 0]);
+        assert_eq!(draw_positions(TWO, u32::MAX, 9, 0, 2), [1, 2]);
+        assert_ne!(
+            draw_positions(TWO, 5, 9, 0, 0),
+            draw_positions(TWO, 5, 9, 0, 1)
+        );
         // Weighted: the cursor from the seed, whatever the flow.
-        assert_eq!(draw_positions(WEIGHTED, 77, 0, 3), [3, 4]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 3), [3, 4]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 513, 3), [4, 5]);
+        assert_eq!(draw_positions(WEIGHTED, 77, 0, 0, 3), [3, 4]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 3), [3, 4]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 513, 0, 3), [4, 5]);
         // One entry further every sixteen flowlets.
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 15), [15, 16]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 16), [17, 18]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 511), [30, 31]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 15), [15, 16]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 16), [17, 18]);
+        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 511), [30, 31]);
     }
 
     /// Over equal members, every draw is two different ones, and over a
@@ -338,7 +372,7 @@ mod tests {
         );
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            let [a, b] = draw_positions(TWO, 77, 0, cursor).map(|p| sequence[p as usize]);
+            let [a, b] = draw_positions(TWO, 77, 0, 0, cursor).map(|p| sequence[p as usize]);
             assert_ne!(a, b, "cursor {cursor}");
             for id in [a, b] {
                 drawn[(id - 10) as usize] += 1;
@@ -352,7 +386,7 @@ mod tests {
         );
         let mut drawn = [0u32; 4];
         for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            for p in draw_positions(TWO, 77, 0, cursor) {
+            for p in draw_positions(TWO, 77, 0, 0, cursor) {
                 drawn[(sequence[p as usize] - 10) as usize] += 1;
             }
         }
@@ -398,7 +432,7 @@ mod tests {
         for start in [0u64, 3, 16, 508] {
             let mut taken: Vec<u32> = (start..start + 4)
                 .map(|cursor| {
-                    let [a, _] = draw_positions(WEIGHTED, cursor as u32 * 7919, 5, cursor);
+                    let [a, _] = draw_positions(WEIGHTED, cursor as u32 * 7919, 5, 0, cursor);
                     sequence[a as usize]
                 })
                 .collect();
@@ -423,11 +457,116 @@ mod tests {
             for first in 0..every {
                 let mut seen = [false; 4];
                 for k in 0..64 {
-                    let [a, _] = draw_positions(WEIGHTED, 0, 5, first + k * every);
+                    let [a, _] = draw_positions(WEIGHTED, 0, 5, 0, first + k * every);
                     seen[(sequence[a as usize] - 10) as usize] = true;
                 }
                 assert_eq!(seen, [true; 4], "every {every} from {first}");
             }
         }
+    }
+
+    /// A leaf's destinations whose rows hold the same sequence, drawing
+    /// in step (two flowlets a round each, as a collective sends them):
+    /// by their strides they meet a small member's entries at different
+    /// rounds, where in steps of one all three met it in the same round;
+    /// each still draws its share, and among equal members takes strict
+    /// turns.
+    #[test]
+    fn destinations_drawing_in_step_meet_a_path_at_different_rounds() {
+        use crate::select::buckets::sequence_phase;
+        let seed = 0x5eed_0001;
+        let points = SprayLayout::Points {
+            phase: sequence_phase(seed),
+        };
+        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
+        spray_sequence(
+            &mut sequence,
+            &[(10, 1024), (11, 1024), (12, 1024), (13, 256)],
+            points,
+        );
+        let draw = |sequence: &[u32], class: u32, cursor: u64| {
+            sequence[draw_positions(WEIGHTED, 0, seed, class, cursor)[0] as usize]
+        };
+        let drawn = |class, cursor| draw(&sequence, class, cursor);
+        // Per round, how many of the three rows' six draws took member 13.
+        let rounds = |classes: [u32; 3]| -> Vec<usize> {
+            (0..256u64)
+                .map(|round| {
+                    (classes.iter())
+                        .flat_map(|&class| [2 * round, 2 * round + 1].map(|c| drawn(class, c)))
+                        .filter(|&id| id == 13)
+                        .count()
+                })
+                .collect()
+        };
+        let stepping_alike = rounds([0, 0, 0]);
+        let strided = rounds([1, 2, 3]);
+        let all_three = |per_round: &[usize]| per_round.iter().filter(|&&n| n >= 3).count();
+        assert_eq!(all_three(&stepping_alike), 38);
+        assert_eq!(all_three(&strided), 0, "{strided:?}");
+        // Both draw the member's share, 6 * 256 * 256 / 3328 = 118.
+        for per_round in [&stepping_alike, &strided] {
+            let sum: usize = per_round.iter().sum();
+            assert!((114..=122).contains(&sum), "{sum}");
+        }
+        for class in 1..=8 {
+            // Its share, 512 * 256 / 3328 = 39.4, over 512 draws.
+            let held = (0..512).filter(|&c| drawn(class, c) == 13).count();
+            assert!((38..=41).contains(&held), "class {class}: {held}");
+        }
+        let mut equal = [0u32; BUCKETS_PER_GROUP as usize];
+        spray_sequence(&mut equal, &[(10, 4), (11, 4), (12, 4), (13, 4)], points);
+        for class in 1..=8 {
+            for start in [0u64, 3, 17, 508] {
+                let mut taken: Vec<u32> =
+                    (start..start + 4).map(|c| draw(&equal, class, c)).collect();
+                taken.sort_unstable();
+                assert_eq!(taken, [10, 11, 12, 13], "class {class} from {start}");
+            }
+        }
+    }
+
+    /// A sprayed packet's entry moves on by its row's stride: every entry
+    /// once in a turn of the cursor, in order in the group's own row. Three
+    /// destinations spraying in step, 20 packets each per window, hold a
+    /// small member's share closer in every window strided than in steps
+    /// of one, where their shortfalls and excesses fell together.
+    #[test]
+    fn sprayed_packets_of_destinations_in_step_spread_a_paths_entries() {
+        use crate::select::buckets::sequence_phase;
+        for class in 0..8 {
+            let mut seen = [false; BUCKETS_PER_GROUP as usize];
+            for cursor in 0..u64::from(BUCKETS_PER_GROUP) {
+                seen[spray_position(class, cursor) as usize] = true;
+            }
+            assert!(seen.iter().all(|&s| s), "class {class}");
+        }
+        assert_eq!(spray_position(0, 7), 7);
+        assert_eq!(spray_position(0, 513), 1);
+        assert_eq!(spray_position(2, 3), 15);
+
+        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
+        spray_sequence(
+            &mut sequence,
+            &[(10, 1024), (11, 1024), (12, 1024), (13, 256)],
+            SprayLayout::Points {
+                phase: sequence_phase(0x5eed_0001),
+            },
+        );
+        let share = 60.0 * 256.0 / 3328.0;
+        let worst = |classes: [u32; 3]| -> f64 {
+            (0..512u64)
+                .map(|from| {
+                    let held = (classes.iter())
+                        .flat_map(|&class| (from..from + 20).map(move |c| spray_position(class, c)))
+                        .filter(|&p| sequence[p as usize] == 13)
+                        .count();
+                    (held as f64 - share).abs()
+                })
+                .fold(0.0, f64::max)
+        };
+        let (alike, strided) = (worst([0, 0, 0]), worst([1, 2, 3]));
+        // 4.4 packets off the share at worst in steps of one, 1.6 strided.
+        assert!(alike > 4.0 && strided < 2.0, "{alike} {strided}");
     }
 }

@@ -7,10 +7,10 @@ use crate::abi::{
     GroupEntry,
     events::{EVENT_MOVE, PendingEvent, move_cause},
 };
-use crate::limits::{BUCKETS_PER_GROUP, NO_NEXTHOP};
+use crate::limits::NO_NEXTHOP;
 use crate::route::Destination;
 use crate::select::{
-    choice::{Drawn, draw_positions, drawn, draws, weighs_peers, weighs_staying},
+    choice::{Drawn, draw_positions, drawn, draws, spray_position, weighs_peers, weighs_staying},
     flowlet::{FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step},
     placement::{Placement, placement},
 };
@@ -102,7 +102,7 @@ pub fn dynamic<M: Maps>(
     }
     if sprayable {
         let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
-        let index = (position as u32) & (BUCKETS_PER_GROUP - 1);
+        let index = spray_position(destination.class, position);
         let Some(listed) = maps.spray_entry(destination, index) else {
             maps.decided(&Decision::Sprayed(Spray {
                 index,
@@ -296,7 +296,13 @@ fn draw<M: Maps>(
         return Ok(Drawn::ALL);
     }
     let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
-    let [a, b] = draw_positions(group.draw_flow_mask, hash, group.hash_seed, position);
+    let [a, b] = draw_positions(
+        group.draw_flow_mask,
+        hash,
+        group.hash_seed,
+        destination.class,
+        position,
+    );
     let drawn = drawn(
         group.choice,
         maps.spray_entry(destination, a),
