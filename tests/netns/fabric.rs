@@ -329,14 +329,15 @@ fn every_leaf_rates_each_path_at_its_spine_ports_speed() {
 /// all-to-all over four leaves. ECMP keeps sending it what the hash gives
 /// it (30.5% of the bytes) and loses 11-14%; with every leaf steering on
 /// the spines' COUNTERS_DB (weighted) its share from 200 ms after the
-/// change is near its capacity share (6.1-7.0% measured against 7.7%),
-/// and the loss a fortieth to a hundred-and-fiftieth of ECMP's: 47-164
-/// of ECMP's 7092 in this test (debug daemons, four runs; 37-400 with
-/// each destination's sequence rebuilt at every quality change),
-/// 0.00-0.02% with the release build against 14%, within the issue's
-/// 0.1% (see the README). The third row sprays every packet on every
-/// leaf and reads the spines every 10 ms: what the qualities do without
-/// flowlets to move.
+/// change is near its capacity share (7.5% measured against 7.7%), the
+/// share swings about half as much as with the destinations' cursors in
+/// step, and the loss is next to nothing: none of ECMP's 6925-7100 in
+/// this test (debug daemons, three runs; 47-164 with the cursors in
+/// step, 37-400 with each destination's sequence rebuilt at every
+/// quality change), 0.01-0.05% with the release build against 14%,
+/// within the 0.1% (see the README). The third row sprays every
+/// packet on every leaf and reads the spines every 10 ms: what the
+/// qualities do without flowlets to move.
 #[test]
 fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let _turn = Turn::alone();
@@ -426,23 +427,33 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         "{}",
         share(steered)
     );
-    // Steered, these debug daemons lost 47-164 (four runs) against
-    // ECMP's 7092; release daemons 0-12 in eleven runs.
+    // Steered, these debug daemons lost nothing (three runs) against
+    // ECMP's 6925-7100; release daemons 6-25 a row in five runs, all
+    // while the leaves react.
     assert!(
-        steered.totals.dropped * 20 <= ecmp.totals.dropped,
+        steered.totals.dropped * 50 <= ecmp.totals.dropped,
         "{}",
         steered.totals.dropped
     );
+    // Spine 4's share over 50 ms spans from 300 ms after the change (the
+    // flowlets never settle within ±20% of 7.7%): 2.2 points in one debug
+    // run; in the others it came within the band at the watch's end,
+    // 0.3-0.5 from there. Release daemons 1.7-2.5 (five runs), and
+    // 4.5-5.9 with the destinations' cursors stepping alike, which met the
+    // slow spine's entries at the same draws.
+    let swing = steered.oscillation.expect("an oscillation");
+    assert!(swing <= 0.035, "{steered:?}");
     // ECMP never moves: spine 4 goes on dropping after the first 200 ms
     // (about 700 then, 4100 in the 800 ms after).
     assert!(ecmp.dropped_after > ecmp.dropped_reacting * 3, "{ecmp:?}");
     // Steering cuts both parts: what is lost while the leaves react, five
-    // 40 ms samples after the change (24-106 against ECMP's 766 locally;
-    // 0-12 with release daemons), and once they have moved (12-36
-    // against 4046 locally, 0-1 with release daemons). With sequences
-    // rebuilt from their start at every change of a quality (which moved
-    // a recovering spine's entries toward the cursors), 0-209 after
-    // locally, 0-163 with release daemons.
+    // 40 ms samples after the change (none against ECMP's 680-712
+    // locally, 24-106 with the destinations' cursors in step; 6-25 with
+    // release daemons), and once they have moved (none against
+    // 4110-4176 locally, 12-36 in step; none with release daemons). With
+    // sequences rebuilt from their start at every change of a quality
+    // (which moved a recovering spine's entries toward the cursors),
+    // 0-209 after locally, 0-163 with release daemons.
     assert!(
         steered.dropped_reacting * 2 <= ecmp.dropped_reacting,
         "reacting: {} against {}",
@@ -450,7 +461,7 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         ecmp.dropped_reacting
     );
     assert!(
-        steered.dropped_after * 40 <= ecmp.dropped_after,
+        steered.dropped_after * 100 <= ecmp.dropped_after,
         "after: {} against {}",
         steered.dropped_after,
         ecmp.dropped_after
@@ -461,20 +472,21 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     // their counters, so the leaves scale spine 4 to a quarter within a
     // sample of its slowing, before its queue builds: no loss at all
     // (the 0.1% is 50 packets), the share settled in the first
-    // 50 ms span from 78-88 ms after the change, 7.8% after, an
-    // oscillation of 0.2-0.3 points (release daemons, four runs). These
-    // debug daemons lost nothing either (eight runs), 7.2-8.6% after
-    // (up to 9.4%, and once above 9.5%, in seven runs since), an
-    // oscillation of 0.2-0.6 points, 1.0 where the share never settled
+    // 50 ms span from 75-78 ms after the change, 7.6% after, an
+    // oscillation of 0.1 points (release daemons, five runs). These
+    // debug daemons lost nothing either (three runs), 7.6% after, an
+    // oscillation of 0.14-0.22 points, settled 114-117 ms after the
+    // change; with every destination's packets stepping through the
+    // sequence alike, 0.2-0.6 points, 1.0 where the share never settled
     // (1.75 once in fresh-clone run 106, beside the suite's other tests),
-    // but settled anywhere from 107 to 778 ms (or never): their watcher
-    // gets its 10 ms windows late on two loaded cores, so the settling is
-    // the scenario's to show, not this test's. Measured drain rates
-    // alone, these debug daemons lost 6-76 packets in the reaction, and
-    // release ones settled 232-255 ms after the change.
+    // settled anywhere from 107 to 778 ms (or never). Their watcher gets
+    // its 10 ms windows late on two loaded cores, so the settling is the
+    // scenario's to show, not this test's. Measured drain rates alone,
+    // these debug daemons lost 6-76 packets in the reaction, and release
+    // ones settled 232-255 ms after the change.
     assert!((0.06..=0.10).contains(&share(sprayed)), "{sprayed:?}");
     let oscillation = sprayed.oscillation.expect("an oscillation");
-    assert!(oscillation <= 0.025, "{sprayed:?}");
+    assert!(oscillation <= 0.012, "{sprayed:?}");
     assert!(sprayed.totals.dropped <= 25, "{sprayed:?}");
 }
 
