@@ -435,14 +435,17 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
         "{}",
         steered.totals.dropped
     );
-    // Spine 4's share over 50 ms spans from 300 ms after the change (the
-    // flowlets never settle within ±20% of 7.7%): 2.2 points in one debug
-    // run; in the others it came within the band at the watch's end,
-    // 0.3-0.5 from there. Release daemons 1.7-2.5 (five runs), and
-    // 4.5-5.9 with the destinations' cursors stepping alike, which met the
-    // slow spine's entries at the same draws.
-    let swing = steered.oscillation.expect("an oscillation");
-    assert!(swing <= 0.035, "{steered:?}");
+    // How far spine 4's share over 50 ms spans swings from 300 ms after
+    // the change, settled or not (the flowlets come within ±20% of 7.7%
+    // only near the watch's end, if at all, and the row's `oscillation`
+    // counts from there; in fresh-clone run 50 from its last span, which
+    // leaves no deviation): these debug daemons 1.4-1.9 points (three
+    // runs), release daemons 1.7-2.5 (five), and 4.5-5.9 with the
+    // destinations' cursors stepping alike, which met the slow spine's
+    // entries at the same draws.
+    let swing = swing_from(steered, 300.0);
+    eprintln!("steered: spine 4's share swings {swing:.4} from 300 ms");
+    assert!(swing <= 0.035, "{swing}: {steered:?}");
     // ECMP never moves: spine 4 goes on dropping after the first 200 ms
     // (about 700 then, 4100 in the 800 ms after).
     assert!(ecmp.dropped_after > ecmp.dropped_reacting * 3, "{ecmp:?}");
@@ -488,6 +491,23 @@ fn every_leaf_steering_moves_off_a_slowed_spine_in_proportion() {
     let oscillation = sprayed.oscillation.expect("an oscillation");
     assert!(oscillation <= 0.012, "{sprayed:?}");
     assert!(sprayed.totals.dropped <= 25, "{sprayed:?}");
+}
+
+/// The standard deviation of spine 4's share over `row`'s windows taken
+/// five at a time (50 ms spans, one after another) from `from_ms` after
+/// the change.
+fn swing_from(row: &fabric_herd::HerdRow, from_ms: f64) -> f64 {
+    let shares: Vec<f64> = (row.windows.iter())
+        .filter(|w| w.at_ms >= from_ms)
+        .filter_map(|w| w.slow_share)
+        .collect();
+    let spans: Vec<f64> = (shares.chunks_exact(5))
+        .map(|span| span.iter().sum::<f64>() / 5.0)
+        .collect();
+    assert!(spans.len() >= 10, "{} spans from {from_ms} ms", spans.len());
+    let mean = spans.iter().sum::<f64>() / spans.len() as f64;
+    let variance = spans.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / spans.len() as f64;
+    variance.sqrt()
 }
 
 /// `steered` moved off the slow port toward leaf 3 (its share of leaf 3's
