@@ -174,7 +174,10 @@ pub enum SprayLayout {
     /// leaf full for 300 ms at a time: `fabric-herd`'s steered rows lost
     /// 0.05-0.52% (18 runs, flowlet and per-packet rows), 0-163 packets
     /// of it after the reaction; with points, turned by
-    /// [`sequence_phase`], 0.00-0.02% (eleven runs), 0-1 after it.
+    /// [`sequence_phase`], 0.00-0.02% (eleven runs), 0-1 after it; each
+    /// destination stepped through by its own stride since
+    /// ([`crate::select::choice::row_stride`]), 0.01-0.05% (five runs),
+    /// all while the leaves react.
     Points { phase: u32 },
 }
 
