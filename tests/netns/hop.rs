@@ -3,8 +3,15 @@
 //! that drops, every spine's port toward the leaf counting what reaches
 //! it.
 
+use std::net::Ipv4Addr;
+use std::sync::mpsc;
+use std::time::Duration;
+
 use fabriclb::config::Mode;
-use fabriclb::testbed::{self, Hop, HopReport, HopRun};
+use fabriclb::testbed::{self, Hop, HopReport, HopRun, in_netns, receiver_addr};
+use fabriclb::traffic::{Exchange, Pattern, live, resolve_sender};
+use nix::sys::pthread::{pthread_kill, pthread_self};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
 use crate::bed::{Bed, fabriclb};
 
@@ -131,4 +138,71 @@ fn live_frames_cross_fabriclb_in_per_packet_and_flowlet_modes() {
     assert_eq!((leaf.sprayed, leaf.pinned), (0, leaf.forwarded));
     assert!(leaf.new_flowlets > 0);
     assert_accounted(&flowlets);
+}
+
+/// A signal pending for the sending thread ends the kernel's live-frames
+/// run early (EINTR), after what it built went out; the generator sends
+/// the rest in another run and its send comes back whole. Once in a CI
+/// run the send failed that way (`Interrupted system call`).
+#[test]
+fn a_signal_mid_send_leaves_the_generators_send_whole() {
+    let bed = Bed::up("I", 2);
+    let at_leaf = bed.testbed.ns("leaf");
+    let counter = in_netns(&at_leaf, || live::DropCounter::attach("h1"))
+        .expect("the leaf's namespace")
+        .expect("a drop counter on the leaf's port from h1");
+    extern "C" fn nothing(_: nix::libc::c_int) {}
+    // SIGUSR1 would end the process; handled by nothing, it only
+    // interrupts what the thread it is sent to waits in.
+    let action = SigAction::new(
+        SigHandler::Handler(nothing),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing, which is async-signal-safe.
+    unsafe { sigaction(Signal::SIGUSR1, &action) }.expect("a SIGUSR1 handler");
+    let packets = 400_000;
+    let (sender_thread, thread) = mpsc::channel();
+    let sending = std::thread::spawn({
+        let h1 = bed.testbed.ns("h1");
+        move || {
+            in_netns(&h1, move || -> anyhow::Result<live::LiveReport> {
+                let exchange = Exchange {
+                    pattern: Pattern::Ring,
+                    qps_per_connection: 4,
+                    message_bytes: 256,
+                    mtu: 256,
+                    messages: 0,
+                    source_port_per_qp: true,
+                    small_messages: 0,
+                };
+                let workload = exchange.for_rank(vec![receiver_addr(1), receiver_addr(2)], 0);
+                let sender = resolve_sender("eth0", Ipv4Addr::new(198, 18, 101, 254))?;
+                let ifindex = nix::net::if_::if_nametoindex("eth0")?;
+                let mut generator = live::LiveGenerator::new(workload, sender, ifindex)?;
+                sender_thread.send(pthread_self())?;
+                generator.send(packets)
+            })
+        }
+    });
+    let thread = thread.recv().expect("the sending thread");
+    // A few signals over the run (400,000 frames take 100 ms and more),
+    // fewer than the generator takes before it gives up.
+    for pause_ms in [5, 10, 10, 10] {
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        if sending.is_finished() {
+            break;
+        }
+        pthread_kill(thread, Signal::SIGUSR1).expect("a signal to the sender");
+    }
+    let report = (sending.join().expect("the sending thread ended"))
+        .expect("the namespace")
+        .expect("the send");
+    eprintln!("{report:?}");
+    assert_eq!(report.packets, u64::from(packets));
+    assert!(report.interrupted >= 1, "{report:?}");
+    assert_eq!(
+        counter.packets().expect("the leaf's count"),
+        u64::from(packets)
+    );
 }

@@ -14,13 +14,15 @@
 //! [`DropCounter`] is where such a run ends: `fabriclb_gen_drop` counting
 //! and dropping RoCEv2 frames on an interface.
 
+use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use aya::{
     Ebpf,
     maps::{Array, MapData, PerCpuArray},
-    programs::{TestRun, TestRunAttrs, TestRunOptions, Xdp, XdpMode},
+    programs::{ProgramError, TestRun, TestRunAttrs, TestRunOptions, Xdp, XdpMode},
+    sys::SyscallError,
 };
 use lb_common::abi::generator::{
     GEN_BUILT, GEN_DROPPED, GEN_FLOWS, GEN_HEADER_LEN, GEN_HEADERS, GenDropped, GenHeader,
@@ -38,6 +40,10 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("FABRICLB_BPF_GEN_OBJECT
 /// receiving side to fall behind by a few batches.
 const BATCH: u32 = 64;
 
+/// Runs a send may take when signals interrupt them; more is a signal
+/// storm, not a pending child's exit.
+const MAX_INTERRUPTIONS: u32 = 8;
+
 /// What a [`LiveGenerator::send`] sent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LiveReport {
@@ -48,6 +54,8 @@ pub struct LiveReport {
     pub frame_bytes: usize,
     /// Wall time of the run, downstream processing included.
     pub elapsed: Duration,
+    /// Test runs a pending signal cut short, the rest sent in another.
+    pub interrupted: u32,
 }
 
 impl LiveReport {
@@ -120,15 +128,35 @@ impl LiveGenerator {
             .with_context(|| format!("{PROGRAM_GEN} missing from the object"))?
             .try_into()?;
         let start = Instant::now();
-        program
-            .test_run(TestRunOptions {
+        let mut left = packets;
+        let mut interrupted = 0;
+        while left > 0 {
+            let run = program.test_run(TestRunOptions {
                 data_in: Some(&self.frame),
                 ctx_in: Some(&self.ctx),
-                repeat: packets,
+                repeat: left,
                 attrs: TestRunAttrs::new().xdp_live_frames(BATCH),
                 ..TestRunOptions::default()
-            })
-            .context("a live-frames test run (needs Linux 5.18 or later)")?;
+            });
+            match run {
+                Ok(_) => break,
+                // The kernel ends a run early with EINTR when a signal is
+                // pending for the thread (a child of the test exiting, once
+                // in a CI run), after sending what it built: the rest is
+                // sent in another run.
+                Err(ProgramError::SyscallError(SyscallError { io_error, .. }))
+                    if io_error.kind() == ErrorKind::Interrupted
+                        && interrupted < MAX_INTERRUPTIONS =>
+                {
+                    interrupted += 1;
+                    let sent = self.built()? - before;
+                    left = packets.saturating_sub(u32::try_from(sent).unwrap_or(u32::MAX));
+                }
+                Err(e) => {
+                    return Err(e).context("a live-frames test run (needs Linux 5.18 or later)");
+                }
+            }
+        }
         let elapsed = start.elapsed();
         let built = self.built()? - before;
         ensure!(
@@ -139,6 +167,7 @@ impl LiveGenerator {
             packets: built,
             frame_bytes: self.frame.len(),
             elapsed,
+            interrupted,
         })
     }
 
