@@ -146,7 +146,7 @@ fn live_frames_cross_fabriclb_in_per_packet_and_flowlet_modes() {
 /// run the send failed that way (`Interrupted system call`).
 #[test]
 fn a_signal_mid_send_leaves_the_generators_send_whole() {
-    let bed = Bed::up("I", 2);
+    let bed = Bed::up("sig", 2);
     let at_leaf = bed.testbed.ns("leaf");
     let counter = in_netns(&at_leaf, || live::DropCounter::attach("h1"))
         .expect("the leaf's namespace")
@@ -156,13 +156,16 @@ fn a_signal_mid_send_leaves_the_generators_send_whole() {
     // interrupts what the thread it is sent to waits in.
     let action = SigAction::new(
         SigHandler::Handler(nothing),
-        SaFlags::empty(),
+        SaFlags::SA_RESTART,
         SigSet::empty(),
     );
     // SAFETY: the handler does nothing, which is async-signal-safe.
     unsafe { sigaction(Signal::SIGUSR1, &action) }.expect("a SIGUSR1 handler");
     let packets = 400_000;
     let (sender_thread, thread) = mpsc::channel();
+    // The sending thread stays until the signals are sent: a thread that
+    // ended leaves its id to the next one started, another test's.
+    let (signalled, signals_done) = mpsc::channel::<()>();
     let sending = std::thread::spawn({
         let h1 = bed.testbed.ns("h1");
         move || {
@@ -181,7 +184,9 @@ fn a_signal_mid_send_leaves_the_generators_send_whole() {
                 let ifindex = nix::net::if_::if_nametoindex("eth0")?;
                 let mut generator = live::LiveGenerator::new(workload, sender, ifindex)?;
                 sender_thread.send(pthread_self())?;
-                generator.send(packets)
+                let report = generator.send(packets);
+                signals_done.recv()?;
+                report
             })
         }
     });
@@ -190,11 +195,9 @@ fn a_signal_mid_send_leaves_the_generators_send_whole() {
     // fewer than the generator takes before it gives up.
     for pause_ms in [5, 10, 10, 10] {
         std::thread::sleep(Duration::from_millis(pause_ms));
-        if sending.is_finished() {
-            break;
-        }
         pthread_kill(thread, Signal::SIGUSR1).expect("a signal to the sender");
     }
+    signalled.send(()).expect("the sending thread waits");
     let report = (sending.join().expect("the sending thread ended"))
         .expect("the namespace")
         .expect("the send");
