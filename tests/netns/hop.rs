@@ -3,13 +3,12 @@
 //! that drops, every spine's port toward the leaf counting what reaches
 //! it.
 
-use std::net::Ipv4Addr;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use fabriclb::config::Mode;
-use fabriclb::testbed::{self, Hop, HopReport, HopRun, in_netns, receiver_addr};
-use fabriclb::traffic::{Exchange, Pattern, live, resolve_sender};
+use fabriclb::testbed::{self, Hop, HopReport, HopRun, in_netns};
+use fabriclb::traffic::live;
 use nix::sys::pthread::{pthread_kill, pthread_self};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
@@ -170,19 +169,7 @@ fn a_signal_mid_send_leaves_the_generators_send_whole() {
         let h1 = bed.testbed.ns("h1");
         move || {
             in_netns(&h1, move || -> anyhow::Result<live::LiveReport> {
-                let exchange = Exchange {
-                    pattern: Pattern::Ring,
-                    qps_per_connection: 4,
-                    message_bytes: 256,
-                    mtu: 256,
-                    messages: 0,
-                    source_port_per_qp: true,
-                    small_messages: 0,
-                };
-                let workload = exchange.for_rank(vec![receiver_addr(1), receiver_addr(2)], 0);
-                let sender = resolve_sender("eth0", Ipv4Addr::new(198, 18, 101, 254))?;
-                let ifindex = nix::net::if_::if_nametoindex("eth0")?;
-                let mut generator = live::LiveGenerator::new(workload, sender, ifindex)?;
+                let mut generator = testbed::h1_generator(4, 256)?;
                 sender_thread.send(pthread_self())?;
                 let report = generator.send(packets);
                 signals_done.recv()?;

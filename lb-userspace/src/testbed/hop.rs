@@ -98,6 +98,25 @@ impl HopReport {
     }
 }
 
+/// The live-frames generator on h1's `eth0` (called in h1's namespace),
+/// loaded with a ring's flows toward the first two receivers: `qps` QPs a
+/// connection, each its own UDP source port, frames of `payload` bytes.
+pub fn h1_generator(qps: u32, payload: u32) -> Result<live::LiveGenerator> {
+    let exchange = Exchange {
+        pattern: Pattern::Ring,
+        qps_per_connection: qps,
+        message_bytes: payload,
+        mtu: payload,
+        messages: 0,
+        source_port_per_qp: true,
+        small_messages: 0,
+    };
+    let workload = exchange.for_rank(vec![receiver_addr(1), receiver_addr(2)], 0);
+    let sender = traffic::resolve_sender("eth0", Ipv4Addr::new(198, 18, 101, 254))?;
+    let ifindex = nix::net::if_::if_nametoindex("eth0").context("eth0's ifindex")?;
+    live::LiveGenerator::new(workload, sender, ifindex)
+}
+
 /// Runs `run` on `bed` (h1 sends; r2 is the destination). fabriclb runs
 /// from `fabriclb`, its files in `workdir`.
 pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> Result<HopReport> {
@@ -124,24 +143,12 @@ pub fn run_hop(bed: &Testbed, fabriclb: &Path, workdir: &Path, run: &HopRun) -> 
         )?),
         Hop::Drop | Hop::Kernel => None,
     };
-    let exchange = Exchange {
-        pattern: Pattern::Ring,
-        qps_per_connection: run.qps,
-        message_bytes: run.payload,
-        mtu: run.payload,
-        messages: 0,
-        source_port_per_qp: true,
-        small_messages: 0,
-    };
-    let workload = exchange.for_rank(vec![receiver_addr(1), receiver_addr(2)], 0);
-    let packets = run.packets;
+    let (packets, qps, payload) = (run.packets, run.qps, run.payload);
     let drops_before = LinkDrops::read(bed)?;
     let (sent, frame_bytes, elapsed) = in_netns(&bed.ns("h1"), move || -> Result<_> {
         // One CPU for the whole run: veths process on the sender's.
         pin_to_cpu(1)?;
-        let sender = traffic::resolve_sender("eth0", Ipv4Addr::new(198, 18, 101, 254))?;
-        let ifindex = nix::net::if_::if_nametoindex("eth0").context("eth0's ifindex")?;
-        let report = live::LiveGenerator::new(workload, sender, ifindex)?.send(packets)?;
+        let report = h1_generator(qps, payload)?.send(packets)?;
         Ok((report.packets, report.frame_bytes, report.elapsed))
     })??;
     let mut report = HopReport {

@@ -31,7 +31,7 @@ pub use cross::{CrossReport, CrossTraffic};
 pub use daemon::{Daemon, PATIENCE};
 pub use drops::LinkDrops;
 pub use exporters::{Exporters, cpu_time};
-pub use hop::{Hop, HopReport, HopRun, run_hop};
+pub use hop::{Hop, HopReport, HopRun, h1_generator, run_hop};
 pub use leaf_maps::{LeafMaps, ifindex_in, leaf_ifindex, xdp_prog_id};
 pub use netns::in_netns;
 pub use queues::{QueueWatch, SpineQueue};

@@ -141,9 +141,8 @@ impl LiveGenerator {
             match run {
                 Ok(_) => break,
                 // The kernel ends a run early with EINTR when a signal is
-                // pending for the thread (a child of the test exiting, once
-                // in a CI run), after sending what it built: the rest is
-                // sent in another run.
+                // pending for the thread (once in a CI run), after sending
+                // what it built: the rest is sent in another run.
                 Err(ProgramError::SyscallError(SyscallError { io_error, .. }))
                     if io_error.kind() == ErrorKind::Interrupted
                         && interrupted < MAX_INTERRUPTIONS =>
