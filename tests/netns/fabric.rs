@@ -510,9 +510,7 @@ fn swing_from(row: &fabric_herd::HerdRow, from_ms: f64) -> f64 {
         .map(|span| span.iter().sum::<f64>() / 5.0)
         .collect();
     assert!(spans.len() >= 10, "{} spans from {from_ms} ms", spans.len());
-    let mean = spans.iter().sum::<f64>() / spans.len() as f64;
-    let variance = spans.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / spans.len() as f64;
-    variance.sqrt()
+    fabric_herd::std_dev(&spans).expect("spans")
 }
 
 /// `steered` moved off the slow port toward leaf 3 (its share of leaf 3's

@@ -395,7 +395,9 @@ fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
     (settle_ms, std_dev(&after))
 }
 
-fn std_dev(values: &[f64]) -> Option<f64> {
+/// The population standard deviation of `values`; `None` for fewer than
+/// two.
+pub fn std_dev(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
