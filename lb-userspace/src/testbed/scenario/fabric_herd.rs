@@ -25,7 +25,7 @@ use super::reaction::signed_ms;
 use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, with_spray, write_runs};
 use crate::config::{FlowletChoice, Spray};
 use crate::testbed::fabric::{
-    Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates, Sampling,
+    Fabric, FabricReport, FabricRun, FabricShape, FlexCounters, LinkRates, Sampling, rank_place,
     run_fabric_collective_with,
 };
 use crate::testbed::queues::{QueueWatch, per_port};
@@ -88,6 +88,29 @@ fn slowed() -> FabricShape {
 pub fn capacity_share() -> f64 {
     let all = RATE_MBIT * (SPINES as u32 - 1) + SLOW_MBIT;
     f64::from(SLOW_MBIT) / f64::from(all)
+}
+
+/// What one flowlet carries of what the first `steering` leaves send
+/// across the spines in a round of the collective: each connection sends
+/// one message a round, each on the next of its QPs (each with a source
+/// port of its own), spread over the round, so a QP pauses three rounds
+/// between messages, far past the flowlet gap, and every message is a
+/// flowlet of its own. A flowlet row's share of spine 4 moves in steps
+/// of this: 1/48 for four leaves, of which the settling band (±20% of
+/// 7.7%, 6.15-9.2%) holds only 3 or 4 on spine 4 in a round; 1/12 for
+/// one leaf, exactly 1.
+pub fn flowlet_share(steering: usize) -> f64 {
+    let ranks = LEAVES * HOSTS;
+    let leaf = |rank| rank_place(LEAVES, rank).0;
+    let crossing: usize = (0..ranks)
+        .filter(|&rank| leaf(rank) <= steering)
+        .map(|rank| {
+            (Pattern::AllToAll.peers(ranks, rank).into_iter())
+                .filter(|&peer| leaf(peer) != leaf(rank))
+                .count()
+        })
+        .sum();
+    1.0 / crossing.max(1) as f64
 }
 
 /// A row: a mode, and how many leaves (the first ones) steer in it; the
@@ -194,6 +217,10 @@ pub struct HerdRow {
     /// The standard deviation of spine 4's share over 50 ms spans from
     /// settling (or 300 ms after the change) to the end of the watch.
     pub oscillation: Option<f64>,
+    /// What one flowlet carries of the steering leaves' bytes in a round
+    /// ([`flowlet_share`]); `None` in the rows where no flowlet moves
+    /// (ECMP, every packet sprayed).
+    pub flowlet_share: Option<f64>,
     /// Flowlet moves per second of sending, summed over the steering
     /// leaves.
     pub path_changes_per_s: f64,
@@ -437,6 +464,8 @@ impl HerdRow {
             share_after: watch.share_after(steering),
             settle_ms,
             oscillation,
+            flowlet_share: (mode.name != "ecmp" && mode.spray != Spray::All)
+                .then(|| flowlet_share(steering)),
             path_changes_per_s: moves as f64 / run.elapsed.as_secs_f64().max(1e-9),
             port_dropped: fabric_slow_link::port_dropped(run, &shape()),
             dropped_reacting,
@@ -503,7 +532,7 @@ fn print(rows: &[HerdRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8}",
+        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8} {:>8}",
         "mode",
         "telemetry",
         "choice",
@@ -521,13 +550,14 @@ fn print(rows: &[HerdRow]) {
         "after",
         "settle",
         "osc",
+        "flowlet",
         "moves/s"
     );
     let ms = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.0}ms"));
     for row in rows {
         println!(
             "{:<14} {:<11} {:<11} {:>5} {:>4}ms {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms \
-             {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>8.0}",
+             {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>8} {:>8.0}",
             match row.spray {
                 Some(spray) if spray == Spray::All.name() => format!("{} all", row.mode),
                 _ => row.mode.clone(),
@@ -556,6 +586,8 @@ fn print(rows: &[HerdRow]) {
             100.0 * row.share_after.unwrap_or_default(),
             ms(row.settle_ms),
             100.0 * row.oscillation.unwrap_or_default(),
+            row.flowlet_share
+                .map_or_else(|| "-".to_owned(), |f| format!("{:.1}%", 100.0 * f)),
             row.path_changes_per_s,
         );
     }
@@ -565,7 +597,9 @@ fn print(rows: &[HerdRow]) {
          to the end of the watch; before, after: spine \
          {SLOW_SPINE}'s share of the steering leaves' bytes before it slowed and from 200 ms \
          after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
-         ({:.1}%) over every 50 ms span; osc: its standard deviation from then; per-packet all: \
+         ({:.1}%) over every 50 ms span; osc: its standard deviation from then; flowlet: what one \
+         flowlet carries of the steering leaves' bytes in a round (every message is one), the \
+         step that share moves in; per-packet all: \
          every RoCEv2 packet sprayed (spray = \"all\"), for receivers that place packets out of \
          order, so no flowlet moves; sample: how often the leaves read the spines",
         SETTLE_BAND * 100.0,
@@ -576,6 +610,25 @@ fn print(rows: &[HerdRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Four leaves send 48 messages a round across the spines (two
+    /// ranks each, to the six ranks on other leaves), one leaf 12.
+    #[test]
+    fn a_flowlet_is_one_cross_leaf_message_of_a_round() {
+        assert!((flowlet_share(4) - 1.0 / 48.0).abs() < 1e-12);
+        assert!((flowlet_share(1) - 1.0 / 12.0).abs() < 1e-12);
+        // Wider than half the settling band: from 3 or 4 of 48, one
+        // flowlet more or less on spine 4 takes the share out of it.
+        let (low, high) = (
+            (1.0 - SETTLE_BAND) * capacity_share(),
+            (1.0 + SETTLE_BAND) * capacity_share(),
+        );
+        let within = |n: f64| (low..=high).contains(&(n * flowlet_share(LEAVES)));
+        assert_eq!(
+            (within(2.0), within(3.0), within(4.0), within(5.0)),
+            (false, true, true, false)
+        );
+    }
 
     /// Settled from the first span after the last one out of the band;
     /// the oscillation from there on.
