@@ -33,7 +33,7 @@ const ADDED: &str = "198.18.200.1";
 /// then): measured 0-7 with the suite's debug build, alone and beside
 /// three busy loops. Counted from before `ip` ran, earlier runs gave
 /// 7-11 alone and 26-27 in two fresh-clone runs of the suite: what `ip`
-/// took to start (3-7 probes alone, 8-18 beside the busy loops) is the
+/// took to start (3-7 probes alone, 4-18 beside the busy loops) is the
 /// machine's, not the daemon's.
 const FOLLOW_PROBES: u64 = 15;
 
