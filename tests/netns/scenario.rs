@@ -252,6 +252,11 @@ fn telemetry_steers_around_traffic_the_leaf_cannot_see() {
 /// daemons: 1.025-1.05x); 1.13-1.35x before, and 1.52-1.55x in two runs
 /// whose steered senders stalled (2.55 s of sending against 1.67 s in
 /// the other rows), so the paused flows' flowlets moved on stale queues.
+/// Since each scrape is rated over when its exporter read the counters,
+/// a row is scaled against its fast paths' median and a drain rate
+/// follows the median of three busy intervals, steered 1.00-1.025x in
+/// five debug runs, losing 0-72 packets: an equal spine is no longer
+/// rated slower by one reading, and starved. The bound is blind's.
 #[test]
 fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     let scenario = equal_paths::equal_paths("equal-paths-8", 8, equal_paths::MESSAGES);
@@ -279,7 +284,7 @@ fn flowlets_spread_eight_fat_flows_over_eight_spines() {
     assert_eq!(ecmp.flowlet_moves, 0, "{ecmp:?}");
     assert!(blind.spine_mmr <= 1.075, "{blind:?}");
     assert!(blind.dropped * 4 <= ecmp.dropped, "{blind:?}");
-    assert!(steered.spine_mmr <= 1.6, "{steered:?}");
+    assert!(steered.spine_mmr <= 1.075, "{steered:?}");
 }
 
 /// `scenario` on a testbed of `tag`, run with ECMP and with flowlets

@@ -143,6 +143,7 @@ fn ok(queued_bytes: u64, tx_bytes: Option<u64>) -> Result<Reading, TelemetryErro
         queued_bytes,
         tx_bytes,
         speed_bytes_per_s: None,
+        read_at: None,
     })
 }
 

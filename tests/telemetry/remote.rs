@@ -149,8 +149,28 @@ pub type Readings = Vec<Result<Reading, TelemetryError>>;
 /// One poll, timed.
 pub fn timed_poll(remote: &mut Remote) -> (Readings, Duration) {
     let start = Instant::now();
-    let readings = remote.poll();
+    let readings = poll_once(remote);
     (readings, start.elapsed())
+}
+
+/// One poll; each reading says its switch read it during the poll, and
+/// is given back without that moment, to compare.
+fn poll_once(remote: &mut Remote) -> Readings {
+    let asked = Instant::now();
+    let readings = remote.poll();
+    let answered = Instant::now();
+    (readings.into_iter())
+        .map(|reading| {
+            reading.map(|r| {
+                let at = r.read_at.expect("a scrape says when the switch read it");
+                assert!(
+                    asked <= at && at <= answered,
+                    "read {at:?} outside the poll"
+                );
+                Reading { read_at: None, ..r }
+            })
+        })
+        .collect()
 }
 
 /// One poll from inside `ns` (the first one there starts the scrape
@@ -298,6 +318,7 @@ fn remote_reads_backlog_and_bytes_as_tc_does() {
             queued_bytes: before.backlog,
             tx_bytes: Some(before.bytes),
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
     // The missing device is garbage; the others on its URL still read.
@@ -314,6 +335,7 @@ fn remote_reads_backlog_and_bytes_as_tc_does() {
             queued_bytes: vb.backlog,
             tx_bytes: Some(vb.bytes),
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
 
@@ -346,7 +368,7 @@ fn remote_is_unreachable_within_the_timeout_once_the_exporter_is_killed() {
 
     drop(exporter);
     for _ in 0..3 {
-        let readings = remote.poll();
+        let readings = poll_once(&mut remote);
         for reading in &readings {
             unreachable_why(reading);
         }
@@ -354,7 +376,7 @@ fn remote_is_unreachable_within_the_timeout_once_the_exporter_is_killed() {
 
     // A new exporter on the same address reads again at the next poll.
     let _exporter = Exporter::start(&ns, "127.0.0.1:9100");
-    let readings = remote.poll();
+    let readings = poll_once(&mut remote);
     assert!(readings[0].is_ok(), "{readings:?}");
     garbage_why(&readings[1]);
 }
@@ -371,6 +393,7 @@ const GOOD_X: Reading = Reading {
     queued_bytes: 1234,
     tx_bytes: Some(5678),
     speed_bytes_per_s: None,
+    read_at: None,
 };
 
 #[test]
@@ -401,7 +424,7 @@ fn remote_reads_garbage_and_silence_as_their_kinds() {
         timeout,
     );
     for poll in 0..3 {
-        let readings = remote.poll();
+        let readings = poll_once(&mut remote);
         let context = format!("poll {poll}: {readings:#?}");
         let html = garbage_why(&readings[0]);
         assert!(html.contains("not Prometheus text"), "{context}");
@@ -448,7 +471,7 @@ fn remote_a_hung_switch_delays_the_others_by_at_most_the_timeout() {
         timeout,
     );
     for poll in 0..3 {
-        let readings = remote.poll();
+        let readings = poll_once(&mut remote);
         let why = unreachable_why(&readings[0]);
         assert!(
             why.contains("no answer within") || why.contains("still not answered"),
@@ -467,7 +490,7 @@ fn remote_reads_a_switch_again_once_it_answers() {
     let timeout = Duration::from_millis(300);
     let server = Server::start(Answer::HangOnce(GOOD.into()));
     let mut remote = Remote::new(vec![target(&server.url(), "x")], timeout);
-    let readings = remote.poll();
+    let readings = poll_once(&mut remote);
     let why = unreachable_why(&readings[0]);
     assert!(why.contains("no answer within"), "{why}");
     // The hung scrape gives up at its deadline and frees its thread, which
@@ -475,7 +498,7 @@ fn remote_reads_a_switch_again_once_it_answers() {
     let start = Instant::now();
     let mut polls = Vec::new();
     while start.elapsed() < Duration::from_secs(2) {
-        let readings = remote.poll();
+        let readings = poll_once(&mut remote);
         let ok = readings[0] == Ok(GOOD_X);
         polls.push(readings);
         if ok {
@@ -504,11 +527,12 @@ fn remote_keeps_one_connection_and_scrapes_a_shared_url_once() {
     );
     let polls = 20;
     for _ in 0..polls {
-        let readings = remote.poll();
+        let readings = poll_once(&mut remote);
         let y = Reading {
             queued_bytes: 0,
             tx_bytes: Some(91_000_000),
             speed_bytes_per_s: None,
+            read_at: None,
         };
         assert_eq!(readings, [Ok(GOOD_X), Ok(y), Ok(GOOD_X)]);
         std::thread::sleep(Duration::from_millis(10));

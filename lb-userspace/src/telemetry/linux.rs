@@ -126,6 +126,7 @@ impl Linux {
             queued_bytes: backlog.saturating_add(inflight),
             tx_bytes,
             speed_bytes_per_s: None,
+            read_at: None,
         })
     }
 }

@@ -14,6 +14,8 @@
 //! [`template`] makes the paths of next hops a group learns, for the
 //! sources that read the next switch.
 
+use std::time::Instant;
+
 pub mod counters_db;
 mod fanout;
 pub mod linux;
@@ -32,6 +34,10 @@ pub struct Reading {
     /// publishes it (SONiC's STATE_DB); `None` when the source does not
     /// say.
     pub speed_bytes_per_s: Option<u64>,
+    /// When the switch read the counters, where the source can tell it
+    /// closer than the end of the poll (one switch's answer among many
+    /// asked at once); `None`: the poll's end.
+    pub read_at: Option<Instant>,
 }
 
 /// Why a path could not be read this time.

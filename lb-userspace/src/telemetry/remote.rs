@@ -134,7 +134,10 @@ impl Source for Remote {
             .iter()
             .zip(&self.url_of)
             .map(|(target, &url)| match &scraped[url] {
-                Ok(series) => read(series, target),
+                Ok(answer) => read(&answer.series, target).map(|reading| Reading {
+                    read_at: Some(answer.read_at),
+                    ..reading
+                }),
                 Err(Failure::Unreachable(why)) => Err(TelemetryError::Unreachable {
                     source_name: NAME,
                     why: format!("{}: {why}", target.url),
@@ -153,6 +156,7 @@ fn read(series: &[Series], target: &Target) -> Result<Reading, TelemetryError> {
         queued_bytes: queued,
         tx_bytes: total(series, BYTES, target)?,
         speed_bytes_per_s: None,
+        read_at: None,
     })
 }
 

@@ -297,9 +297,10 @@ fn past_load_is_an_ewma_seeded_by_the_first_sample() {
 }
 
 /// The drain rate is the egress rate of intervals that began and ended
-/// with a queue; until there is one, the highest rate seen stands in;
-/// with no rate at all, a queue is endless. Samples 40 ms apart: the drain
-/// rate's time constant, half of the way per sample.
+/// with a queue, through the median of the last three; until there is
+/// one, the highest rate seen stands in; with no rate at all, a queue is
+/// endless. Samples 40 ms apart: the drain rate's time constant, half of
+/// the way per sample.
 #[test]
 fn delay_is_the_queue_over_the_measured_drain_rate() {
     let mut sampled = Sampled::every(4 * STEP_US, PathQuality::default());
@@ -320,23 +321,33 @@ fn delay_is_the_queue_over_the_measured_drain_rate() {
         11_666,
         "against the 2.57 MB/s peak"
     );
-    // Queued at both ends: the port drained at its rate, 1 MB/s.
+    // Queued at both ends: the port drained at its rate, 1 MB/s; two
+    // intervals are not yet a median of three.
+    sample(&mut sampled, 1_000_000, 40_000);
+    sample(&mut sampled, 1_000_000, 40_000);
+    assert_eq!(sampled.path.drain_rate, None);
     sample(&mut sampled, 1_000_000, 40_000);
     assert_eq!(sampled.path.drain_rate, Some(1_000_000));
     assert_eq!(sampled.path.delay_us(40_000), 40_000);
-    // The EWMA moves half way toward the next busy interval's rate.
+    // One interval read far off does not move it.
+    sample(&mut sampled, 3_000_000, 10_000);
+    assert_eq!(sampled.path.drain_rate, Some(1_000_000));
+    // A rate two intervals read moves the EWMA half way toward it.
     sample(&mut sampled, 2_000_000, 10_000);
     assert_eq!(sampled.path.drain_rate, Some(1_500_000));
     // An interval that ended empty says nothing about the drain rate.
     sample(&mut sampled, 500_000, 0);
     assert_eq!(sampled.path.drain_rate, Some(1_500_000));
-    // A slower busy interval moves it half way down (of the two, the
-    // first began empty).
+    // A slower busy interval (of the three, the first began empty): the
+    // median is still the 2 MB/s, and the EWMA goes half way up to it;
+    // with the second it is the slower one, half way down.
     sample(&mut sampled, 500_000, 20_000);
     sample(&mut sampled, 500_000, 20_000);
-    assert_eq!(sampled.path.drain_rate, Some(1_000_000));
+    assert_eq!(sampled.path.drain_rate, Some(1_750_000));
+    sample(&mut sampled, 500_000, 20_000);
+    assert_eq!(sampled.path.drain_rate, Some(1_125_000));
     assert_eq!(sampled.path.peak_rate, 2_571_426);
-    assert_eq!(sampled.path.capacity(), Some(1_000_000));
+    assert_eq!(sampled.path.capacity(), Some(1_125_000));
 }
 
 /// Readings of a path that carries 2 MB/s, rated over intervals their
@@ -403,6 +414,39 @@ fn quality_scales_with_the_drain_rate() {
     assert_eq!(path(Some(1), 64).scaled_quality(1 << 40), 1);
 }
 
+/// A row is scaled against its fast paths' median: equal paths read
+/// apart by the noise of counters read over the network are not scaled
+/// against the one that read highest, a slow path still is against the
+/// fast ones, and a path faster than the rest is its own reference.
+#[test]
+fn a_row_is_scaled_against_its_fast_paths_median() {
+    let reference = |capacities: &[u64]| row_reference(&mut capacities.to_vec());
+    // Sixteen 50 Mbit/s spines as read in `equal-paths-16` (Mbit/s).
+    let equal = [
+        44, 44, 46, 46, 42, 42, 46, 44, 47, 45, 47, 48, 42, 47, 43, 57,
+    ];
+    assert_eq!(reference(&equal), 46);
+    let scaled = |rate, of: u64| {
+        PathQuality {
+            drain_rate: Some(rate),
+            smoothed: Some(1024),
+            ..PathQuality::default()
+        }
+        .scaled_quality(of)
+    };
+    assert!(equal.iter().all(|&rate| scaled(rate, 46) == 1024));
+    // Against the highest, the three at 42 would count as slower.
+    assert_eq!(equal.iter().filter(|&&r| scaled(r, 57) < 1024).count(), 3);
+
+    assert_eq!(reference(&[200, 190, 210, 50]), 200);
+    assert_eq!(scaled(50, 200), 256);
+    assert_eq!(reference(&[400, 100, 100, 100]), 400);
+    assert_eq!(reference(&[100, 76, 60, 60]), 100);
+    assert_eq!(reference(&[7]), 7);
+    assert_eq!(reference(&[]), 0);
+    assert_eq!(reference(&[u64::MAX, u64::MAX - 1]), u64::MAX);
+}
+
 /// A port whose switch says its speed drains at it from the first sample:
 /// its queue's delay and its scaling need no busy interval. It drains at
 /// the lower of its speed and a measured drain rate (a shaper below the
@@ -420,8 +464,11 @@ fn a_ports_speed_where_known_is_what_it_drains_at() {
         sampled.path.quality() / 4
     );
 
-    // Shaped below its speed: queued at both ends, drained at 0.5 MB/s.
-    sampled.take(&QUEUE_ONLY, Some(500_000), 20_000);
+    // Shaped below its speed: queued at both ends, drained at 0.5 MB/s
+    // three times (the median's).
+    for _ in 0..3 {
+        sampled.take(&QUEUE_ONLY, Some(500_000), 20_000);
+    }
     assert_eq!(sampled.path.drain_rate, Some(500_000));
     assert_eq!(sampled.path.capacity(), Some(500_000));
 
@@ -452,6 +499,7 @@ fn a_starved_paths_drain_rate_relaxes_toward_its_peak() {
     let measured_low = PathQuality {
         drain_rate: Some(600_000),
         drain_measured_us: Some(0),
+        drain_readings: [Some(600_000); 2],
         peak_rate: 3_000_000,
         sampled_at_us: Some(0),
         ..PathQuality::default()
@@ -483,12 +531,25 @@ fn a_starved_paths_drain_rate_relaxes_toward_its_peak() {
     assert!((2_080_000..2_110_000).contains(&drain), "{drain}");
     assert_eq!(sampled.path.peak_rate, 3_000_000);
 
-    // Queued at both ends at 1 MB/s: measured a fifth of the way (10 ms
-    // of the 40 ms drain time constant), then held again.
-    sampled.take(&QUEUE_ONLY, Some(1_000_000), 10_000);
-    let before = sampled.path.drain_rate.unwrap_or(0);
-    sampled.take(&QUEUE_ONLY, Some(1_000_000), 10_000);
-    let measured = before - (before - 1_000_000) * 13_107 / 65_536;
+    // Queued at 1 MB/s for four samples: the first began empty, and
+    // relaxes it once more; each of the others measures it a fifth of the
+    // way (10 ms of the 40 ms drain time constant) toward the median of
+    // the last three busy intervals, the two that read it low and the new
+    // ones. Then it holds again.
+    let towards = |drain, rate, tau| follow(Some(drain), rate, Some(STEP_US), tau);
+    let relaxed = towards(
+        sampled.path.drain_rate.unwrap_or(0),
+        3_000_000,
+        DRAIN_RELAX_US,
+    );
+    let measured = [600_000, 1_000_000, 1_000_000]
+        .into_iter()
+        .fold(relaxed, |drain, median| {
+            towards(drain, median, DRAIN_TIME_CONSTANT_US)
+        });
+    for _ in 0..4 {
+        sampled.take(&QUEUE_ONLY, Some(1_000_000), 10_000);
+    }
     assert_eq!(sampled.path.drain_rate, Some(measured));
     for _ in 0..20 {
         trickle(&mut sampled);

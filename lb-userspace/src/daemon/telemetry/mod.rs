@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use lb_common::route::{quality_index, quality_path};
 use lb_common::select::flowlet::PATH_QUALITY_DEFAULT;
 use lb_common::select::quality::rate::{CounterRate, Poll};
-use lb_common::select::quality::{Measures, PathQuality, Profile};
+use lb_common::select::quality::{Measures, PathQuality, Profile, row_reference};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -67,10 +67,20 @@ impl PathState {
         }
     }
 
-    /// Takes a good reading made at `at`, `at_us` on the samples' clock;
-    /// `shared`: of a destination's row, a queue other leaves fill too.
-    fn take(&mut self, reading: Reading, at: Instant, at_us: u64, judge: &Judge, shared: bool) {
-        self.last_good = Some(at);
+    /// Takes a good reading of a poll that ended at `poll_end`, on a
+    /// clock of microseconds since `started`; `shared`: of a destination's
+    /// row, a queue other leaves fill too.
+    fn take(
+        &mut self,
+        reading: Reading,
+        poll_end: Instant,
+        started: Instant,
+        judge: &Judge,
+        shared: bool,
+    ) {
+        self.last_good = Some(poll_end);
+        let read_at = reading.read_at.unwrap_or(poll_end);
+        let at_us = read_at.saturating_duration_since(started).as_micros() as u64;
         self.stale = false;
         self.queued_bytes = reading.queued_bytes;
         let polled = reading
@@ -194,7 +204,6 @@ impl Telemetry {
         let Some(name) = tables.groups.get(spec.group).map(|g| &g.name) else {
             return Vec::new();
         };
-        let at_us = batch.at.saturating_duration_since(self.started).as_micros() as u64;
         for (&index, reading) in spec.paths.iter().zip(batch.readings) {
             let Some(path) = self.paths.get_mut(&index) else {
                 continue;
@@ -206,7 +215,7 @@ impl Telemetry {
                         info!(group = %name, next_hop = %label(), "telemetry recovered");
                     }
                     let shared = quality_path(index).0 != 0;
-                    path.take(reading, batch.at, at_us, &self.judge, shared);
+                    path.take(reading, batch.at, self.started, &self.judge, shared);
                 }
                 Err(e) => {
                     path.errors += 1;
@@ -245,17 +254,18 @@ impl Telemetry {
 
     /// Each path ([`quality_index`]) whose quality in `tables` differs
     /// from what its telemetry says (the default for those without). A
-    /// path's quality is scaled against the fastest of its row: the
-    /// group's next hops, or the group's next hops toward one destination.
+    /// path's quality is scaled against the fast paths of its row
+    /// ([`row_reference`]): the group's next hops, or the group's next
+    /// hops toward one destination.
     pub(super) fn changes(&self, tables: &Tables) -> Vec<(u32, u32)> {
         let mut changes = Vec::new();
         for group in &tables.groups {
             for class in group.class_ids() {
                 let row = || group.members.iter().map(|&id| quality_index(class, id));
-                let fastest = row()
+                let mut capacities: Vec<u64> = row()
                     .filter_map(|index| self.paths.get(&index)?.quality.capacity())
-                    .max()
-                    .unwrap_or(0);
+                    .collect();
+                let fastest = row_reference(&mut capacities);
                 for index in row() {
                     let quality = self
                         .paths
@@ -321,7 +331,17 @@ mod tests {
             queued_bytes,
             tx_bytes: Some(tx),
             speed_bytes_per_s: None,
+            read_at: None,
         }
+    }
+
+    fn micros(us: u64) -> Duration {
+        Duration::from_micros(us)
+    }
+
+    /// `reading` of a poll that ended `at_us` after `start`.
+    fn take(path: &mut PathState, start: Instant, reading: Reading, at_us: u64) {
+        path.take(reading, start + micros(at_us), start, &judge(), false);
     }
 
     /// A switch's counters written every 20 ms, read every 10: a read that
@@ -329,21 +349,43 @@ mod tests {
     /// the counter's move is rated over the time since it last moved.
     #[test]
     fn a_reading_of_the_same_write_gives_no_rate() {
-        let (judge, now) = (judge(), Instant::now());
+        let start = Instant::now();
         let mut path = PathState::new("counters-db");
-        path.take(reading(0, 1_000), now, 0, &judge, false);
+        take(&mut path, start, reading(0, 1_000), 0);
         assert_eq!(path.quality.sampled_at_us, None, "primed only");
-        path.take(reading(5_000, 3_000), now, 20_000, &judge, false);
+        take(&mut path, start, reading(5_000, 3_000), 20_000);
         assert_eq!(path.quality.past_load, Some(100_000));
-        path.take(reading(0, 3_000), now, 30_000, &judge, false);
+        take(&mut path, start, reading(0, 3_000), 30_000);
         assert_eq!(path.quality.sampled_at_us, Some(30_000), "queue sampled");
         assert_eq!(path.quality.queued, 0);
         assert_eq!(path.quality.past_load, Some(100_000), "no rate");
-        path.take(reading(6_000, 7_000), now, 40_000, &judge, false);
+        take(&mut path, start, reading(6_000, 7_000), 40_000);
         // 4000 B over the 20 ms since the last change: 200 kB/s, which the
         // past load (and its peak) follows a quarter of the way.
         assert_eq!(path.quality.past_load, Some(125_000));
         assert_eq!(path.quality.peak_rate, 125_000);
         assert_eq!(path.quality.sampled_at_us, Some(40_000));
+    }
+
+    /// Polls that end 10 ms apart while the switch answered 4 ms into the
+    /// first and 1 ms into the second: 9 kB sent over the 7 ms between
+    /// the reads, not over the 10 ms between the polls' ends.
+    #[test]
+    fn a_counter_is_rated_over_when_the_switch_read_it() {
+        let start = Instant::now();
+        let mut path = PathState::new("remote");
+        let read = |tx, at_us| Reading {
+            read_at: Some(start + micros(at_us)),
+            ..reading(0, tx)
+        };
+        take(&mut path, start, read(1_000, 4_000), 10_000);
+        take(&mut path, start, read(10_000, 11_000), 20_000);
+        assert_eq!(path.quality.past_load, Some(9_000 * 1_000_000 / 7_000));
+        assert_eq!(path.quality.sampled_at_us, Some(11_000));
+        assert_eq!(
+            path.last_good,
+            Some(start + micros(20_000)),
+            "the poll's end"
+        );
     }
 }

@@ -212,6 +212,7 @@ pub(super) fn reading(
         tx_bytes,
         speed_bytes_per_s: (speed_mbit.filter(|&mbit| mbit > 0))
             .map(|mbit| mbit.saturating_mul(BYTES_PER_SEC_PER_MBIT)),
+        read_at: None,
     })
 }
 
@@ -329,6 +330,7 @@ mod tests {
                 queued_bytes: 123,
                 tx_bytes: Some(900),
                 speed_bytes_per_s: Some(50_000_000_000),
+                read_at: None,
             })
         );
         // No port row or field, no speed (a port not up, or a switch that
@@ -340,6 +342,7 @@ mod tests {
                     queued_bytes: 123,
                     tx_bytes: None,
                     speed_bytes_per_s: None,
+                    read_at: None,
                 })
             );
         }

@@ -37,6 +37,7 @@ fn reads_the_devices_backlog_and_bytes() {
             queued_bytes: 1234,
             tx_bytes: Some(56_000_000),
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
     assert_eq!(
@@ -45,6 +46,7 @@ fn reads_the_devices_backlog_and_bytes() {
             queued_bytes: 7,
             tx_bytes: Some(9),
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
 }
@@ -63,6 +65,7 @@ fn sums_a_devices_kinds() {
             queued_bytes: 1234,
             tx_bytes: Some(15),
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
 }
@@ -76,6 +79,7 @@ fn bytes_are_optional_the_backlog_is_not() {
             queued_bytes: 3,
             tx_bytes: None,
             speed_bytes_per_s: None,
+            read_at: None,
         })
     );
     let bytes_only = [series("node_qdisc_bytes_total", "fleaf", "tbf", 3.0)];
