@@ -365,14 +365,15 @@ impl PathQuality {
     /// The path's quality within a row whose fast paths carry `fastest`
     /// bytes per second ([`row_reference`] of their [`Self::capacity`]):
     /// its quality scaled by what it drains at against that, so a split
-    /// follows the paths' capacities as well as their congestion. (SONiC's `ARS_INTERFACES`
-    /// gives ports of different speeds a scaling factor; the speed of the
-    /// next switch's port is read or measured here instead.) A path of no
-    /// known speed never seen draining, or draining at three quarters of
-    /// the fastest or more, counts as fast as the fastest: a rate is read
-    /// over the reader's interval from counters as old as their writer's
-    /// period, which wanders by a quarter, and equal paths must not split
-    /// by that noise. Never 0, which the data plane reads as "avoid".
+    /// follows the paths' capacities as well as their congestion.
+    /// (SONiC's `ARS_INTERFACES` gives ports of different speeds a
+    /// scaling factor; the speed of the next switch's port is read or
+    /// measured here instead.) A path of no known speed never seen
+    /// draining, or draining at three quarters of `fastest` or more,
+    /// counts as fast as it: a rate is read over the reader's interval
+    /// from counters as old as their writer's period, which wanders by a
+    /// quarter, and equal paths must not split by that noise. Never 0,
+    /// which the data plane reads as "avoid".
     pub fn scaled_quality(&self, fastest: u64) -> u32 {
         let quality = u64::from(self.quality());
         let scaled = match self.drains_at() {

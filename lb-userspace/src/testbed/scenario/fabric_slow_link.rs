@@ -436,16 +436,8 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
             "{:<12} {:<11} {:<11} {:>7} {:>8} {:>7} {:>5.2}% {:>5} {:>5} {:>7.0}ms {:>6.0}ms {:>8.2} \
              {:>7.1}% {:>6} {:>5}",
             row.mode,
-            if row.telemetry {
-                row.source.as_str()
-            } else {
-                "-"
-            },
-            if row.mode == "ecmp" {
-                ""
-            } else {
-                row.choice.as_str()
-            },
+            source_cell(row.telemetry, &row.source),
+            choice_cell(&row.mode, &row.choice),
             row.totals.sent,
             row.totals.received,
             row.totals.dropped,
@@ -468,6 +460,16 @@ fn print(name: &str, bgp: bool, rows: &[FabricRow]) {
          overtaken by a later one of their QP (reordering alone)",
         100.0 * f64::from(SLOW_MBIT) / f64::from(capacity_into(&shape(), SLOW_LEAF))
     );
+}
+
+/// A fabric table's telemetry cell: the source a row read, `-` for none.
+pub(super) fn source_cell(telemetry: bool, source: &str) -> &str {
+    if telemetry { source } else { "-" }
+}
+
+/// A fabric table's choice cell: empty for ECMP, which makes none.
+pub(super) fn choice_cell<'a>(mode: &str, choice: &'a str) -> &'a str {
+    if mode == "ecmp" { "" } else { choice }
 }
 
 #[cfg(test)]

@@ -20,7 +20,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::fabric_slow_link::{self, COUNTERS_DB, FabricTotals, source_of, with_source};
+use super::fabric_slow_link::{
+    self, COUNTERS_DB, FabricTotals, choice_cell, source_cell, source_of, with_source,
+};
 use super::{FLOWLET_GAP_US, Mode, modes, on_own_fabric, with_choice, with_spray, write_runs};
 use crate::config::{FlowletChoice, Spray};
 use crate::testbed::fabric::{
@@ -384,16 +386,8 @@ fn print(rows: &[HerdRow]) {
                 Some(spray) if spray == Spray::All.name() => format!("{} all", row.mode),
                 _ => row.mode.clone(),
             },
-            if row.telemetry {
-                row.source.as_str()
-            } else {
-                "-"
-            },
-            if row.mode == "ecmp" {
-                ""
-            } else {
-                row.choice.as_str()
-            },
+            source_cell(row.telemetry, &row.source),
+            choice_cell(&row.mode, &row.choice),
             row.steering_leaves,
             row.sampling_interval_us / 1000,
             row.totals.sent,
