@@ -31,7 +31,7 @@
 //! In the group's own row both drawing rules also weigh the idle peers
 //! of the path a flow is on (members of at least three quarters of its
 //! quality that carry under a quarter of the flow's own load,
-//! [`IDLE_PEER_SHARE`]), at about every second flowlet ([`weighs_peers`]):
+//! [`IDLE_PEER_SHARE`]), at three flowlets in four ([`weighs_peers`]):
 //! with as many fat flows as equal paths, flows start where ECMP's hash
 //! puts them, two to some paths, and a flow sharing one was offered the
 //! idle path only when the turns came to it, one candidate per flowlet:
@@ -44,6 +44,7 @@
 //! are rare on a fabric, and those rows stayed as they were.
 
 use crate::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS, NO_NEXTHOP};
+use crate::select::flowlet::{LOAD_BIAS, PATH_QUALITY_MAX};
 
 /// Least recent load per path quality over every usable member.
 pub const CHOICE_LEAST_COST: u32 = 0;
@@ -55,19 +56,22 @@ pub const CHOICE_WEIGHTED: u32 = 2;
 /// The next hops a choice weighs: two drawn ones, or every member; and
 /// with a floor, every member at least as good as it too.
 ///
-/// Eight bytes, as two next-hop ids and a quality fit (ids are below
-/// [`MAX_NEXTHOPS`]): the program copies it in one word, and a wider
+/// Eight bytes, as two next-hop ids, a floor and a salt fit (ids are
+/// below [`MAX_NEXTHOPS`], a floor at most three quarters of
+/// [`PATH_QUALITY_MAX`]): the program copies it in one word, and a wider
 /// one cost the verifier half as many instructions again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Drawn {
     ids: [u16; 2],
     /// The least quality of a member weighed besides the named ones;
     /// [`NO_FLOOR`] for none.
-    floor: u32,
+    floor: u16,
+    /// Draws the idle peers' loads for this flowlet ([`Drawn::idle_load`]).
+    salt: u16,
 }
 
 /// A [`Drawn`] that weighs only the members it names.
-pub const NO_FLOOR: u32 = u32::MAX;
+const NO_FLOOR: u16 = u16::MAX;
 
 /// [`NO_NEXTHOP`] in a [`Drawn`]'s ids: every member.
 const EVERY: u16 = u16::MAX;
@@ -82,6 +86,7 @@ impl Drawn {
     pub const ALL: Self = Self {
         ids: [EVERY; 2],
         floor: NO_FLOOR,
+        salt: 0,
     };
 
     /// Next hops `a` and `b`, read from the spray sequence at
@@ -91,17 +96,41 @@ impl Drawn {
         Self {
             ids: [narrow(a), narrow(b)],
             floor: NO_FLOOR,
+            salt: 0,
         }
     }
 
     /// These, and every member whose quality is at least three quarters
-    /// of `current`'s, the quality of the path the flow is on: its peers.
+    /// of `current`'s, the quality of the path the flow is on: its peers,
+    /// weighed for this flowlet as `mix` draws ([`flowlet_mix`],
+    /// [`Drawn::idle_load`]).
     #[inline(always)]
-    pub const fn with_peers_of(self, current: u32) -> Self {
+    pub const fn with_peers_of(self, current: u32, mix: u32) -> Self {
+        let current = if current > PATH_QUALITY_MAX {
+            PATH_QUALITY_MAX
+        } else {
+            current
+        };
         Self {
-            floor: current - current / 4,
+            floor: (current - current / 4) as u16,
+            // Bits the coin of `weighs_peers` (the top two) leaves.
+            salt: (mix >> 14) as u16,
             ..self
         }
+    }
+
+    /// The load an idle peer in `slot` is weighed at for this flowlet:
+    /// one drawn under [`LOAD_BIAS`], different from flowlet to flowlet,
+    /// instead of what flows gone left on it. Flows that leave paths at
+    /// once on different CPUs (a collective's steps start together, and
+    /// CPUs hear each other's loads only every 10 ms) each take an idle
+    /// path of their own, where by its leftovers the least loaded one,
+    /// the same for all, put them together again. With the bias the
+    /// draws span up to twice the cost, as a peer of half the quality
+    /// would: among peers of about one quality the draw decides.
+    #[inline(always)]
+    pub fn idle_load(&self, slot: u32) -> u64 {
+        ((slot ^ self.salt as u32).wrapping_mul(GOLDEN) >> (32 - LOAD_BIAS.trailing_zeros())) as u64
     }
 
     /// Whether next hop `nh_id` is weighed whatever its quality.
@@ -120,13 +149,13 @@ impl Drawn {
     /// The least quality of a member weighed for it; `None` when only
     /// the named ones are.
     pub fn floor(&self) -> Option<u32> {
-        self.has_floor().then_some(self.floor)
+        self.has_floor().then_some(self.floor as u32)
     }
 
     /// Whether a member of `quality` is weighed for it.
     #[inline(always)]
     pub fn admits_quality(&self, quality: u32) -> bool {
-        quality >= self.floor
+        quality >= self.floor as u32
     }
 
     pub fn is_all(&self) -> bool {
@@ -264,16 +293,22 @@ pub const fn spray_position(class: u32, cursor: u64) -> u32 {
 /// a third of their drops on fast ports).
 pub const IDLE_PEER_SHARE: u64 = 4;
 
-/// Whether the flowlet of flow `hash` toward a destination of `class`,
-/// drawn at cursor `position`, also weighs its path's idle peers.
+/// Whether a flowlet toward a destination of `class`, mixed as
+/// [`flowlet_mix`], also weighs its path's idle peers.
 ///
-/// At about every second flowlet, by a coin of the flow and the cursor.
-/// Two flows sharing a path whose flowlets start together (a
-/// collective's steps) on two CPUs, each seeing the idle peer before the
-/// other's move reached it (the CPUs hear each other's loads every
-/// 10 ms), both took it and met there, and came back together: 30 moves
-/// each way in one run over 16 paths. With the coin one moves alone in
-/// half the rounds.
+/// At three flowlets in four, by a coin of the flow and the cursor. Two
+/// flows sharing a path whose flowlets start together (a collective's
+/// steps) on two CPUs each see the idle peers before the other's move
+/// reached them (the CPUs hear each other's loads every 10 ms). When both
+/// took the least loaded, the same for both, they met there and came
+/// back together: 30 moves each way in one run over 16 paths. A coin at
+/// every second flowlet parted them in half the rounds, but left a pair
+/// together for a round as often as not, and with three pairs over 16
+/// paths some pair for two or three (the busiest spine 1.05-1.15 times
+/// the mean in some runs). Now each flowlet weighs the idle peers at
+/// loads of its own drawing ([`Drawn::idle_load`]), so two that leave at
+/// once mostly part, and a pair stays together for a round only one time
+/// in sixteen.
 ///
 /// Only in the group's own row (class 0). A destination's row is a
 /// fabric's: its flows wait at the next switch's port toward that
@@ -282,11 +317,22 @@ pub const IDLE_PEER_SHARE: u64 = 4;
 /// swing about twice as much (`fabric-herd`'s oscillation 6.0 points
 /// against 3.3, nine runs each).
 #[inline(always)]
-pub fn weighs_peers(class: u32, hash: u32, position: u64) -> bool {
-    // The golden ratio's multiply spreads consecutive cursors over the
-    // word; its top bit is the coin.
-    class == 0 && (hash ^ position as u32).wrapping_mul(0x9E37_79B9) >> 31 == 1
+pub fn weighs_peers(class: u32, mix: u32) -> bool {
+    class == 0 && mix >> 30 != 0
 }
+
+/// The flowlet of flow `hash` drawn at cursor `position`, mixed: the
+/// golden ratio's multiply spreads consecutive cursors over the word,
+/// whose top two bits are [`weighs_peers`]'s coin and whose next sixteen
+/// draw the idle peers' loads ([`Drawn::idle_load`]).
+#[inline(always)]
+pub fn flowlet_mix(hash: u32, position: u64) -> u32 {
+    (hash ^ position as u32).wrapping_mul(GOLDEN)
+}
+
+/// 2^32 over the golden ratio: consecutive integers times it spread
+/// evenly over the word.
+const GOLDEN: u32 = 0x9E37_79B9;
 
 /// Whether a new flowlet of a group choosing by `choice`, toward a
 /// destination of `class`, may stay on its path when the draw offers
@@ -330,9 +376,13 @@ mod tests {
         assert!(!past.is_all() && !past.admits(0) && !past.admits(MAX_NEXTHOPS - 1));
         // Peers: three quarters of the path's quality or more.
         assert_eq!(pair.floor(), None);
-        let peers = pair.with_peers_of(1024);
+        let peers = pair.with_peers_of(1024, 0);
         assert_eq!(peers.floor(), Some(768));
         assert!(peers.admits_quality(768) && !peers.admits_quality(767));
+        // A quality past the largest (a map written wrong) floors at the
+        // largest's three quarters.
+        let past = pair.with_peers_of(u32::MAX, 0).floor();
+        assert_eq!(past, Some(PATH_QUALITY_MAX - PATH_QUALITY_MAX / 4));
     }
 
     #[test]
@@ -399,28 +449,37 @@ mod tests {
         assert!((third - 0.5).abs() < 0.02, "{drawn:?}");
     }
 
-    /// The coin: about every second flowlet of a flow, whatever its hash,
-    /// and never the same side for long; two flows at one cursor (two
-    /// CPUs' flowlets at once) toss apart. No coin in a destination's row.
+    /// The coin: three flowlets of a flow in four, whatever its hash, and
+    /// never tails for long; two flows at one cursor (two CPUs' flowlets
+    /// at once) toss apart. No coin in a destination's row.
     #[test]
-    fn peers_are_weighed_at_about_every_second_flowlet() {
+    fn peers_are_weighed_at_three_flowlets_in_four() {
         for hash in [0u32, 1, 0xdead_beef, u32::MAX] {
-            let tosses: Vec<bool> = (0..1024u64).map(|at| weighs_peers(0, hash, at)).collect();
+            let tosses: Vec<bool> = (0..1024u64)
+                .map(|at| weighs_peers(0, flowlet_mix(hash, at)))
+                .collect();
             let heads = tosses.iter().filter(|&&t| t).count();
-            assert!((448..=576).contains(&heads), "hash {hash:#x}: {heads}");
-            let longest = tosses
+            assert!((704..=832).contains(&heads), "hash {hash:#x}: {heads}");
+            let longest_tails = tosses
                 .chunk_by(|a, b| a == b)
+                .filter(|run| !run[0])
                 .map(<[bool]>::len)
                 .max()
                 .unwrap_or(0);
-            assert!(longest <= 4, "hash {hash:#x}: a run of {longest}");
+            assert!(
+                longest_tails <= 3,
+                "hash {hash:#x}: {longest_tails} tails in a row"
+            );
         }
         let apart = (0..1024u64)
-            .filter(|&at| weighs_peers(0, 0x1234_5678, at) != weighs_peers(0, 0x8765_4321, at))
+            .filter(|&at| {
+                weighs_peers(0, flowlet_mix(0x1234_5678, at))
+                    != weighs_peers(0, flowlet_mix(0x8765_4321, at))
+            })
             .count();
-        assert!((384..=640).contains(&apart), "{apart}");
+        assert!((320..=448).contains(&apart), "{apart}");
         // Never in a destination's row.
-        assert!((0..1024u64).all(|at| !weighs_peers(3, 0xdead_beef, at)));
+        assert!((0..1024u64).all(|at| !weighs_peers(3, flowlet_mix(0xdead_beef, at))));
     }
 
     /// Weighted takes the sequence in turn: four successive flowlets over

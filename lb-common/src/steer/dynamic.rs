@@ -10,7 +10,10 @@ use crate::abi::{
 use crate::limits::NO_NEXTHOP;
 use crate::route::Destination;
 use crate::select::{
-    choice::{Drawn, draw_positions, drawn, draws, spray_position, weighs_peers, weighs_staying},
+    choice::{
+        Drawn, draw_positions, drawn, draws, flowlet_mix, spray_position, weighs_peers,
+        weighs_staying,
+    },
     flowlet::{FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step},
     placement::{Placement, placement},
 };
@@ -312,9 +315,10 @@ fn draw<M: Maps>(
     // the path it is on: a flow that shares its path with another finds
     // the one left idle among equals at once, instead of when the turns
     // come to it (`choice::IDLE_PEER_SHARE`).
+    let mix = flowlet_mix(hash, position);
     Ok(match offered {
-        Some(slot) if !drawn.is_all() && weighs_peers(destination.class, hash, position) => {
-            drawn.with_peers_of(maps.quality(destination, member(group, slot)))
+        Some(slot) if !drawn.is_all() && weighs_peers(destination.class, mix) => {
+            drawn.with_peers_of(maps.quality(destination, member(group, slot)), mix)
         }
         _ => drawn,
     })

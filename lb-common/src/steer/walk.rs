@@ -7,7 +7,9 @@ use crate::select::choice::{Drawn, IDLE_PEER_SHARE};
 use crate::select::flowlet::{Candidate, PathChoice};
 
 /// Of the usable members `drawn` admits, the one with the least recent
-/// load per path quality; the flow's `current` slot is offered to stay.
+/// load per path quality, an idle one weighed at the load the flowlet
+/// draws for it ([`Drawn::idle_load`]); the flow's `current` slot is
+/// offered to stay.
 #[derive(Clone, Copy, Debug)]
 pub struct MemberWalk {
     drawn: Drawn,
@@ -48,12 +50,16 @@ impl MemberWalk {
             return;
         }
         let (load, quality) = weigh();
+        let idle_peer = self.drawn.admits_quality(quality) && load * IDLE_PEER_SHARE < self.own;
         let candidate = Candidate {
             slot,
-            load,
+            load: if idle_peer {
+                self.drawn.idle_load(slot)
+            } else {
+                load
+            },
             quality,
         };
-        let idle_peer = self.drawn.admits_quality(quality) && load * IDLE_PEER_SHARE < self.own;
         if named || idle_peer {
             self.choice.consider(candidate);
         }
@@ -72,6 +78,7 @@ impl MemberWalk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::select::choice::flowlet_mix;
     use crate::select::flowlet::PATH_QUALITY_DEFAULT;
 
     const FLOW: u64 = 1 << 20;
@@ -95,19 +102,42 @@ mod tests {
         let members = [(2 * FLOW, q), (FLOW, q), (0, q - q / 8), (0, q * 5 / 8)];
         let drawn = Drawn::pair(11, 11);
         assert_eq!(walk(drawn, 0, members), Some(0));
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
+        assert_eq!(walk(drawn.with_peers_of(q, 0), 0, members), Some(2));
         let busy = [(2 * FLOW, q), (FLOW, q), (FLOW, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, busy), Some(0));
+        assert_eq!(walk(drawn.with_peers_of(q, 0), 0, busy), Some(0));
         // Drawn, the slower path is weighed, and cheaper per quality.
-        assert_eq!(walk(Drawn::pair(13, 13).with_peers_of(q), 0, busy), Some(3));
+        assert_eq!(
+            walk(Drawn::pair(13, 13).with_peers_of(q, 0), 0, busy),
+            Some(3)
+        );
         // A peer whose flow is between messages still carries a quarter
         // of the flow's load or more: not idle, not weighed.
         let members = [(2 * FLOW, q), (FLOW, q), (FLOW / 4, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        assert_eq!(walk(drawn.with_peers_of(q, 0), 0, members), Some(0));
         let members = [(2 * FLOW, q), (FLOW, q), (FLOW / 4 - 1, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(2));
+        assert_eq!(walk(drawn.with_peers_of(q, 0), 0, members), Some(2));
         // Alone on its path, a flow leaves it for no idle peer.
         let members = [(FLOW, q), (FLOW, q), (0, q), (0, q * 5 / 8)];
-        assert_eq!(walk(drawn.with_peers_of(q), 0, members), Some(0));
+        assert_eq!(walk(drawn.with_peers_of(q, 0), 0, members), Some(0));
+    }
+
+    /// Flows that leave a shared path at once take idle peers of their
+    /// own: which is the flowlet's draw, not the least loaded, which is
+    /// the same for every flow. Each is taken by about half the flowlets,
+    /// the one with a little left of an earlier flow too.
+    #[test]
+    fn idle_peers_are_weighed_at_loads_the_flowlet_draws() {
+        let q = PATH_QUALITY_DEFAULT;
+        let members = [(2 * FLOW, q), (FLOW, q), (0, q), (FLOW / 8, q)];
+        let drawn = Drawn::pair(11, 11);
+        let mut taken = [0; 4];
+        for hash in 0..256u32 {
+            let peers = drawn.with_peers_of(q, flowlet_mix(hash.wrapping_mul(0x2545_f491), 7));
+            if let Some(slot) = walk(peers, 0, members) {
+                taken[slot as usize] += 1;
+            }
+        }
+        assert_eq!(taken[0] + taken[1], 0, "{taken:?}");
+        assert!((104..=152).contains(&taken[2]), "{taken:?}");
     }
 }

@@ -643,9 +643,11 @@ mod tests {
     }
 
     /// The verifier's work on the forwarding program is most of a cold
-    /// start's outage (about 0.35 s for 115k instructions verified here).
-    /// A member search unrolled over 64 slots made it check the rest of the
-    /// path once per slot it could stop at: 366k instructions, 0.8 s.
+    /// start's outage (about 0.35 s for 115k instructions verified here;
+    /// 164k since idle peers are weighed at drawn loads, a branch in the
+    /// member walk). A member search unrolled over 64 slots made it check
+    /// the rest of the path once per slot it could stop at: 366k
+    /// instructions, 0.8 s.
     #[test]
     fn the_verifier_checks_the_forwarding_path_about_once() {
         let mut dataplane = super::Dataplane::load(1024).expect("load (needs root)");
@@ -656,6 +658,6 @@ mod tests {
             .expect("program info")
             .verified_instruction_count()
             .expect("kernel reports verified instructions");
-        assert!(verified <= 160_000, "{verified} instructions verified");
+        assert!(verified <= 170_000, "{verified} instructions verified");
     }
 }

@@ -165,6 +165,28 @@ fn a_flowlet_leaves_a_queued_path_for_a_lighter_or_clearly_better_one() {
 }
 
 #[test]
+fn a_pair_parts_onto_an_idle_path_not_onto_an_occupied_one() {
+    const FLOW: u64 = 65_536;
+    let pair = cand(0, 2 * FLOW);
+    // The other path's flow reads at 40% of this one's (between
+    // messages): the cost pays by the hysteresis, but the pair would only
+    // move there together.
+    let c = choice(&[pair, cand(1, FLOW * 2 / 5)]);
+    assert_eq!(c.decide(Some(pair), FLOW), Some(0));
+    // Under a quarter of a flow is idle: the flow leaves.
+    let c = choice(&[pair, cand(1, FLOW / 4 - 1)]);
+    assert_eq!(c.decide(Some(pair), FLOW), Some(1));
+    assert_eq!(
+        choice(&[pair, cand(1, FLOW / 4)]).decide(Some(pair), FLOW),
+        Some(0)
+    );
+    // Three on a path, one on the other: two flows fewer, it moves.
+    let three = cand(0, 3 * FLOW);
+    let c = choice(&[three, cand(1, FLOW)]);
+    assert_eq!(c.decide(Some(three), FLOW), Some(1));
+}
+
+#[test]
 fn only_self_contained_roce_is_sprayed_by_default() {
     let bth = |opcode| Bth {
         opcode,
