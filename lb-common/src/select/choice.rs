@@ -293,6 +293,13 @@ pub const fn spray_position(class: u32, cursor: u64) -> u32 {
 /// a third of their drops on fast ports).
 pub const IDLE_PEER_SHARE: u64 = 4;
 
+/// Whether a path carrying `load` is idle to a flow whose own recent load
+/// is `own`: under one [`IDLE_PEER_SHARE`]th of it.
+#[inline(always)]
+pub fn idle_to(load: u64, own: u64) -> bool {
+    load * IDLE_PEER_SHARE < own
+}
+
 /// Whether a flowlet toward a destination of `class`, mixed as
 /// [`flowlet_mix`], also weighs its path's idle peers.
 ///

@@ -13,7 +13,7 @@
 
 use crate::packet::parse::Bth;
 use crate::packet::roce;
-use crate::select::choice::IDLE_PEER_SHARE;
+use crate::select::choice::{IDLE_PEER_SHARE, idle_to};
 use crate::select::load::RecentLoad;
 
 /// [`crate::abi::GroupEntry::mode`]: hash every packet of a flow to one
@@ -245,11 +245,10 @@ impl PathChoice {
             HYSTERESIS_NUM,
             HYSTERESIS_DEN,
         );
-        let occupied = best.load * IDLE_PEER_SHARE >= own;
-        let margin = if occupied {
-            own - own / IDLE_PEER_SHARE
-        } else {
+        let margin = if idle_to(best.load, own) {
             0
+        } else {
+            own - own / IDLE_PEER_SHARE
         };
         let lighter = best.load + own + margin < current.load;
         let clearly_better = best.quality() >= MOVE_ONTO_LOAD_QUALITY * current.quality();

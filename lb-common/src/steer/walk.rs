@@ -3,7 +3,7 @@
 //! through [`MemberWalk::visit`].
 
 use crate::limits::NO_NEXTHOP;
-use crate::select::choice::{Drawn, IDLE_PEER_SHARE};
+use crate::select::choice::{Drawn, idle_to};
 use crate::select::flowlet::{Candidate, PathChoice};
 
 /// Of the usable members `drawn` admits, the one with the least recent
@@ -50,7 +50,7 @@ impl MemberWalk {
             return;
         }
         let (load, quality) = weigh();
-        let idle_peer = self.drawn.admits_quality(quality) && load * IDLE_PEER_SHARE < self.own;
+        let idle_peer = self.drawn.admits_quality(quality) && idle_to(load, self.own);
         let candidate = Candidate {
             slot,
             load: if idle_peer {
