@@ -208,6 +208,11 @@ pub struct HerdRow {
     /// The standard deviation of spine 4's share over 50 ms spans from
     /// settling (or 300 ms after the change) to the end of the watch.
     pub oscillation: Option<f64>,
+    /// Of the 50 ms spans ending 300 ms or more after the change, the
+    /// fraction whose share is within ±20% of the capacity share: how
+    /// near the row came to settling where it did not; `None` without
+    /// such spans.
+    pub in_band: Option<f64>,
     /// What one flowlet carries of the steering leaves' bytes in a round
     /// ([`flowlet_share`]); `None` in the rows where no flowlet moves
     /// (ECMP, every packet sprayed).
@@ -231,7 +236,7 @@ pub struct HerdRow {
 /// good, and its standard deviation from then (or from
 /// [`UNSETTLED_FROM_MS`]).
 fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
-    let within = |share: f64| (share - target).abs() <= SETTLE_BAND * target;
+    let within = |share| within_band(share, target);
     let settled = match spans.iter().rposition(|&(_, share)| !within(share)) {
         // No span at all (nothing sent after the change) never settled.
         None => (!spans.is_empty()).then_some(0),
@@ -244,6 +249,22 @@ fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
         .map(|&(_, share)| share)
         .collect();
     (settle_ms, std_dev(&after))
+}
+
+/// Whether `share` is within [`SETTLE_BAND`] of `target`.
+fn within_band(share: f64, target: f64) -> bool {
+    (share - target).abs() <= SETTLE_BAND * target
+}
+
+/// The fraction of the spans ending [`UNSETTLED_FROM_MS`] or more after
+/// the change whose share is within [`SETTLE_BAND`] of `target`.
+fn in_band(spans: &[(f64, f64)], target: f64) -> Option<f64> {
+    let judged: Vec<f64> = (spans.iter())
+        .filter(|&&(at, _)| at >= UNSETTLED_FROM_MS)
+        .map(|&(_, share)| share)
+        .collect();
+    let within = judged.iter().filter(|&&s| within_band(s, target)).count();
+    (!judged.is_empty()).then(|| within as f64 / judged.len() as f64)
 }
 
 /// The population standard deviation of `values`; `None` for fewer than
@@ -266,7 +287,8 @@ impl HerdRow {
         } else {
             LEAVES
         };
-        let (settle_ms, oscillation) = settling(&watch.spans(steering), capacity_share());
+        let spans = watch.spans(steering);
+        let (settle_ms, oscillation) = settling(&spans, capacity_share());
         let (dropped_reacting, dropped_after) = watch.dropped_reacting_and_after();
         let moves: u64 = run
             .leaves
@@ -288,6 +310,7 @@ impl HerdRow {
             share_after: watch.share_after(steering),
             settle_ms,
             oscillation,
+            in_band: in_band(&spans, capacity_share()),
             flowlet_share: (mode.name != "ecmp" && mode.spray != Spray::All)
                 .then(|| flowlet_share(steering)),
             path_changes_per_s: moves as f64 / run.elapsed.as_secs_f64().max(1e-9),
@@ -356,7 +379,7 @@ fn print(rows: &[HerdRow]) {
         FLOWLET_GAP_US / 1000,
     );
     println!(
-        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>8} {:>8}",
+        "{:<14} {:<11} {:<11} {:>5} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>5} {:>9} {:>8} {:>7} {:>6} {:>7} {:>6} {:>7} {:>8} {:>8}",
         "mode",
         "telemetry",
         "choice",
@@ -374,6 +397,7 @@ fn print(rows: &[HerdRow]) {
         "after",
         "settle",
         "osc",
+        "in band",
         "flowlet",
         "moves/s"
     );
@@ -381,7 +405,7 @@ fn print(rows: &[HerdRow]) {
     for row in rows {
         println!(
             "{:<14} {:<11} {:<11} {:>5} {:>4}ms {:>6} {:>7} {:>5.2}% {:>6} {:>6} {:>5} {:>7.0}ms {:>6.0}ms \
-             {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>8} {:>8.0}",
+             {:>6.1}% {:>5.1}% {:>7} {:>5.1}% {:>7} {:>8} {:>8.0}",
             match row.spray {
                 Some(spray) if spray == Spray::All.name() => format!("{} all", row.mode),
                 _ => row.mode.clone(),
@@ -402,6 +426,8 @@ fn print(rows: &[HerdRow]) {
             100.0 * row.share_after.unwrap_or_default(),
             ms(row.settle_ms),
             100.0 * row.oscillation.unwrap_or_default(),
+            row.in_band
+                .map_or_else(|| "-".to_owned(), |f| format!("{:.0}%", 100.0 * f)),
             row.flowlet_share
                 .map_or_else(|| "-".to_owned(), |f| format!("{:.1}%", 100.0 * f)),
             row.path_changes_per_s,
@@ -413,7 +439,8 @@ fn print(rows: &[HerdRow]) {
          to the end of the watch; before, after: spine \
          {SLOW_SPINE}'s share of the steering leaves' bytes before it slowed and from 200 ms \
          after (every leaf's in a blind row); settle: until that share stays within ±{:.0}% of its capacity share \
-         ({:.1}%) over every 50 ms span; osc: its standard deviation from then; flowlet: what one \
+         ({:.1}%) over every 50 ms span; osc: its standard deviation from then; in band: of the \
+         50 ms spans ending 300 ms or more after it slowed, those within that band; flowlet: what one \
          flowlet carries of the steering leaves' bytes in a round (every message is one), the \
          step that share moves in; per-packet all: \
          every RoCEv2 packet sprayed (spray = \"all\"), for receivers that place packets out of \
@@ -469,6 +496,22 @@ mod tests {
         assert_eq!(settling(&[(10.0, 0.1), (20.0, 0.1)], target).0, Some(10.0));
         // Nothing sent after the change: neither.
         assert_eq!(settling(&[], target), (None, None));
+    }
+
+    /// In band: the spans from 300 ms on within ±20% of the target,
+    /// whether or not the last ones are.
+    #[test]
+    fn in_band_counts_the_spans_from_300_ms_within_the_band() {
+        let target = 0.1;
+        let spans = [
+            (250.0, 0.3),
+            (300.0, 0.1),
+            (310.0, 0.119),
+            (320.0, 0.121),
+            (330.0, 0.08),
+        ];
+        assert_eq!(in_band(&spans, target), Some(0.75));
+        assert_eq!(in_band(&spans[..1], target), None);
     }
 
     #[test]
