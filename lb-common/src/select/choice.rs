@@ -337,12 +337,13 @@ pub fn weighs_peers(class: u32, mix: u32) -> bool {
 /// alone spreads only consecutive cursors well: at a stride of 8, 13 or
 /// 16 (multiples near whole numbers of 2^32) its top bits drift a little
 /// a round, and a flow's coin came up as in the round before in up to
-/// 89% of rounds at a stride of 8 (93% at 13) instead of 62.5%. Two flows sharing a path on two CPUs then
-/// both weighed the idle path, or both did not, round after round: a pair
-/// went back and forth between two spines eight times and then stayed
-/// together for four rounds (`equal-paths-16`, the busiest spine 1.1
-/// times the mean). Murmur3's finalizer mixes every input bit into the
-/// top ones, so every stride tosses afresh.
+/// 89% of rounds at a stride of 8 (93% at 13) instead of 62.5%. Two
+/// flows sharing a path on two CPUs then both weighed the idle path, or
+/// both did not, round after round: a pair went back and forth between
+/// two spines eight times and then stayed together for four rounds
+/// (`equal-paths-16`, the busiest spine 1.1 times the mean). Murmur3's
+/// finalizer mixes every input bit into the top ones, so every stride
+/// tosses afresh.
 #[inline(always)]
 pub fn flowlet_mix(hash: u32, position: u64) -> u32 {
     let mixed = (hash ^ position as u32).wrapping_mul(GOLDEN);
@@ -475,9 +476,8 @@ mod tests {
     /// a flow's flowlets (its CPU's flowlets a round): the same as the
     /// last in 62.5% of rounds, as independent coins are (at strides 8,
     /// 13 and 16 the golden multiply alone gave up to 89%, 93% and 78%).
-    /// Two flows at one
-    /// cursor (two CPUs' flowlets at once) toss apart. No coin in a
-    /// destination's row.
+    /// Two flows at one cursor (two CPUs' flowlets at once) toss apart.
+    /// No coin in a destination's row.
     #[test]
     fn peers_are_weighed_at_three_flowlets_in_four() {
         for hash in [0u32, 1, 0xdead_beef, u32::MAX] {

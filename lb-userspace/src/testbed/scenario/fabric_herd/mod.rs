@@ -243,11 +243,7 @@ fn settling(spans: &[(f64, f64)], target: f64) -> (Option<f64>, Option<f64>) {
         Some(last_out) => (last_out + 1 < spans.len()).then_some(last_out + 1),
     };
     let settle_ms = settled.map(|i| spans[i].0);
-    let from = settle_ms.unwrap_or(UNSETTLED_FROM_MS);
-    let after: Vec<f64> = (spans.iter())
-        .filter(|&&(at, _)| at >= from)
-        .map(|&(_, share)| share)
-        .collect();
+    let after = shares_from(spans, settle_ms.unwrap_or(UNSETTLED_FROM_MS));
     (settle_ms, std_dev(&after))
 }
 
@@ -259,12 +255,17 @@ fn within_band(share: f64, target: f64) -> bool {
 /// The fraction of the spans ending [`UNSETTLED_FROM_MS`] or more after
 /// the change whose share is within [`SETTLE_BAND`] of `target`.
 fn in_band(spans: &[(f64, f64)], target: f64) -> Option<f64> {
-    let judged: Vec<f64> = (spans.iter())
-        .filter(|&&(at, _)| at >= UNSETTLED_FROM_MS)
-        .map(|&(_, share)| share)
-        .collect();
+    let judged = shares_from(spans, UNSETTLED_FROM_MS);
     let within = judged.iter().filter(|&&s| within_band(s, target)).count();
     (!judged.is_empty()).then(|| within as f64 / judged.len() as f64)
+}
+
+/// The shares of the spans ending `from_ms` or more after the change.
+fn shares_from(spans: &[(f64, f64)], from_ms: f64) -> Vec<f64> {
+    (spans.iter())
+        .filter(|&&(at, _)| at >= from_ms)
+        .map(|&(_, share)| share)
+        .collect()
 }
 
 /// The population standard deviation of `values`; `None` for fewer than
