@@ -176,7 +176,7 @@ pub enum SprayLayout {
     /// of it after the reaction; with points, turned by
     /// [`sequence_phase`], 0.00-0.02% (eleven runs), 0-1 after it; each
     /// destination stepped through by its own stride since
-    /// ([`crate::select::choice::row_stride`]), 0.01-0.05% (five runs),
+    /// ([`crate::select::position::row_stride`]), 0.01-0.05% (five runs),
     /// all while the leaves react.
     Points { phase: u32 },
 }

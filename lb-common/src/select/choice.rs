@@ -18,7 +18,7 @@
 //! cursor, whatever the load: a weighted round robin of flowlets (each
 //! member's entries spread evenly; a destination's kept in place as the
 //! weights change, [`crate::select::buckets::SprayLayout`], and stepped
-//! through by its own stride, [`row_stride`]), so each
+//! through by its own stride, [`row_stride`](crate::select::position::row_stride)), so each
 //! path gets new flowlets in proportion to its quality (LetFlow's
 //! flowlets, weighted, in turn rather than at random: among equal paths a
 //! random draw left 16 flows over 4 paths 1.36x the mean on the busiest,
@@ -43,8 +43,10 @@
 //! group's own, put a third of their drops on fast ports); idle uplinks
 //! are rare on a fabric, and those rows stayed as they were.
 
-use crate::limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS, NO_NEXTHOP};
+use crate::limits::{MAX_NEXTHOPS, NO_NEXTHOP};
 use crate::select::flowlet::{LOAD_BIAS, PATH_QUALITY_MAX};
+#[cfg(doc)]
+use crate::select::position::draw_positions;
 
 /// Least recent load per path quality over every usable member.
 pub const CHOICE_LEAST_COST: u32 = 0;
@@ -206,83 +208,6 @@ pub fn draws(choice: u32) -> bool {
     choice == CHOICE_TWO || choice == CHOICE_WEIGHTED
 }
 
-/// Flowlets per extra step of the draw's position (see
-/// [`draw_positions`]): more than a sequence of a few equal members turns
-/// in, so turns stay smooth between steps.
-pub const PHASE_STEP: u64 = 16;
-
-/// Where in the spray sequence a flowlet of flow `hash` draws its two
-/// candidates under its group's rule, its destination's cursor on this CPU at
-/// `cursor`: consecutive entries, which name two different members
-/// unless one outweighs the others (in the group's round robin, all of
-/// them together; in a destination's points, a quarter of the line apart
-/// or more, one whose stretch spans both). For `two-choices` from a
-/// position the flow and the cursor set, so that one flow's successive
-/// flowlets, other flows and other leaves draw other pairs; for
-/// `weighted` (which takes the first) at the cursor from an offset of the
-/// switch's `seed`, so that successive flowlets take the sequence in
-/// turn. Switches that start together (every leaf of a fabric at a
-/// collective's first step, with the same qualities) do not take it in
-/// step: their sequences are turned apart by their seeds
-/// ([`crate::select::buckets::sequence_phase`]). Which of the two is the
-/// group's [`draw_flow_mask`] (`flow_mask`).
-///
-/// The position moves [`row_stride`] entries per flowlet (one in the
-/// group's own row) and as many more every [`PHASE_STEP`] flowlets. In
-/// plain turns, a flow whose flowlets come in step with the cursor (every
-/// second flowlet of its CPU, as two senders sharing a core make them)
-/// would only ever see every second entry, which over equal members is
-/// half of them, so a flow started on a crowded path might never draw the
-/// one with room (the likely cause of 16 flows over 4 paths ending 1.30x
-/// the mean on the busiest in about one CI run in ten, which never showed
-/// on an idle machine). The extra step turns such a flow's phase through
-/// every entry; four successive flowlets still take four different
-/// members but where they straddle it.
-#[inline(always)]
-pub fn draw_positions(flow_mask: u32, hash: u32, seed: u32, class: u32, cursor: u64) -> [u32; 2] {
-    let from = (hash & flow_mask) | (seed & !flow_mask);
-    let steps = cursor.wrapping_add(cursor / PHASE_STEP) as u32;
-    let at = from.wrapping_add(steps.wrapping_mul(row_stride(class)));
-    [
-        at & (BUCKETS_PER_GROUP - 1),
-        at.wrapping_add(1) & (BUCKETS_PER_GROUP - 1),
-    ]
-}
-
-/// How many entries a destination of `class`'s cursor moves per draw or
-/// sprayed packet: a different odd number for each destination, 1 for the
-/// group's own row.
-///
-/// A leaf's destinations' rows hold the same sequence wherever their
-/// qualities agree, and their cursors, all starting at the leaf's seed,
-/// move at about the same pace (a collective sends toward each
-/// destination in turn). In steps of one they met a path's entries at the
-/// same draws: in `fabric-herd` each leaf moved a flowlet of every
-/// destination onto the slowed spine in the same round and none for the
-/// next few rounds (a trace of every leaf's moves), so the spine's share
-/// of what the leaves sent swung between 0 and 19% of 10 ms windows
-/// around its 7.7% while the qualities every leaf wrote held it at 7.7%.
-/// Different strides meet a path's entries at different draws. An odd
-/// stride keeps what the layout promises of a run: `2^k` draws in a row
-/// visit every residue modulo `2^k` once, so they still hold one point in
-/// each `2^-k` of the line, and equal members still take strict turns.
-/// Strided, that share swings 1.7-2.5 points over 50 ms spans (4.5-5.9 in
-/// steps of one, five runs each), and with every packet sprayed 0.1
-/// (0.4-0.7). What the steered rows lose (0.01-0.05%, 0.00-0.05% before)
-/// now all falls in the reaction: in step, the leaves had happened to
-/// hold their first flowlets after the change off the slowed spine.
-#[inline(always)]
-pub const fn row_stride(class: u32) -> u32 {
-    class.wrapping_mul(2) | 1
-}
-
-/// The entry of its destination's spray sequence that the sprayed packet
-/// at `cursor` takes: [`row_stride`] entries on from the one before.
-#[inline(always)]
-pub const fn spray_position(class: u32, cursor: u64) -> u32 {
-    (cursor as u32).wrapping_mul(row_stride(class)) & (BUCKETS_PER_GROUP - 1)
-}
-
 /// A peer of the flow's path ([`Drawn::with_peers_of`]) is weighed only
 /// while it carries under one `IDLE_PEER_SHARE`th of the flow's own load:
 /// an idle path, not one whose flow is between messages. On a fabric
@@ -381,10 +306,6 @@ pub fn weighs_staying(choice: u32, class: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::buckets::{SprayLayout, spray_sequence};
-
-    const TWO: u32 = draw_flow_mask(CHOICE_TWO);
-    const WEIGHTED: u32 = draw_flow_mask(CHOICE_WEIGHTED);
 
     #[test]
     fn all_admits_every_member_and_a_pair_its_two() {
@@ -415,60 +336,6 @@ mod tests {
         // A sequence entry past the map: every member.
         assert_eq!(drawn(CHOICE_TWO, Some(3), None), Drawn::ALL);
         assert!(draws(CHOICE_TWO) && draws(CHOICE_WEIGHTED) && !draws(CHOICE_LEAST_COST));
-    }
-
-    #[test]
-    fn positions_wrap_within_the_sequence_and_move_with_the_cursor() {
-        assert_eq!(draw_positions(TWO, 0, 9, 0, 0), [0, 1]);
-        assert_eq!(draw_positions(TWO, 511, 9, 0, 0), [511, 0]);
-        assert_eq!(draw_positions(TWO, u32::MAX, 9, 0, 2), [1, 2]);
-        assert_ne!(
-            draw_positions(TWO, 5, 9, 0, 0),
-            draw_positions(TWO, 5, 9, 0, 1)
-        );
-        // Weighted: the cursor from the seed, whatever the flow.
-        assert_eq!(draw_positions(WEIGHTED, 77, 0, 0, 3), [3, 4]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 3), [3, 4]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 513, 0, 3), [4, 5]);
-        // One entry further every sixteen flowlets.
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 15), [15, 16]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 16), [17, 18]);
-        assert_eq!(draw_positions(WEIGHTED, 5, 0, 0, 511), [30, 31]);
-    }
-
-    /// Over equal members, every draw is two different ones, and over a
-    /// full turn of the cursor each member is drawn equally often; over a
-    /// member of half the weight, it is drawn half as often.
-    #[test]
-    fn draws_follow_the_sequence_weights() {
-        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(
-            &mut sequence,
-            &[(10, 4), (11, 4), (12, 4), (13, 4)],
-            SprayLayout::RoundRobin,
-        );
-        let mut drawn = [0u32; 4];
-        for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            let [a, b] = draw_positions(TWO, 77, 0, 0, cursor).map(|p| sequence[p as usize]);
-            assert_ne!(a, b, "cursor {cursor}");
-            for id in [a, b] {
-                drawn[(id - 10) as usize] += 1;
-            }
-        }
-        assert_eq!(drawn, [256; 4]);
-        spray_sequence(
-            &mut sequence,
-            &[(10, 2), (11, 4), (12, 4), (13, 4)],
-            SprayLayout::RoundRobin,
-        );
-        let mut drawn = [0u32; 4];
-        for cursor in 0..BUCKETS_PER_GROUP as u64 {
-            for p in draw_positions(TWO, 77, 0, 0, cursor) {
-                drawn[(sequence[p as usize] - 10) as usize] += 1;
-            }
-        }
-        let third = f64::from(drawn[0]) / f64::from(drawn[1]);
-        assert!((third - 0.5).abs() < 0.02, "{drawn:?}");
     }
 
     /// The coin: three flowlets of a flow in four, whatever its hash, and
@@ -506,157 +373,5 @@ mod tests {
         assert!((320..=448).contains(&apart), "{apart}");
         // Never in a destination's row.
         assert!((0..1024u64).all(|at| !weighs_peers(3, flowlet_mix(0xdead_beef, at))));
-    }
-
-    /// Weighted takes the sequence in turn: four successive flowlets over
-    /// four equal members take each once, whatever their flows, but where
-    /// they straddle a phase step.
-    #[test]
-    fn weighted_flowlets_take_equal_members_in_turn() {
-        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(
-            &mut sequence,
-            &[(10, 4), (11, 4), (12, 4), (13, 4)],
-            SprayLayout::RoundRobin,
-        );
-        for start in [0u64, 3, 16, 508] {
-            let mut taken: Vec<u32> = (start..start + 4)
-                .map(|cursor| {
-                    let [a, _] = draw_positions(WEIGHTED, cursor as u32 * 7919, 5, 0, cursor);
-                    sequence[a as usize]
-                })
-                .collect();
-            taken.sort_unstable();
-            assert_eq!(taken, [10, 11, 12, 13], "from cursor {start}");
-        }
-    }
-
-    /// A flow that is every second (or fourth, or eighth) flowlet of its
-    /// CPU draws every one of four equal members within 64 of its own
-    /// flowlets, whichever flowlet it starts at; without the phase step
-    /// it drew two (or one).
-    #[test]
-    fn a_flow_in_step_with_the_cursor_still_draws_every_member() {
-        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(
-            &mut sequence,
-            &[(10, 4), (11, 4), (12, 4), (13, 4)],
-            SprayLayout::RoundRobin,
-        );
-        for every in [2u64, 4, 8] {
-            for first in 0..every {
-                let mut seen = [false; 4];
-                for k in 0..64 {
-                    let [a, _] = draw_positions(WEIGHTED, 0, 5, 0, first + k * every);
-                    seen[(sequence[a as usize] - 10) as usize] = true;
-                }
-                assert_eq!(seen, [true; 4], "every {every} from {first}");
-            }
-        }
-    }
-
-    /// A leaf's destinations whose rows hold the same sequence, drawing
-    /// in step (two flowlets a round each, as a collective sends them):
-    /// by their strides they meet a small member's entries at different
-    /// rounds, where in steps of one all three met it in the same round;
-    /// each still draws its share, and among equal members takes strict
-    /// turns.
-    #[test]
-    fn destinations_drawing_in_step_meet_a_path_at_different_rounds() {
-        use crate::select::buckets::sequence_phase;
-        let seed = 0x5eed_0001;
-        let points = SprayLayout::Points {
-            phase: sequence_phase(seed),
-        };
-        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(
-            &mut sequence,
-            &[(10, 1024), (11, 1024), (12, 1024), (13, 256)],
-            points,
-        );
-        let draw = |sequence: &[u32], class: u32, cursor: u64| {
-            sequence[draw_positions(WEIGHTED, 0, seed, class, cursor)[0] as usize]
-        };
-        let drawn = |class, cursor| draw(&sequence, class, cursor);
-        // Per round, how many of the three rows' six draws took member 13.
-        let rounds = |classes: [u32; 3]| -> Vec<usize> {
-            (0..256u64)
-                .map(|round| {
-                    (classes.iter())
-                        .flat_map(|&class| [2 * round, 2 * round + 1].map(|c| drawn(class, c)))
-                        .filter(|&id| id == 13)
-                        .count()
-                })
-                .collect()
-        };
-        let stepping_alike = rounds([0, 0, 0]);
-        let strided = rounds([1, 2, 3]);
-        let all_three = |per_round: &[usize]| per_round.iter().filter(|&&n| n >= 3).count();
-        assert_eq!(all_three(&stepping_alike), 38);
-        assert_eq!(all_three(&strided), 0, "{strided:?}");
-        // Both draw the member's share, 6 * 256 * 256 / 3328 = 118.
-        for per_round in [&stepping_alike, &strided] {
-            let sum: usize = per_round.iter().sum();
-            assert!((114..=122).contains(&sum), "{sum}");
-        }
-        for class in 1..=8 {
-            // Its share, 512 * 256 / 3328 = 39.4, over 512 draws.
-            let held = (0..512).filter(|&c| drawn(class, c) == 13).count();
-            assert!((38..=41).contains(&held), "class {class}: {held}");
-        }
-        let mut equal = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(&mut equal, &[(10, 4), (11, 4), (12, 4), (13, 4)], points);
-        for class in 1..=8 {
-            for start in [0u64, 3, 17, 508] {
-                let mut taken: Vec<u32> =
-                    (start..start + 4).map(|c| draw(&equal, class, c)).collect();
-                taken.sort_unstable();
-                assert_eq!(taken, [10, 11, 12, 13], "class {class} from {start}");
-            }
-        }
-    }
-
-    /// A sprayed packet's entry moves on by its row's stride: every entry
-    /// once in a turn of the cursor, in order in the group's own row. Three
-    /// destinations spraying in step, 20 packets each per window, hold a
-    /// small member's share closer in every window strided than in steps
-    /// of one, where their shortfalls and excesses fell together.
-    #[test]
-    fn sprayed_packets_of_destinations_in_step_spread_a_paths_entries() {
-        use crate::select::buckets::sequence_phase;
-        for class in 0..8 {
-            let mut seen = [false; BUCKETS_PER_GROUP as usize];
-            for cursor in 0..u64::from(BUCKETS_PER_GROUP) {
-                seen[spray_position(class, cursor) as usize] = true;
-            }
-            assert!(seen.iter().all(|&s| s), "class {class}");
-        }
-        assert_eq!(spray_position(0, 7), 7);
-        assert_eq!(spray_position(0, 513), 1);
-        assert_eq!(spray_position(2, 3), 15);
-
-        let mut sequence = [0u32; BUCKETS_PER_GROUP as usize];
-        spray_sequence(
-            &mut sequence,
-            &[(10, 1024), (11, 1024), (12, 1024), (13, 256)],
-            SprayLayout::Points {
-                phase: sequence_phase(0x5eed_0001),
-            },
-        );
-        let share = 60.0 * 256.0 / 3328.0;
-        let worst = |classes: [u32; 3]| -> f64 {
-            (0..512u64)
-                .map(|from| {
-                    let held = (classes.iter())
-                        .flat_map(|&class| (from..from + 20).map(move |c| spray_position(class, c)))
-                        .filter(|&p| sequence[p as usize] == 13)
-                        .count();
-                    (held as f64 - share).abs()
-                })
-                .fold(0.0, f64::max)
-        };
-        let (alike, strided) = (worst([0, 0, 0]), worst([1, 2, 3]));
-        // 4.4 packets off the share at worst in steps of one, 1.6 strided.
-        assert!(alike > 4.0 && strided < 2.0, "{alike} {strided}");
     }
 }

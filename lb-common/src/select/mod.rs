@@ -8,4 +8,5 @@ pub mod hash;
 pub mod load;
 pub mod overrides;
 pub mod placement;
+pub mod position;
 pub mod quality;

@@ -10,12 +10,10 @@ use crate::abi::{
 use crate::limits::NO_NEXTHOP;
 use crate::route::Destination;
 use crate::select::{
-    choice::{
-        Drawn, draw_positions, drawn, draws, flowlet_mix, spray_position, weighs_peers,
-        weighs_staying,
-    },
+    choice::{Drawn, drawn, draws, flowlet_mix, weighs_peers, weighs_staying},
     flowlet::{FlowletState, FlowletStep, MODE_ECMP, drain, flowlet_index, starts_on_ecmp, step},
     placement::{Placement, placement},
+    position::{cpu_turn, draw_positions, spray_position},
 };
 use crate::verdict::Reason;
 
@@ -104,8 +102,8 @@ pub fn dynamic<M: Maps>(
         return Ok(());
     }
     if sprayable {
-        let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
-        let index = spray_position(destination.class, position);
+        let (cursor, turn) = next_position(maps, group, destination)?;
+        let index = spray_position(destination.class, cursor.wrapping_add(turn));
         let Some(listed) = maps.spray_entry(destination, index) else {
             maps.decided(&Decision::Sprayed(Spray {
                 index,
@@ -283,6 +281,22 @@ pub fn dynamic<M: Maps>(
     Ok(())
 }
 
+/// Where this CPU's next draw or sprayed packet toward `destination`
+/// looks: its cursor, moved on, and this CPU's [`cpu_turn`].
+#[inline(always)]
+fn next_position<M: Maps>(
+    maps: &mut M,
+    group: &GroupEntry,
+    destination: Destination,
+) -> Result<(u64, u64), Reason> {
+    // The turn first: a cursor read before it stayed live across the
+    // helper call that names the CPU, which grew `dynamic`'s frame by 8
+    // bytes, past the 512 the benchmark object's call chain allows.
+    let turn = cpu_turn(maps.cpu(), group.member_count);
+    let cursor = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
+    Ok((cursor, turn))
+}
+
 /// The members a new flowlet of flow `hash` weighs: for a rule that
 /// draws, those drawn from the spray sequence of `destination` at its
 /// cursor, which moves on, and by the coin the idle peers of the flow's
@@ -298,13 +312,14 @@ fn draw<M: Maps>(
     if !draws(group.choice) {
         return Ok(Drawn::ALL);
     }
-    let position = maps.next_position(destination).ok_or(Reason::NoNextHop)?;
+    let (cursor, turn) = next_position(maps, group, destination)?;
     let [a, b] = draw_positions(
         group.draw_flow_mask,
         hash,
         group.hash_seed,
         destination.class,
-        position,
+        cursor,
+        turn,
     );
     let drawn = drawn(
         group.choice,
@@ -315,7 +330,7 @@ fn draw<M: Maps>(
     // the path it is on: a flow that shares its path with another finds
     // the one left idle among equals at once, instead of when the turns
     // come to it (`choice::IDLE_PEER_SHARE`).
-    let mix = flowlet_mix(hash, position);
+    let mix = flowlet_mix(hash, cursor.wrapping_add(turn));
     Ok(match offered {
         Some(slot) if !drawn.is_all() && weighs_peers(destination.class, mix) => {
             drawn.with_peers_of(maps.quality(destination, member(group, slot)), mix)

@@ -48,8 +48,11 @@ pub trait Maps {
     /// The spray sequence's entry `index` of `destination`'s row.
     fn spray_entry(&self, destination: Destination, index: u32) -> Option<u32>;
     /// The cursor of `destination`'s spray row, moved on: where the next
-    /// sprayed packet and the next drawn flowlet look.
+    /// sprayed packet and the next drawn flowlet look, before this CPU's
+    /// turn ([`crate::select::position::cpu_turn`]).
     fn next_position(&mut self, destination: Destination) -> Option<u64>;
+    /// The CPU these maps are, as the kernel numbers it.
+    fn cpu(&self) -> u32;
     /// Adds `len` to the bytes this CPU forwarded in dynamic groups and
     /// returns the load epoch they make.
     fn load_epoch(&mut self, len: u64) -> Option<u64>;

@@ -2,7 +2,10 @@
 //! hops are usable, their qualities and loads, the flowlet table, the
 //! spray cursors, the group's counters and the pending flow event.
 
-use aya_ebpf::{cty::c_void, helpers::bpf_loop};
+use aya_ebpf::{
+    cty::c_void,
+    helpers::{bpf_get_smp_processor_id, bpf_loop},
+};
 use lb_common::{
     abi::{GroupEntry, NEXTHOP_USABLE, events::PendingEvent},
     limits::{BUCKETS_PER_GROUP, MAX_NEXTHOPS_PER_GROUP, NO_NEXTHOP},
@@ -85,6 +88,12 @@ impl Maps for CpuMaps {
             *cursor = at.wrapping_add(1);
             Some(at)
         }
+    }
+
+    #[inline(always)]
+    fn cpu(&self) -> u32 {
+        // SAFETY: a helper without arguments or side effects.
+        unsafe { bpf_get_smp_processor_id() }
     }
 
     #[inline(always)]

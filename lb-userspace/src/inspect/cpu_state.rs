@@ -211,6 +211,11 @@ impl Maps for CpuState<'_> {
         Some(at)
     }
 
+    fn cpu(&self) -> u32 {
+        // Possible CPUs, which index the per-CPU values, number far below.
+        self.cpu as u32
+    }
+
     fn load_epoch(&mut self, len: u64) -> Option<u64> {
         self.added += len;
         let epochs = self.read(self.view.epochs(self.added), Vec::new());
