@@ -14,7 +14,7 @@ use lb_common::{
     verdict::Reason,
 };
 
-use crate::harness::Harness;
+use crate::harness::{Harness, pin_to_cpu};
 use crate::packets::{PEER_MAC, ipv4_to, rocev2_with_psn};
 use crate::pins::Pin;
 use crate::switch::{LB_MAC, SHORT_GAP_MS};
@@ -255,6 +255,27 @@ fn share_one_next_hop(h: &mut Harness) -> [(Ipv4, Vec<u8>); 2] {
     assert_eq!(h.member_packets(group), expected, "packets per member");
     assert_eq!(flowlets(h, group), (2, 0), "new flowlets, moves");
     [fx, fy]
+}
+
+/// Every CPU's spray cursors start at 0, and each CPU's draws are turned
+/// ahead by its share of the members (`cpu_turn`): over four equal next
+/// hops CPU 1 starts two entries on, so two CPUs spraying at one pace
+/// take each member once in a round, where unturned both took the first
+/// two.
+#[test]
+fn two_cpus_spraying_at_one_pace_take_each_member_once() {
+    let mut h = Harness::new();
+    let dst = [10, 7, 0, 2];
+    let group = "per-packet";
+    let mut slots = Vec::new();
+    for cpu in [0, 1] {
+        pin_to_cpu(cpu);
+        for psn in 0..2 {
+            let packet = roce_packet(dst, 0x0a, 0x100, psn);
+            slots.push(h.forward(group, &format!("CPU {cpu}, packet {psn}"), &packet));
+        }
+    }
+    assert_eq!(slots, [0, 1, 2, 3], "slots taken by CPU 0, then CPU 1");
 }
 
 /// What the data plane does on its own when a next hop's usable flag is

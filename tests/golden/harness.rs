@@ -421,7 +421,13 @@ fn hex(bytes: &[u8]) -> String {
 /// BPF_PROG_TEST_RUN runs on the calling CPU: a test that depends on that
 /// state pins itself to one CPU so that every run sees the same state.
 pub fn pin_to_one_cpu() {
+    pin_to_cpu(0);
+}
+
+/// Runs the calling thread, and so its test runs, on CPU `cpu` alone.
+pub fn pin_to_cpu(cpu: usize) {
     let mut set = nix::sched::CpuSet::new();
-    set.set(0).expect("cpu 0");
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin to cpu 0");
+    set.set(cpu).expect("a CPU number");
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .unwrap_or_else(|e| panic!("pin to CPU {cpu}: {e}"));
 }
