@@ -5,15 +5,15 @@
 use std::time::Instant;
 
 use fabriclb::testbed::scenario::{Name, Report, link_down};
-use fabriclb::testbed::{Daemon, LeafCounters, SpineCount, UdpLoad};
+use fabriclb::testbed::{Daemon, LeafCounters, SpineCount, UdpLoad, in_netns};
 
 use crate::bed::{Bed, wait_for};
 
 const S2_DOWN: &str = "next hop changed next_hop=s2 198.18.2.2 usable=false";
 const S2_UP: &str = "next hop changed next_hop=s2 198.18.2.2 usable=true";
 
-/// With the refresh a minute away, under UDP flows: the leaf's neighbour
-/// entry for spine 2 fails (as when its ARP requests go unanswered) and s2
+/// With the refresh a minute away, under UDP flows: spine 2 stops
+/// answering ARP and the leaf's neighbour entry for it fails, and s2
 /// is taken out on the neighbour event (log and metrics), nothing more
 /// going to it; resolved again with its MAC, it is back. Then spine 2's
 /// end of the link goes down, so the leaf's `s2` loses its carrier: s2 is
@@ -39,6 +39,11 @@ fn a_failed_neighbour_or_a_lost_carrier_takes_a_next_hop_out_at_once_and_it_rejo
         args.extend(state);
         bed.ip("leaf", &args).expect("neigh");
     };
+    // Unanswered for real: were spine 2 still answering, the daemon's
+    // probes (every 50 ms) would resolve the failed entry again, and
+    // within one batch of events s2 would never have left (3 runs in 10
+    // with probes every millisecond).
+    answers_arp(&bed, false);
     neigh(&["nud", "failed"]);
     let log = daemon.wait_for_log(S2_DOWN).expect("the daemon noticed");
     assert!(
@@ -47,6 +52,7 @@ fn a_failed_neighbour_or_a_lost_carrier_takes_a_next_hop_out_at_once_and_it_rejo
     );
     s2_out_and_idle(&bed, &daemon);
     daemon.skip_log().expect("log");
+    answers_arp(&bed, true);
     neigh(&["lladdr", &mac, "nud", "reachable"]);
     let log = daemon
         .wait_for_log(S2_UP)
@@ -70,6 +76,17 @@ fn a_failed_neighbour_or_a_lost_carrier_takes_a_next_hop_out_at_once_and_it_rejo
     s2_back_in_use(&bed, &daemon);
     let report = load.stop(&bed.testbed).expect("traffic");
     eprintln!("{report:?}");
+}
+
+/// Whether spine 2 answers ARP requests on its link to the leaf
+/// (`arp_ignore` 8 answers none).
+fn answers_arp(bed: &Bed, answers: bool) {
+    let value = if answers { "0" } else { "8" };
+    in_netns(&bed.testbed.ns("s2"), move || {
+        std::fs::write("/proc/sys/net/ipv4/conf/leaf/arp_ignore", value)
+    })
+    .expect("netns")
+    .expect("arp_ignore");
 }
 
 /// The link-down scenario: ECMP, links refreshed every ten minutes. The
