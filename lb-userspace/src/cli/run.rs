@@ -31,7 +31,8 @@ pub struct RunArgs {
     /// How often the neighbour of each IP next hop is probed (one ARP
     /// request or neighbour solicitation), in milliseconds (1 or more): a
     /// next hop whose MAC changes unannounced is followed within about
-    /// this long.
+    /// this long. Each tick also has the kernel check neighbours it no
+    /// longer confirms (STALE) and resolve missing ones.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     probe_interval_ms: u64,
     /// Reload only on SIGHUP, not also when the config file changes.

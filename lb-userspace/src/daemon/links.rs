@@ -1,7 +1,7 @@
 //! Next hops as the kernel's links and neighbours say they are: resolving
-//! them, soliciting missing MACs, probing known ones so that a changed MAC
-//! is learnt, saying why one is unusable, and refreshing the tables when a
-//! link or a MAC changes.
+//! them, soliciting missing and stale neighbours, probing known ones so
+//! that a changed MAC is learnt, saying why one is unusable, and
+//! refreshing the tables when a link or a MAC changes.
 //!
 //! Traffic that XDP forwards never uses the kernel's neighbour entries, so
 //! the kernel's own state machine never asks again about a next hop whose
@@ -12,7 +12,10 @@
 //! The answer replaces the entry's MAC, and the event it raises rewrites
 //! the next hop. A peer that announces its new MAC (gratuitous ARP,
 //! unsolicited neighbour advertisement) is taken at once by the kernel,
-//! and so by its event, without waiting for a probe.
+//! and so by its event, without waiting for a probe. For the same reason
+//! the kernel never fails a peer that stops answering: its entry goes
+//! STALE and stays so, unless something sends through it
+//! ([`Snapshot::solicit_unconfirmed`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -218,14 +221,21 @@ impl Snapshot {
         !probed.is_empty()
     }
 
-    /// Asks the kernel to resolve every IP next hop it has no MAC for.
-    pub(super) fn solicit_missing(&self, config: &Config, ongoing: &mut Ongoing) {
+    /// Has the kernel check every IP next hop it has no MAC for or no
+    /// longer confirms (STALE), as its own traffic through the entry
+    /// would: one that has none is resolved, a stale one is probed by
+    /// unicast and fails if its peer stays silent. XDP's traffic never
+    /// goes through the entry, so without this a peer that stopped
+    /// answering with its link up kept its MAC, and its share, for good,
+    /// and one that failed was asked again only at the refresh.
+    pub(super) fn solicit_unconfirmed(&self, config: &Config, ongoing: &mut Ongoing) {
         for spec in specs(config) {
             let (NextHopAddr::Ip(ip), Some(link)) = (spec.addr, self.links.get(&spec.interface))
             else {
                 continue;
             };
-            if self.resolve(spec).dst_mac == [0; 6] {
+            let stale = self.neighbour(spec, ip, link).is_some_and(|(_, n)| n.stale);
+            if stale || self.resolve(spec).dst_mac == [0; 6] {
                 let bound = spec.vlan.is_none().then_some(spec.interface.as_str());
                 let key = format!("solicit {spec}");
                 match netlink::solicit(bound, link.ifindex, ip) {
@@ -257,7 +267,7 @@ pub(super) async fn resolve_with_wait(
             return Ok(snapshot);
         }
         if !solicited {
-            snapshot.solicit_missing(config, ongoing);
+            snapshot.solicit_unconfirmed(config, ongoing);
             solicited = true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -327,6 +337,7 @@ mod tests {
     const NEIGHBOUR: Neighbour = Neighbour {
         mac: PEER,
         kernel_confirms: false,
+        stale: false,
     };
 
     fn spec(interface: &str, addr: &str, vlan: Option<u16>) -> NextHopSpec {
@@ -446,6 +457,7 @@ mod tests {
         let entry = Some(Neighbour {
             mac: new_mac,
             kernel_confirms: false,
+            stale: false,
         });
         view.apply(LinkEvent::Neighbour { key, entry }, &config);
         assert_eq!(view.resolve(&s1).dst_mac, new_mac);

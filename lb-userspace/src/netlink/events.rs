@@ -348,24 +348,27 @@ mod tests {
     fn a_neighbour_is_usable_only_with_a_mac_and_a_usable_state() {
         let event = |state| decode(RouteNetlinkMessage::NewNeighbour(neighbour(state)));
         let entry = |entry| Some(LinkEvent::Neighbour { key: KEY, entry });
-        let usable = |kernel_confirms| {
+        let usable = |kernel_confirms, stale| {
             entry(Some(Neighbour {
                 mac: MAC,
                 kernel_confirms,
+                stale,
             }))
         };
+        // Delay and probe: the kernel is checking it already.
         for state in [
             NeighbourState::Reachable,
-            NeighbourState::Stale,
             NeighbourState::Delay,
             NeighbourState::Probe,
         ] {
-            assert_eq!(event(state), usable(true), "{state:?}");
+            assert_eq!(event(state), usable(true, false), "{state:?}");
         }
+        // Unconfirmed, and checked only when next used.
+        assert_eq!(event(NeighbourState::Stale), usable(true, true));
         // Set by an administrator: the kernel never confirms it, so it is
         // never probed.
         for state in [NeighbourState::Permanent, NeighbourState::Noarp] {
-            assert_eq!(event(state), usable(false), "{state:?}");
+            assert_eq!(event(state), usable(false, false), "{state:?}");
         }
         for state in [NeighbourState::Failed, NeighbourState::Incomplete] {
             assert_eq!(event(state), entry(None), "{state:?}");

@@ -186,7 +186,7 @@ impl Netlink {
     }
 
     /// The usable entries of the neighbour table (neither incomplete nor
-    /// failed), with how long ago the kernel last confirmed each.
+    /// failed).
     pub async fn neighbour_entries(&self) -> Result<HashMap<(u32, IpAddr), Neighbour>> {
         let mut table = HashMap::new();
         let mut entries = self.handle.neighbours().get().execute();
@@ -199,8 +199,6 @@ impl Netlink {
     }
 }
 
-/// The unit of the ages in a neighbour's cache info (`clock_t`): 100 a
-/// second on every architecture but alpha.
 /// A usable neighbour entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Neighbour {
@@ -209,6 +207,9 @@ pub struct Neighbour {
     /// it never asks again about an entry an administrator set
     /// (permanent, no-ARP), so probing one would be noise.
     pub kernel_confirms: bool,
+    /// Not confirmed lately (STALE): the kernel checks such an entry only
+    /// when it next sends through it, which XDP's traffic never does.
+    pub stale: bool,
 }
 
 /// Where a neighbour entry is: its interface and IP address.
@@ -246,6 +247,7 @@ impl Neighbour {
         let neighbour = lladdr.filter(|_| !unusable).map(|mac| Self {
             mac,
             kernel_confirms,
+            stale: state == NeighbourState::Stale,
         });
         Some((key, neighbour))
     }

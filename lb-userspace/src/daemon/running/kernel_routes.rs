@@ -65,7 +65,9 @@ impl Running {
         if new_port {
             self.links.view = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
         }
-        self.links.view.solicit_missing(&config, &mut self.ongoing);
+        self.links
+            .view
+            .solicit_unconfirmed(&config, &mut self.ongoing);
         let tables = self.switch_tables(&config, dp, &report.splits)?;
         self.tables = tables;
         self.config = config;

@@ -55,7 +55,7 @@ impl Running {
             // them when the carrier goes): ask now, not at the refresh.
             self.links
                 .view
-                .solicit_missing(&self.config, &mut self.ongoing);
+                .solicit_unconfirmed(&self.config, &mut self.ongoing);
             // An ingress interface created again gets the program now,
             // and one whose MAC changed its new entry.
             self.ingress.reattach(dp, &mut self.ongoing);

@@ -21,16 +21,21 @@ impl Running {
     ) -> Result<()> {
         self.links.resubscribe();
         let snapshot = Snapshot::take(netlink, &self.config, &mut self.ongoing).await?;
-        snapshot.solicit_missing(&self.config, &mut self.ongoing);
+        snapshot.solicit_unconfirmed(&self.config, &mut self.ongoing);
         self.links.view = snapshot;
         Ok(self.rewrite_nexthops(dp)?)
     }
 
     /// Probes the neighbour of every IP next hop with a known MAC (see
-    /// [`Snapshot::probe_neighbours`]); runs every probe interval. The
-    /// answers come back as neighbour events; without the event stream
-    /// they are read back here.
+    /// [`Snapshot::probe_neighbours`]) and has the kernel check those it
+    /// no longer confirms ([`Snapshot::solicit_unconfirmed`]); runs every
+    /// probe interval. The answers, and the kernel's verdicts, come back
+    /// as neighbour events; without the event stream they are read back
+    /// here.
     pub(super) async fn probe_nexthops(&mut self, netlink: &Netlink, dp: &mut Dataplane) {
+        self.links
+            .view
+            .solicit_unconfirmed(&self.config, &mut self.ongoing);
         let addresses = self.local.addresses();
         let probed = self.links.view.probe_neighbours(
             &mut self.links.prober,

@@ -145,7 +145,7 @@ impl Running {
         let learned = self.kernel.follow(&file, netlink).await?;
         let config = self.effective(&file);
         let snapshot = Snapshot::take(netlink, &config, &mut self.ongoing).await?;
-        snapshot.solicit_missing(&config, &mut self.ongoing);
+        snapshot.solicit_unconfirmed(&config, &mut self.ongoing);
         let view = std::mem::replace(&mut self.links.view, snapshot);
         let tables = match self.switch_tables(&config, dp, &learned.splits) {
             Ok(tables) => tables,
