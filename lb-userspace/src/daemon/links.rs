@@ -234,11 +234,14 @@ impl Snapshot {
             else {
                 continue;
             };
-            let stale = self.neighbour(spec, ip, link).is_some_and(|(_, n)| n.stale);
-            if stale || self.resolve(spec).dst_mac == [0; 6] {
+            let entry = self.neighbour(spec, ip, link);
+            if entry.is_some_and(|(_, n)| n.stale) || self.resolve(spec).dst_mac == [0; 6] {
                 let bound = spec.vlan.is_none().then_some(spec.interface.as_str());
+                // A VLAN next hop's stale entry names its VLAN interface,
+                // a link-local address's scope.
+                let scope = entry.map_or(link.ifindex, |(ifindex, _)| ifindex);
                 let key = format!("solicit {spec}");
-                match netlink::solicit(bound, link.ifindex, ip) {
+                match netlink::solicit(bound, scope, ip) {
                     Ok(()) => ongoing.ended(&key),
                     Err(e) => ongoing.started(
                         key,

@@ -253,11 +253,14 @@ impl Neighbour {
     }
 }
 
-/// Makes the kernel resolve `ip` by sending it one empty datagram to the
-/// discard port: the kernel queues it behind an ARP request or neighbour
-/// solicitation, which is all we want. With `interface`, the datagram is
-/// bound to it; without, the kernel's routing picks (a VLAN next hop is
-/// resolved on its VLAN interface, which fabriclb does not know).
+/// Makes the kernel resolve `ip`, or check its stale entry, by sending it
+/// one empty datagram to the discard port: the kernel queues it behind an
+/// ARP request or neighbour solicitation, or sends it through the stale
+/// entry and then probes the peer by unicast, which is all we want. With
+/// `interface`, the datagram is bound to it; without, the kernel's
+/// routing picks (a VLAN next hop is resolved on its VLAN interface,
+/// which fabriclb knows only by an entry). `ifindex` is a link-local
+/// address's scope.
 pub fn solicit(interface: Option<&str>, ifindex: u32, ip: IpAddr) -> std::io::Result<()> {
     let (bind, target): (SocketAddr, SocketAddr) = match ip {
         IpAddr::V4(_) => (
