@@ -69,6 +69,20 @@ impl Snapshot {
         })
     }
 
+    /// Reads again the links whose index is in `ifindexes`. One that cannot
+    /// be read is left as it was: its own event follows.
+    pub(super) async fn read_links(&mut self, netlink: &Netlink, ifindexes: &HashSet<u32>) {
+        let names: Vec<String> = (self.links.iter())
+            .filter(|(_, link)| ifindexes.contains(&link.ifindex))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in names {
+            if let Ok(link) = netlink.link(&name).await {
+                self.links.insert(name, link);
+            }
+        }
+    }
+
     /// Applies a link or neighbour event, as a read after it would have
     /// found them. Only `config`'s interfaces are kept, as [`Self::take`]
     /// keeps them.

@@ -1,6 +1,8 @@
 //! Link and neighbour events into the next hops at once; lost events or a
 //! failed stream read everything again.
 
+use std::collections::HashSet;
+
 use super::Running;
 use crate::daemon::links::Snapshot;
 use crate::dataplane::Dataplane;
@@ -26,7 +28,15 @@ impl Running {
                 read_again = true;
             }
             Some(events) => {
+                let mut lost_neighbours = HashSet::new();
                 for event in events {
+                    if let LinkEvent::Neighbour {
+                        key: (ifindex, _),
+                        entry: None,
+                    } = event
+                    {
+                        lost_neighbours.insert(ifindex);
+                    }
                     read_again |= event == LinkEvent::Lost;
                     links_changed |= !matches!(event, LinkEvent::Neighbour { .. });
                     if let Some(ifindex) = event.port_down() {
@@ -36,6 +46,13 @@ impl Running {
                 }
                 if read_again {
                     warn!("link and neighbour events lost; reading links and neighbours again");
+                } else if !lost_neighbours.is_empty() {
+                    // A port that loses its carrier has its neighbours
+                    // flushed, and the kernel tells of them before it
+                    // tells of the carrier: read now, the next hops they
+                    // take out say the port is down, not that their MAC
+                    // is missing.
+                    self.links.view.read_links(netlink, &lost_neighbours).await;
                 }
             }
         }
