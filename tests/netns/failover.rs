@@ -132,12 +132,14 @@ fn a_spine_that_stops_answering_is_taken_out_when_the_kernel_fails_it() {
     s2_back_in_use(&bed, &daemon);
     let report = load.stop(&bed.testbed).expect("traffic");
     eprintln!("out after {out:?}, back after {back:?}; {report:?}");
-    // 0.61-0.73 s and 41-85 ms measured: the last answer's reachable
-    // time, then the probes; back at the next tick's solicitation.
-    // Without the daemon having the kernel check the stale entry, s2
-    // never left (none within 10 s).
+    // Out 0.61-0.73 s and back 41-85 ms alone (five runs), 0.67-1.05 s
+    // and 41-102 ms beside the other failover, watch and neighbour tests
+    // (eight): the last answer's reachable time, then the probes; back
+    // at the next ARP request, within a tick (50 ms) or the retransmit
+    // time (100 ms). Without the daemon having the kernel check the
+    // stale entry, s2 never left (none within 10 s).
     assert!(out <= Duration::from_millis(1500), "{out:?}");
-    assert!(back <= Duration::from_millis(500), "{back:?}");
+    assert!(back <= Duration::from_millis(250), "{back:?}");
 }
 
 /// Whether spine 2 answers ARP requests on its link to the leaf
