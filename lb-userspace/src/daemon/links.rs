@@ -249,7 +249,7 @@ impl Snapshot {
                 continue;
             };
             let entry = self.neighbour(spec, ip, link);
-            if entry.is_some_and(|(_, n)| n.stale) || self.resolve(spec).dst_mac == [0; 6] {
+            if entry.is_none_or(|(_, n)| n.stale || n.mac == [0; 6]) {
                 let bound = spec.vlan.is_none().then_some(spec.interface.as_str());
                 // A VLAN next hop's stale entry names its VLAN interface,
                 // a link-local address's scope.
